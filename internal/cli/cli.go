@@ -1,0 +1,165 @@
+// Package cli is headroom's command line: it parses arguments, calls the
+// packages that do the work, and formats what they return. It holds no
+// planning logic of its own.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Env is what a command may see of the process: its output streams and its
+// environment. Tests fill it in; main passes the real ones.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env Env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"inspect", "read a model's GGUF header (local, URL or Hugging Face) and describe it", runInspect},
+		{"synth", "write a sparse GGUF shaped like a real model, for tests and demos", runSynth},
+	}
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed
+	exitUsage = 2 // the command line was wrong
+)
+
+// usageError marks errors in the command line, which exit with status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// Main runs headroom with args (without the program name) and returns the
+// process exit status.
+func Main(ctx context.Context, args []string, env Env) int {
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 {
+			return Main(ctx, []string{args[1], "--help"}, env)
+		}
+		printHelp(env.Stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, env, args[1:])
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.Is(err, flag.ErrHelp):
+			return exitOK
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(env.Stderr, "headroom %s: %v\nRun 'headroom %s --help' for usage.\n", c.name, err, c.name)
+			return exitUsage
+		}
+		fmt.Fprintf(env.Stderr, "headroom %s: %s\n", c.name, oneLine(err.Error()))
+		return exitError
+	}
+	fmt.Fprintf(env.Stderr, "headroom: unknown command %q\nRun 'headroom help' for the list of commands.\n", args[0])
+	return exitUsage
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `headroom tells you whether a local LLM will fit your machine, and how to
+run it with llama.cpp, before you download it.
+
+Usage:
+  headroom <command> [arguments]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Models are named by a local path, an https:// URL, or a Hugging Face
+reference: hf:owner/repo/file.gguf[@revision] or hf:owner/repo:QUANT.
+
+Run 'headroom <command> --help' for a command's flags and examples.
+`)
+}
+
+// oneLine keeps an error message on one line, so scripts can grep it.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// flags is a command's flag set with its help text.
+type flags struct {
+	*flag.FlagSet
+	env   Env
+	usage string
+	about string
+}
+
+// newFlags makes a flag set for a command. Parse errors are reported once,
+// by Main; --help prints the usage line, the description and the flags.
+func newFlags(env Env, name, usage, about string) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flags{FlagSet: fs, env: env, usage: usage, about: about}
+}
+
+func (f *flags) printHelp() {
+	w := f.env.Stdout
+	fmt.Fprintf(w, "Usage: headroom %s %s\n\n%s\n", f.Name(), f.usage, strings.TrimSpace(f.about))
+	n := 0
+	f.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintf(w, "\nFlags:\n")
+		f.SetOutput(w)
+		f.PrintDefaults()
+		f.SetOutput(io.Discard)
+	}
+}
+
+// parse parses flags that may come before, between or after positional
+// arguments (headroom inspect MODEL --json), which the flag package alone
+// does not allow. A lone "--" ends the flags.
+func (f *flags) parse(args []string) ([]string, error) {
+	var pos, rest []string
+	for i, a := range args {
+		if a == "--" {
+			args, rest = args[:i], args[i+1:]
+			break
+		}
+	}
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				f.printHelp()
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		args = f.Args()
+		if len(args) == 0 {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

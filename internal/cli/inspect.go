@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/source"
+)
+
+func runInspect(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "inspect", "[flags] MODEL", `
+Reads only the GGUF header of MODEL (never the weights) and describes it:
+architecture, hyperparameters, parameter count, file size, and how many
+tensors and bytes each ggml type holds.
+
+MODEL is a local path, an https:// URL, or a Hugging Face reference:
+  hf:owner/repo/file.gguf[@revision]   one file (all shards if it is split)
+  hf:owner/repo:QUANT[@revision]       the file for a quant tag, as llama.cpp's -hf picks it
+Remote headers are read with HTTP range requests (a few MiB) and cached by
+immutable commit, so a second look costs no download. HF_ENDPOINT and
+HF_TOKEN are honoured; the token is never printed.
+
+Examples:
+  headroom inspect model.gguf
+  headroom inspect hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --json
+  headroom inspect model-00001-of-00003.gguf --tensors`)
+	asJSON := fs.Bool("json", false, "print everything as one JSON object")
+	tensors := fs.Bool("tensors", false, "list every tensor with shape, type, bytes and offset")
+	full := fs.Bool("full", false, "with --json, print metadata arrays whole (a vocabulary can be 10 MiB)")
+	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need exactly one MODEL, got %d arguments", len(pos))
+	}
+	client := source.NewClient(env.Getenv)
+	if !*quiet {
+		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
+	}
+	h, err := client.Open(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		maxArray := jsonArrayLimit
+		if *full {
+			maxArray = -1
+		}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(inspectReport(h, maxArray))
+	}
+	printInspect(env.Stdout, h, *tensors)
+	return nil
+}
+
+// jsonArrayLimit cuts long metadata arrays in JSON output unless --full.
+const jsonArrayLimit = 64
+
+type typeRow struct {
+	Type     string  `json:"type"`
+	Tensors  int     `json:"tensors"`
+	Elements uint64  `json:"elements"`
+	Bytes    uint64  `json:"bytes"`
+	Share    float64 `json:"share"`
+}
+
+type metaRow struct {
+	Key   string `json:"key"`
+	Type  string `json:"type"`
+	Len   *int   `json:"len,omitempty"`
+	Cut   bool   `json:"truncated,omitempty"`
+	Value any    `json:"value"`
+}
+
+type tensorRow struct {
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	Shape  []uint64 `json:"shape"`
+	Bytes  uint64   `json:"bytes"`
+	Shard  int      `json:"shard"`
+	Offset int64    `json:"offset"`
+}
+
+type report struct {
+	Artifact     *source.Artifact `json:"artifact"`
+	Architecture string           `json:"architecture"`
+	Name         string           `json:"name,omitempty"`
+	FileType     string           `json:"file_type,omitempty"`
+	Parameters   uint64           `json:"parameters"`
+	SizeBytes    int64            `json:"size_bytes"`
+	TensorBytes  uint64           `json:"tensor_bytes"`
+	HeaderBytes  int64            `json:"header_bytes"`
+	BitsPerWt    float64          `json:"bits_per_weight"`
+	GGUFVersion  uint32           `json:"gguf_version"`
+	Alignment    uint64           `json:"alignment"`
+	TensorCount  int              `json:"tensor_count"`
+	Types        []typeRow        `json:"types"`
+	Metadata     []metaRow        `json:"metadata"`
+	Tensors      []tensorRow      `json:"tensors"`
+	Fetch        source.Stats     `json:"fetch"`
+}
+
+func inspectReport(h *source.Header, maxArray int) report {
+	m := h.Model
+	first := m.Files[0]
+	r := report{
+		Artifact:     h.Artifact,
+		Architecture: m.Architecture(),
+		Parameters:   m.Params(),
+		SizeBytes:    m.Size(),
+		TensorBytes:  m.TensorBytes(),
+		HeaderBytes:  m.HeaderBytes(),
+		GGUFVersion:  first.Version,
+		Alignment:    first.Alignment,
+		TensorCount:  len(m.Tensors),
+		Fetch:        h.Stats,
+		Types:        []typeRow{},
+		Metadata:     []metaRow{},
+		Tensors:      []tensorRow{},
+	}
+	r.Name, _ = m.Str("general.name")
+	if ft, ok := m.Uint("general.file_type"); ok {
+		r.FileType = gguf.FileTypeName(uint32(ft))
+	}
+	if r.Parameters > 0 {
+		r.BitsPerWt = float64(r.TensorBytes) * 8 / float64(r.Parameters)
+	}
+	for _, ts := range m.ByType() {
+		r.Types = append(r.Types, typeRow{Type: ts.Type.String(), Tensors: ts.Tensors, Elements: ts.Elements,
+			Bytes: ts.Bytes, Share: share(ts.Bytes, r.TensorBytes)})
+	}
+	for _, kv := range first.Metadata {
+		row := metaRow{Key: kv.Key, Type: kv.Value.Type().String(), Value: kv.Value.JSON(maxArray)}
+		if a, ok := kv.Value.AsArray(); ok {
+			n := a.Len()
+			row.Len = &n
+			row.Type = "array[" + a.Elem().String() + "]"
+			row.Cut = maxArray >= 0 && n > maxArray
+		}
+		r.Metadata = append(r.Metadata, row)
+	}
+	for _, t := range m.Tensors {
+		r.Tensors = append(r.Tensors, tensorRow{Name: t.Name, Type: t.Type.String(), Shape: t.Shape,
+			Bytes: t.Size, Shard: t.Shard, Offset: t.FileOffset})
+	}
+	return r
+}
+
+func share(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// headline keys are shown first, in this order, under friendlier names.
+var headline = []struct{ suffix, label string }{
+	{"context_length", "trained context"},
+	{"block_count", "layers"},
+	{"embedding_length", "embedding"},
+	{"feed_forward_length", "feed-forward"},
+	{"attention.head_count", "attention heads"},
+	{"attention.head_count_kv", "KV heads"},
+	{"attention.key_length", "key length"},
+	{"attention.value_length", "value length"},
+	{"attention.sliding_window", "sliding window"},
+	{"expert_count", "experts"},
+	{"expert_used_count", "experts per token"},
+	{"rope.freq_base", "rope base"},
+}
+
+func printInspect(w io.Writer, h *source.Header, withTensors bool) {
+	r := inspectReport(h, 8)
+	m := h.Model
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	title := r.Name
+	if title == "" {
+		title = "(unnamed)"
+	}
+	fmt.Fprintf(tw, "model\t%s\n", title)
+	fmt.Fprintf(tw, "architecture\t%s\n", orDash(r.Architecture))
+	where := h.Artifact.Ref
+	if h.Artifact.Commit != "" {
+		where += "  @ " + h.Artifact.Commit
+	}
+	fmt.Fprintf(tw, "source\t%s\n", where)
+	files := "1 file"
+	if n := len(m.Files); n > 1 {
+		files = fmt.Sprintf("%d files (split)", n)
+	}
+	fmt.Fprintf(tw, "size\t%s (%s), %s\n", bytesSI(r.SizeBytes), bytesIEC(r.SizeBytes), files)
+	params := count(r.Parameters)
+	if r.FileType != "" {
+		params += ", " + r.FileType
+	}
+	fmt.Fprintf(tw, "parameters\t%s, %.2f bits per weight\n", params, r.BitsPerWt)
+	arch := r.Architecture + "."
+	shown := map[string]bool{}
+	for _, hl := range headline {
+		if v, ok := m.Lookup(arch + hl.suffix); ok {
+			fmt.Fprintf(tw, "%s\t%s\n", hl.label, v)
+			shown[arch+hl.suffix] = true
+		}
+	}
+	var rest []string
+	for _, kv := range m.Files[0].Metadata {
+		if strings.HasPrefix(kv.Key, arch) && !shown[kv.Key] {
+			rest = append(rest, fmt.Sprintf("%s = %s", strings.TrimPrefix(kv.Key, arch), kv.Value))
+		}
+	}
+	sort.Strings(rest)
+	for i, s := range rest {
+		label := ""
+		if i == 0 {
+			label = "other"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, s)
+	}
+	if tok, ok := m.Str("tokenizer.ggml.model"); ok {
+		n := 0
+		if v, ok := m.Lookup("tokenizer.ggml.tokens"); ok {
+			if a, ok := v.AsArray(); ok {
+				n = a.Len()
+			}
+		}
+		pre, _ := m.Str("tokenizer.ggml.pre")
+		if pre != "" {
+			tok += ", " + pre
+		}
+		fmt.Fprintf(tw, "vocabulary\t%d tokens (%s)\n", n, tok)
+	}
+	fmt.Fprintf(tw, "header\tGGUF v%d, %d metadata keys, %d tensors, %s of header, alignment %d\n",
+		r.GGUFVersion, len(m.Files[0].Metadata), r.TensorCount, bytesIEC(r.HeaderBytes), r.Alignment)
+	if h.Stats.RangeRequests > 0 || h.Stats.CacheHits > 0 {
+		fmt.Fprintf(tw, "fetched\t%s in %d range requests, %d cache hits\n", bytesIEC(h.Stats.BytesFetched), h.Stats.RangeRequests, h.Stats.CacheHits)
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "type\ttensors\tparameters\tbytes\tshare\t")
+	for _, t := range r.Types {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.1f%%\t\n", t.Type, t.Tensors, count(t.Elements), bytesIEC(int64(t.Bytes)), 100*t.Share)
+	}
+	fmt.Fprintf(tw, "total\t%d\t%s\t%s\t\t\n", r.TensorCount, count(r.Parameters), bytesIEC(int64(r.TensorBytes)))
+	tw.Flush()
+
+	if withTensors {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "name\ttype\tshape\tbytes\tshard\toffset")
+		for _, t := range r.Tensors {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Name, t.Type, shapeString(t.Shape), t.Bytes, t.Shard+1, t.Offset)
+		}
+		tw.Flush()
+	}
+}
+
+func shapeString(s []uint64) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return strings.Join(parts, "x")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
