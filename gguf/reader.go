@@ -105,7 +105,7 @@ func (c *cursor) next(n int64) ([]byte, error) {
 		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, c.fail(c.off, ErrTruncated, "need %d bytes, read only %d", n, got)
 		}
-		return nil, &FormatError{Offset: c.off, Field: c.field, Err: fmt.Errorf("read failed: %w", err)}
+		return nil, &FormatError{Offset: c.off, Field: c.field, Err: fmt.Errorf("reading bytes %d to %d failed: %w", c.off, c.off+want, err)}
 	}
 	c.buf = c.buf[:got]
 	c.bufOff = c.off

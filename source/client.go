@@ -2,12 +2,10 @@ package source
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,7 +28,7 @@ const (
 const parallelFiles = 4
 
 // Client opens model references. Its fields may be changed after NewClient
-// and before use; a Client must not be changed while Open runs.
+// and before use, not while an Open runs; several Opens may run at once.
 type Client struct {
 	// HTTP sends all requests. Its Transport is wrapped so that Token goes
 	// only to Endpoint's origin; a Timeout on it would cut off long header
@@ -40,7 +38,7 @@ type Client struct {
 	Endpoint string
 	// Token is sent as a bearer token to Endpoint only, from HF_TOKEN. It
 	// never appears in errors or log lines.
-	Token string
+	Token Secret
 	// CacheDir holds cached headers; "" disables the cache.
 	CacheDir string
 	// InitialRead is how many bytes the first range request asks for.
@@ -56,8 +54,8 @@ type Client struct {
 	// Offline reads Hugging Face models from the cache only, never asking
 	// the network (HF_HUB_OFFLINE=1).
 	Offline bool
-	// Log, if set, receives progress lines. It is called from one goroutine
-	// at a time.
+	// Log, if set, receives progress lines. Within one Open it is called
+	// from one goroutine at a time.
 	Log func(string)
 }
 
@@ -68,10 +66,16 @@ func NewClient(getenv func(string) string) *Client {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	// A transport of its own keeps this client's connections and settings
+	// apart from other users of http.DefaultTransport.
+	var transport http.RoundTripper = http.DefaultTransport
+	if t, ok := transport.(*http.Transport); ok {
+		transport = t.Clone()
+	}
 	c := &Client{
-		HTTP:        &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		HTTP:        &http.Client{Transport: transport},
 		Endpoint:    DefaultEndpoint,
-		Token:       strings.TrimSpace(getenv("HF_TOKEN")),
+		Token:       Secret(strings.TrimSpace(getenv("HF_TOKEN"))),
 		InitialRead: DefaultInitialRead,
 		MaxHeader:   DefaultMaxHeader,
 		Attempts:    DefaultAttempts,
@@ -139,7 +143,8 @@ type ArtifactFile struct {
 	Name string `json:"name"`
 	URL  string `json:"url,omitempty"`
 	Path string `json:"path,omitempty"`
-	Size int64  `json:"size"`
+	// Size is in bytes; -1 for a projector the Hub gave no size for.
+	Size int64 `json:"size"`
 	// SHA256 is the hash the Hub lists for LFS files; empty when unknown.
 	SHA256 string `json:"sha256,omitempty"`
 }
@@ -167,7 +172,7 @@ func (c *Client) newOp() (*op, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &authTransport{base: base, origin: origin(ep), token: c.Token}
+	hc.Transport = &authTransport{base: base, origin: origin(ep), token: string(c.Token)}
 	return &op{c: c, hc: &hc, endpoint: ep}, nil
 }
 
@@ -178,12 +183,36 @@ func (c *Client) timeout() time.Duration {
 	return c.Timeout
 }
 
+// Secret is a credential. It prints as [REDACTED], so that logging a
+// Client, even with %+v or as JSON, cannot leak it.
+type Secret string
+
+// String returns [REDACTED], or "" when the secret is empty.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[REDACTED]"
+}
+
+// GoString keeps %#v from printing the secret.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
+
+// MarshalText keeps JSON and other encoders from writing the secret.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 // redact removes the token from text bound for errors or logs.
 func (c *Client) redact(s string) string {
 	if c.Token == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, c.Token, "[REDACTED]")
+	return strings.ReplaceAll(s, string(c.Token), "[REDACTED]")
+}
+
+// backoff is the wait before retry n (1-based): Backoff doubled each time,
+// capped so that a misconfiguration cannot stall for hours.
+func (c *Client) backoff(n int) time.Duration {
+	return min(c.Backoff<<min(n-1, 16), 30*time.Second)
 }
 
 func (o *op) logf(format string, args ...any) {
@@ -272,242 +301,8 @@ func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
 func (c *Client) redactErr(err error) error {
-	if err == nil || c.Token == "" || !strings.Contains(err.Error(), c.Token) {
+	if err == nil || c.Token == "" || !strings.Contains(err.Error(), string(c.Token)) {
 		return err
 	}
 	return &redactedError{msg: c.redact(err.Error()), err: err}
-}
-
-// remoteFile is one file to read over HTTP.
-type remoteFile struct {
-	name string
-	url  string
-	repo string
-	hub  bool
-	size int64     // expected size, -1 if unknown
-	key  *cacheKey // nil when the file cannot be cached
-}
-
-func (o *op) openHF(ctx context.Context, r Ref) (*Header, error) {
-	l, err := o.resolve(ctx, r.Repo, r.Revision)
-	if err != nil {
-		return nil, err
-	}
-	shards, mmproj, err := pickFiles(l, r)
-	if err != nil {
-		return nil, err
-	}
-	a := &Artifact{Ref: r.String(), Kind: KindHF, Repo: r.Repo, Revision: r.Revision, Commit: l.Commit, QuantTag: nameTag(shards[0].Path)}
-	specs := make([]remoteFile, len(shards))
-	for i, s := range shards {
-		u := o.resolveURL(r.Repo, l.Commit, s.Path)
-		specs[i] = remoteFile{name: s.Path, url: u, repo: r.Repo, hub: true, size: s.Size,
-			key: &cacheKey{repo: r.Repo, commit: l.Commit, file: s.Path}}
-		a.Files = append(a.Files, ArtifactFile{Name: s.Path, URL: u, Size: s.Size, SHA256: s.SHA256})
-	}
-	if mmproj != nil {
-		a.MMProj = &ArtifactFile{Name: mmproj.Path, URL: o.resolveURL(r.Repo, l.Commit, mmproj.Path), Size: mmproj.Size, SHA256: mmproj.SHA256}
-	}
-	files, err := o.readAll(ctx, specs)
-	if err != nil {
-		return nil, err
-	}
-	for i, f := range files {
-		a.Files[i].Size = f.Size
-	}
-	return o.finish(a, files)
-}
-
-func (o *op) openURL(ctx context.Context, r Ref) (*Header, error) {
-	u, err := url.Parse(r.URL)
-	if err != nil {
-		return nil, fmt.Errorf("%w %q: the URL does not parse", ErrBadRef, r.String())
-	}
-	a := &Artifact{Ref: r.String(), Kind: KindURL, QuantTag: nameTag(path.Base(u.Path))}
-	repo, rev, _, hub := o.hubFile(u)
-	onHub := hub || origin(u) == origin(o.endpoint)
-	if hub {
-		a.Repo, a.Revision = repo, rev
-		if isCommit(rev) {
-			a.Commit = strings.ToLower(rev)
-		}
-	}
-	urls := []*url.URL{u}
-	if prefix, _, count, ok := gguf.SplitName(path.Base(u.Path)); ok && count > 1 {
-		// Plain URLs have no listing: the other shards are assumed to sit
-		// beside the named one, under llama.cpp's naming.
-		urls = urls[:0]
-		for i := 1; i <= count; i++ {
-			s := *u
-			s.Path = path.Join(path.Dir(u.Path), gguf.ShardName(prefix, i, count))
-			s.RawPath = ""
-			urls = append(urls, &s)
-		}
-	}
-	specs := make([]remoteFile, len(urls))
-	for i, su := range urls {
-		specs[i] = remoteFile{name: path.Base(su.Path), url: su.String(), repo: repo, hub: onHub, size: -1}
-		if srepo, srev, sfile, ok := o.hubFile(su); ok && isCommit(srev) {
-			specs[i].key = &cacheKey{repo: srepo, commit: strings.ToLower(srev), file: sfile}
-		}
-	}
-	files, err := o.readAll(ctx, specs)
-	if err != nil {
-		return nil, err
-	}
-	for i, f := range files {
-		a.Files = append(a.Files, ArtifactFile{Name: specs[i].name, URL: redactURL(specs[i].url), Size: f.Size})
-	}
-	return o.finish(a, files)
-}
-
-func (o *op) openLocal(ctx context.Context, r Ref) (*Header, error) {
-	paths := []string{r.Path}
-	fi, err := os.Stat(r.Path)
-	if err != nil {
-		return nil, fmt.Errorf("opening model file: %w", err)
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory; expected a .gguf file", r.Path)
-	}
-	if prefix, no, count, ok := gguf.SplitName(filepath.Base(r.Path)); ok && count > 1 {
-		paths = paths[:0]
-		for i := 1; i <= count; i++ {
-			p := filepath.Join(filepath.Dir(r.Path), gguf.ShardName(prefix, i, count))
-			if _, err := os.Stat(p); err != nil {
-				return nil, fmt.Errorf("%s is shard %d of a %d-file split model, but shard %d is missing: %w", r.Path, no, count, i, err)
-			}
-			paths = append(paths, p)
-		}
-	}
-	a := &Artifact{Ref: r.Raw, Kind: KindLocal, QuantTag: nameTag(filepath.Base(paths[0]))}
-	var files []*gguf.File
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		f, err := readLocal(p)
-		if err != nil {
-			return nil, err
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			abs = p
-		}
-		files = append(files, f)
-		a.Files = append(a.Files, ArtifactFile{Name: filepath.Base(p), Path: abs, Size: f.Size})
-	}
-	return o.finish(a, files)
-}
-
-func readLocal(p string) (*gguf.File, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("opening model file: %w", err)
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("opening model file: %w", err)
-	}
-	f, err := gguf.Read(fh, fi.Size())
-	if err != nil {
-		return nil, fmt.Errorf("reading the GGUF header of %s: %w", p, err)
-	}
-	return f, nil
-}
-
-func (o *op) finish(a *Artifact, files []*gguf.File) (*Header, error) {
-	m, err := gguf.NewModel(files...)
-	if err != nil {
-		return nil, fmt.Errorf("joining the files of %s: %w", a.Ref, err)
-	}
-	return &Header{Artifact: a, Model: m}, nil
-}
-
-// readAll reads the headers of files, a few at a time; a split model's
-// shards are independent, so their round trips overlap. The first failure
-// cancels the rest.
-func (o *op) readAll(ctx context.Context, files []remoteFile) ([]*gguf.File, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	out := make([]*gguf.File, len(files))
-	errs := make([]error, len(files))
-	sem := make(chan struct{}, parallelFiles)
-	var wg sync.WaitGroup
-	for i := range files {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return
-			}
-			out[i], errs[i] = o.readRemote(ctx, files[i])
-			if errs[i] != nil {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	// Report the failure that caused the others, not the cancellations.
-	var first error
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
-		}
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	return out, first
-}
-
-// readRemote parses one remote file's header, from the cache when it holds
-// it, otherwise with range requests, caching the result.
-func (o *op) readRemote(ctx context.Context, rf remoteFile) (*gguf.File, error) {
-	hc := o.cache()
-	if rf.key != nil && hc.enabled() {
-		f, err := hc.loadHeader(*rf.key)
-		switch {
-		case err == nil && (rf.size < 0 || f.Size == rf.size):
-			o.mu.Lock()
-			o.stats.CacheHits++
-			o.mu.Unlock()
-			o.logf("%s: header from cache", rf.name)
-			return f, nil
-		case err == nil:
-			o.logf("ignoring cache entry for %s: it says %d bytes, the listing %d", rf.name, f.Size, rf.size)
-		case !isMiss(err):
-			o.logf("ignoring unusable cache entry: %v", err)
-		}
-	}
-	if o.c.Offline {
-		return nil, fmt.Errorf("%w: offline mode, and the header of %s is not cached; run once without HF_HUB_OFFLINE", ErrNotCached, rf.name)
-	}
-	o.logf("%s: reading header", rf.name)
-	rr, err := o.openRange(ctx, rf.url, rf.repo, rf.hub)
-	if err != nil {
-		return nil, err
-	}
-	defer rr.Close()
-	f, err := gguf.Read(rr, rr.Size())
-	rr.Close()
-	o.mu.Lock()
-	o.stats.RangeRequests += rr.Requests()
-	o.stats.BytesFetched += rr.BytesFetched()
-	o.mu.Unlock()
-	if err != nil {
-		return nil, fmt.Errorf("reading the GGUF header of %s: %w", rf.name, err)
-	}
-	if rf.size >= 0 && rf.size != f.Size {
-		return nil, fmt.Errorf("%s: the Hub lists %d bytes, but the server holds %d; the listing and the file disagree", rf.name, rf.size, f.Size)
-	}
-	o.logf("%s: header is %d bytes, read with %d request(s)", rf.name, f.DataOffset, rr.Requests())
-	if rf.key != nil && hc.enabled() {
-		if err := hc.storeHeader(*rf.key, f, rr.prefix(f.DataOffset)); err != nil {
-			o.logf("could not cache the header of %s: %v", rf.name, err)
-		}
-	}
-	return f, nil
 }

@@ -17,19 +17,20 @@ import (
 	"github.com/headroom-llm/headroom/gguf"
 )
 
-// ggufFile builds a small model. tokens > 0 adds a tokenizer array of that
-// many 12-byte strings (20 header bytes each), to make the header big;
-// hole adds an F32 tensor of that many elements left as zeros, to make the
-// file big.
-func ggufFile(t testing.TB, tokens int, hole uint64) []byte {
+// ggufFile builds a small model. kib > 0 adds a tokenizer array of that
+// many 1 KiB entries, to make the header that much bigger (long tokens
+// keep the test fast under -race; the reader sees only bytes); hole adds an
+// F32 tensor of that many elements left as zeros, to make the file big.
+func ggufFile(t testing.TB, kib int, hole uint64) []byte {
 	t.Helper()
 	b := gguf.NewBuilder()
 	b.Set("general.architecture", gguf.StringValue("llama"))
 	b.Set("llama.block_count", gguf.Uint32Value(1))
-	if tokens > 0 {
-		toks := make([]string, tokens)
+	if kib > 0 {
+		toks := make([]string, kib)
+		pad := strings.Repeat("x", 1024-8-10)
 		for i := range toks {
-			toks[i] = fmt.Sprintf("tok%09d", i)
+			toks[i] = fmt.Sprintf("%010d", i) + pad
 		}
 		b.Set("tokenizer.ggml.tokens", gguf.StringsValue(toks))
 	}
@@ -83,8 +84,9 @@ type fakeHub struct {
 	t   *testing.T
 	hub *httptest.Server
 	cdn *httptest.Server
-	// token is what gated repositories require.
-	token string
+	// token is what gated repositories require; noAccess is a valid token
+	// of an account that was not granted access.
+	token, noAccess string
 
 	mu       sync.Mutex
 	repos    map[string]*fakeRepo
@@ -157,12 +159,12 @@ func (h *fakeHub) authorized(r *http.Request, repo *fakeRepo) (int, bool) {
 	switch {
 	case !repo.gated:
 		return 0, true
-	case got == "":
-		return http.StatusUnauthorized, false
-	case got != "Bearer "+h.token:
+	case got == "Bearer "+h.token:
+		return 0, true
+	case got == "Bearer "+h.noAccess:
 		return http.StatusForbidden, false
 	}
-	return 0, true
+	return http.StatusUnauthorized, false
 }
 
 func (h *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {

@@ -85,8 +85,12 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func origin(u *url.URL) string {
 	scheme := strings.ToLower(u.Scheme)
 	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	switch {
+	case port != "":
+	case scheme == "http":
+		port = "80"
+	case scheme == "https":
+		port = "443"
 	}
 	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
@@ -212,7 +216,7 @@ func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 			resp.Body = &watchedBody{ReadCloser: resp.Body, ctx: actx, w: wd}
 			return resp, nil
 		}
-		if err := o.sleep(ctx, max(wait, o.c.Backoff<<(attempt-1))); err != nil {
+		if err := o.sleep(ctx, max(wait, o.c.backoff(attempt))); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}

@@ -44,6 +44,7 @@ type RangeReader struct {
 	requests int
 	fetched  int64
 	resumes  int
+	closed   bool
 	err      error // sticky: once a read failed, all later reads fail
 }
 
@@ -107,11 +108,13 @@ func (r *RangeReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// Close ends any open request. The bytes fetched stay readable.
+// Close ends any open request. The bytes fetched stay readable; reading
+// others fails.
 func (r *RangeReader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closeBody()
+	r.closed = true
 	return nil
 }
 
@@ -135,6 +138,9 @@ func (r *RangeReader) closeBody() {
 func (r *RangeReader) fill(end int64) error {
 	if r.err != nil {
 		return r.err
+	}
+	if r.closed {
+		return fmt.Errorf("%s: read of bytes up to %d after Close; only %d were fetched", r.shown, end, len(r.buf))
 	}
 	if end > r.limit {
 		r.closeBody()
@@ -173,7 +179,7 @@ func (r *RangeReader) fill(end int64) error {
 		}
 		r.resumes++
 		r.o.logf("%s: the transfer broke at byte %d (%v); resuming", r.shown, len(r.buf), err)
-		if err := r.o.sleep(r.ctx, r.o.c.Backoff<<(r.resumes-1)); err != nil {
+		if err := r.o.sleep(r.ctx, r.o.c.backoff(r.resumes)); err != nil {
 			r.err = fmt.Errorf("%s: %w", r.shown, err)
 			return r.err
 		}
@@ -203,8 +209,8 @@ func (r *RangeReader) open() error {
 		start, last, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
 		if !ok || last < 0 || total < 0 {
 			resp.Body.Close()
-			return fmt.Errorf("%s: %w: it answered %s with Content-Range %q, expected \"bytes %d-END/SIZE\"",
-				r.shown, ErrNoRangeSupport, rng, resp.Header.Get("Content-Range"), pos)
+			return fmt.Errorf("%s: %w: asked for %s, expected a Content-Range of \"bytes %d-END/SIZE\", found %q",
+				r.shown, ErrNoRangeSupport, rng, pos, resp.Header.Get("Content-Range"))
 		}
 		if start != pos || last >= total {
 			resp.Body.Close()

@@ -76,7 +76,7 @@ func ParseRef(s string) (Ref, error) {
 		if schemeRE.MatchString(s) {
 			shown = redactURL(s)
 		}
-		return Ref{}, fmt.Errorf("%w %q: %s; expected %s", ErrBadRef, shown, fmt.Sprintf(format, args...), RefForms)
+		return Ref{}, fmt.Errorf("%w %q: %s; accepted forms: %s", ErrBadRef, shown, fmt.Sprintf(format, args...), RefForms)
 	}
 	if strings.TrimSpace(s) == "" {
 		return bad("the reference is empty")

@@ -171,12 +171,16 @@ func pickModel(l *listing, tag, where string) (listedFile, error) {
 	// llama.cpp silently takes the first match, which can be the wrong model
 	// (tag F16 also matches BF16), so make the user choose.
 	names := make([]string, len(matches))
+	example := matches[0].Path
 	for i, f := range matches {
 		names[i] = f.Path
+		if strings.EqualFold(nameTag(f.Path), tag) {
+			example = f.Path
+		}
 	}
 	return listedFile{}, fmt.Errorf("quant tag %q is ambiguous in %s: it matches %s (llama.cpp's -hf would take %s); "+
 		"name the file instead, as in hf:%s/%s; available quant tags: %s",
-		tag, where, strings.Join(names, ", "), matches[0].Path, l.Repo, matches[0].Path, tagList(models))
+		tag, where, strings.Join(names, ", "), matches[0].Path, l.Repo, example, tagList(models))
 }
 
 // shardsOf returns every shard of the split model that first belongs to,
