@@ -1,0 +1,162 @@
+package hw
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"runtime"
+	"time"
+)
+
+// Runner runs the external programs the probes ask (nvidia-smi, sysctl,
+// vm_stat, llama-server). Tests replace it with recorded outputs.
+type Runner interface {
+	// LookPath reports where a program is, as exec.LookPath does.
+	LookPath(file string) (string, error)
+	// Output runs a program to completion and returns what it wrote.
+	Output(ctx context.Context, name string, args ...string) (stdout, stderr []byte, err error)
+}
+
+// ExecRunner runs real programs, each bounded by Timeout.
+type ExecRunner struct {
+	// Timeout bounds one program; zero means 20 s, enough for
+	// llama-server to initialise every backend it was built with.
+	Timeout time.Duration
+}
+
+// LookPath implements Runner with exec.LookPath.
+func (ExecRunner) LookPath(file string) (string, error) { return exec.LookPath(file) }
+
+// Output implements Runner with os/exec.
+func (r ExecRunner) Output(ctx context.Context, name string, args ...string) ([]byte, []byte, error) {
+	timeout := r.Timeout
+	if timeout == 0 {
+		timeout = 20 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.Bytes(), stderr.Bytes(), err
+}
+
+// ProbeOptions are the inputs of Probe. The zero value probes this machine.
+type ProbeOptions struct {
+	// Root is the filesystem the probes read /proc and /sys from, rooted at
+	// "/" (paths are "proc/meminfo", "sys/class/drm"). Nil means the real
+	// root; tests pass a recorded tree.
+	Root fs.FS
+	// Runner runs external programs; nil means ExecRunner{}.
+	Runner Runner
+	// GOOS selects the probes; empty means runtime.GOOS.
+	GOOS string
+	// Host names the machine; empty means os.Hostname.
+	Host string
+	// Now stamps the snapshot; zero means time.Now().
+	Now time.Time
+	// LlamaServer is the llama-server program asked for --list-devices, the
+	// native evidence of what the engine will see. Empty means
+	// "llama-server" on PATH; "-" skips it.
+	LlamaServer string
+}
+
+// Probe takes a snapshot of this machine. Each probe is small and
+// independent: one that finds nothing or fails adds a note to the snapshot
+// and the others carry on. Probe fails only when it cannot learn the size of
+// system memory, without which no plan can be made.
+func Probe(ctx context.Context, opts ProbeOptions) (*Snapshot, error) {
+	if opts.Root == nil {
+		opts.Root = os.DirFS("/")
+	}
+	if opts.Runner == nil {
+		opts.Runner = ExecRunner{}
+	}
+	if opts.GOOS == "" {
+		opts.GOOS = runtime.GOOS
+	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	if opts.LlamaServer == "" {
+		opts.LlamaServer = "llama-server"
+	}
+	m := &machine{}
+	var err error
+	switch opts.GOOS {
+	case "linux":
+		err = probeLinux(ctx, opts, m)
+	case "darwin":
+		err = probeDarwin(ctx, opts, m)
+	default:
+		err = fmt.Errorf("hw: probing %s is not implemented; describe the machine with a preset or a file (--machine)", opts.GOOS)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if opts.LlamaServer != "-" {
+		m.native = probeNative(ctx, opts.Runner, opts.LlamaServer, m)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	s := m.assemble()
+	s.Host, s.Taken = opts.Host, opts.Now.UTC().Truncate(time.Second)
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("hw: the probed snapshot is inconsistent (a bug): %w", err)
+	}
+	return s, nil
+}
+
+// machine is what the probes found, before it is shaped into a snapshot.
+type machine struct {
+	host   hostMemory
+	gpus   []*gpu
+	native *nativeList // nil when llama-server was not asked or did not answer
+	notes  []string
+}
+
+func (m *machine) notef(format string, args ...any) {
+	m.notes = append(m.notes, fmt.Sprintf(format, args...))
+}
+
+// hostMemory is system memory as the operating system reports it.
+type hostMemory struct {
+	total int64
+	avail *int64 // nil when not observed
+	// cpuFree is what ggml's CPU backend reports as free: on Linux all of
+	// RAM ("free system memory is ill-defined"); nil where it differs.
+	cpuFree  *int64
+	limit    int64 // a cgroup or similar limit below total; 0 for none
+	swap     int64
+	cpu      string   // the CPU's name, for the CPU view's description
+	features []string // its instruction sets, as cpuFeatures names them
+	source   string
+}
+
+// gpu is one physical GPU as a vendor probe found it.
+type gpu struct {
+	vendor    string // nvidia, amd, intel, apple
+	index     int    // the vendor tool's index (nvidia-smi's)
+	name      string
+	busID     string // PCI address, "0000:01:00.0"; empty when unknown
+	total     int64  // its own memory (VRAM), 0 when not reported
+	free      *int64
+	unified   bool  // it draws from system memory
+	usable    int64 // for unified GPUs: the share it may use (GTT, working set); 0 unknown
+	carveout  int64 // for APUs: the BIOS carve-out, memory the OS does not count in RAM
+	carveFree int64
+	processes []Process
+	source    string
+	physical  string // the PhysicalID its views get; set by assemble
+}

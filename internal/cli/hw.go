@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/headroom-llm/headroom/hw"
+)
+
+func runHW(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "hw", "[flags]", `
+Prints the machine as headroom plans against it: its physical memory domains
+(system RAM, each discrete GPU's own memory, or one unified pool that CPU and
+GPU share) and the device views llama.cpp names (CPU, CUDA0, Vulkan0, MTL0,
+ROCm0, ...), each bound to the domain it draws from.
+
+"Fits" is a statement about these domains, never about a total: a 24 GB card
+beside 64 GB of RAM is two domains that a model's layers are split across,
+while a 128 GB Mac is one pool of which Metal may use about three quarters.
+For each domain you see its capacity, what is free now, the share a backend
+may use (Metal's working set, an APU's GTT limit, a cgroup limit), its
+bandwidth, and where each figure came from. Swap is noted, never counted.
+Memory a desktop session holds on a GPU (the compositor, a browser) is
+reported where the driver tells it, with what running headless would recover.
+
+What is probed: /proc/meminfo and cgroup limits (Linux), nvidia-smi (memory
+and the processes holding it; a GB10's [N/A] means unified memory), amdgpu
+and Intel sysfs, sysctl and vm_stat (macOS). With llama-server on PATH, its
+--list-devices answer names the devices as your build does and gives the
+memory llama.cpp's --fit will read; without it, names are inferred.
+
+Presets describe machines you do not have, for what-if planning. A snapshot
+saved with --json can be edited and read back with --machine FILE.
+
+Examples:
+  headroom hw
+  headroom hw --json > box.json
+  headroom hw --machine m4-max-128
+  headroom hw --machine box.json
+  headroom hw --presets`)
+	asJSON := fs.Bool("json", false, "print the snapshot as JSON, the shape --machine FILE reads")
+	machine := fs.String("machine", "", "show a preset (see --presets) or a machine `FILE` instead of probing")
+	presets := fs.Bool("presets", false, "list the built-in presets, one a line")
+	llama := fs.String("llama-server", "", "llama-server `program` asked for --list-devices (default: llama-server on PATH; - skips it)")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("takes no arguments, got %q (a preset or file goes after --machine)", strings.Join(pos, " "))
+	}
+	if *presets {
+		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+		for _, p := range hw.Presets() {
+			fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.Summary)
+		}
+		return tw.Flush()
+	}
+	var s *hw.Snapshot
+	if *machine != "" {
+		s, err = hw.LoadMachine(*machine)
+	} else {
+		s, err = hw.Probe(ctx, hw.ProbeOptions{LlamaServer: *llama})
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return s.WriteJSON(env.Stdout)
+	}
+	printHW(env.Stdout, s)
+	return nil
+}
+
+func printHW(w io.Writer, s *hw.Snapshot) {
+	switch s.Source {
+	case hw.SourcePreset:
+		fmt.Fprintf(w, "machine  preset %s\n", s.Preset)
+	default:
+		title := s.Host
+		if title == "" && s.Preset != "" {
+			title = "preset " + s.Preset
+		}
+		if title == "" {
+			title = "(unnamed)"
+		}
+		when := ""
+		if !s.Taken.IsZero() {
+			when = ", " + s.Taken.Format("2006-01-02 15:04 MST")
+		}
+		fmt.Fprintf(w, "machine  %s (%s%s)\n", title, s.Source, when)
+	}
+
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DOMAIN\tKIND\tCAPACITY\tFREE\tUSABLE\tBANDWIDTH\tVIEWS")
+	for _, d := range s.Domains {
+		free := "-"
+		if d.Free != nil {
+			free = bytesIEC(*d.Free)
+		}
+		usable := d.Capacity
+		if d.Usable > 0 {
+			usable = d.Usable
+		}
+		bw := "-"
+		if d.BandwidthGBps > 0 {
+			bw = fmt.Sprintf("%g GB/s", d.BandwidthGBps)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Kind, bytesIEC(d.Capacity), free, bytesIEC(usable), bw,
+			orDash(strings.Join(s.Views(d.ID), " ")))
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE\tBACKEND\tTYPE\tDOMAIN\tTOTAL\tFREE\tHOST BUFFER\tDESCRIPTION")
+	for _, d := range s.Devices {
+		total, free := "-", "-"
+		if d.Total > 0 {
+			total = bytesIEC(d.Total)
+		}
+		if d.Free != nil {
+			free = bytesIEC(*d.Free)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.Backend, d.Type, d.Domain, total, free,
+			orDash(d.HostBuffer), orDash(d.Description))
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w, "\nsources")
+	for _, d := range s.Domains {
+		fmt.Fprintf(w, "  %s: %s\n", d.ID, d.Source)
+		if d.BandwidthSource != "" {
+			fmt.Fprintf(w, "  %s bandwidth: %s\n", d.ID, d.BandwidthSource)
+		}
+	}
+	if len(s.Notes) > 0 {
+		fmt.Fprintln(w, "\nnotes")
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
+}
