@@ -49,6 +49,9 @@ type presetDevice struct {
 	PhysicalID  string `json:"physical_id"`
 	Total       string `json:"total"`
 	TotalSource string `json:"total_source"`
+	// Features are the CPU's instruction sets that decide weight repacking.
+	Features       []string `json:"features"`
+	FeaturesSource string   `json:"features_source"`
 }
 
 // bandwidthEntry is a known device's memory bandwidth. Name matches a device
@@ -127,7 +130,7 @@ func (p presetMachine) snapshot() (*Snapshot, error) {
 	for _, pv := range p.Devices {
 		backend := backendOf(pv.Name)
 		d := Device{Name: pv.Name, Backend: backend, Description: pv.Description, Domain: pv.Domain,
-			PhysicalID: pv.PhysicalID, HostBuffer: hostBufferOf(backend), Type: TypeGPU, Source: "preset"}
+			PhysicalID: pv.PhysicalID, HostBuffer: hostBufferOf(backend), Type: TypeGPU, Source: "preset", Features: pv.Features}
 		dom := s.Domain(pv.Domain)
 		switch {
 		case backend == "CPU":

@@ -38,6 +38,9 @@ func TestPresets(t *testing.T) {
 			}
 		}
 		for _, d := range p.Devices {
+			if len(d.Features) > 0 && d.FeaturesSource == "" {
+				t.Errorf("%s, device %s: features without their source", p.Name, d.Name)
+			}
 			if d.Total != "" && d.TotalSource == "" {
 				t.Errorf("%s, device %s: total without its source", p.Name, d.Name)
 			}

@@ -29,6 +29,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"inspect", "read a model's GGUF header (local, URL or Hugging Face) and describe it", runInspect},
+		{"fit", "compute every buffer llama.cpp would allocate and say whether it fits", runFit},
 		{"synth", "write a sparse GGUF shaped like a real model, for tests and demos", runSynth},
 		{"hw", "show this machine's memory domains and llama.cpp devices, or a preset's", runHW},
 	}

@@ -1,0 +1,237 @@
+// Package arch derives a model's memory semantics from its GGUF metadata:
+// for every layer, which cache it holds (full attention, sliding window,
+// recurrent state, or none), how many bytes per token or per sequence that
+// cache needs, and which tensors belong to which layer. It never infers
+// anything from a model's name; an architecture it does not know is
+// reported as incompatible rather than guessed.
+package arch
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// Attention is the kind of attention cache a layer keeps.
+type Attention int
+
+const (
+	// NoAttention layers keep no KV cache (recurrent-only, MLP-only, or
+	// layers that reuse another layer's cache).
+	NoAttention Attention = iota
+	// Full layers cache every token of the context.
+	Full
+	// Sliding layers cache a window of recent tokens.
+	Sliding
+)
+
+func (a Attention) String() string {
+	switch a {
+	case Full:
+		return "full"
+	case Sliding:
+		return "sliding"
+	}
+	return "none"
+}
+
+// Layer is one repeating block's cache needs.
+type Layer struct {
+	Index     int
+	Attention Attention
+	// HeadsKV is the number of KV heads (0 for layers without attention).
+	HeadsKV int
+	// KDim and VDim are the K and V elements cached per token: head size
+	// times KV heads (n_embd_k_gqa and n_embd_v_gqa in llama.cpp). VDim is
+	// 0 for MLA, which caches only the compressed K.
+	KDim, VDim int
+	// Recurrent layers keep per-sequence state of RDim (conv) and SDim
+	// (scan) float32 elements.
+	Recurrent  bool
+	RDim, SDim int
+	// FF is the feed-forward width of this layer (0 for none).
+	FF int
+}
+
+// Model is what the accountant needs to know about an architecture.
+type Model struct {
+	Arch     string
+	NLayer   int
+	NEmbd    int
+	NHead    int // of layer 0; per-layer counts live in Layers
+	NVocab   int
+	CtxTrain int
+	Layers   []Layer
+	// Window is the sliding-window size in tokens (0 without SWA).
+	Window int
+	// MLA is DeepSeek-style multi-head latent attention.
+	MLA bool
+	// Experts: total, used per token, and each expert's FF width.
+	NExpert, NExpertUsed, NFFExpert int
+	// TiedOutput means there is no output.weight: llama.cpp reuses the
+	// token embedding as the output projection, loading it a second time.
+	TiedOutput bool
+	// Tensors are the model's tensors with their layer assignment.
+	Tensors []Tensor
+}
+
+// Tensor is a weight with the layer llama.cpp assigns it to.
+type Tensor struct {
+	gguf.Tensor
+	// Layer is the block index, InputLayer for the embedding, or
+	// OutputLayer (== NLayer) for the output norm and projection.
+	Layer int
+	// Expert marks routed-expert weights (blk.N.ffn_*_exps), which MoE
+	// offload moves independently of their layer.
+	Expert bool
+}
+
+// InputLayer is the layer index of the token embedding, which llama.cpp
+// always keeps on the CPU.
+const InputLayer = -1
+
+// Incompatible is returned for models headroom cannot account for.
+type Incompatible struct{ Reason string }
+
+func (e *Incompatible) Error() string { return "incompatible: " + e.Reason }
+
+// IsIncompatible reports whether err says the model cannot be planned.
+func IsIncompatible(err error) bool {
+	var inc *Incompatible
+	return errors.As(err, &inc)
+}
+
+// FromGGUF builds the model's memory description from its header.
+func FromGGUF(m *gguf.Model) (*Model, error) {
+	name := m.Architecture()
+	if name == "" {
+		return nil, &Incompatible{Reason: "the file has no general.architecture"}
+	}
+	fam, ok := families[name]
+	if !ok {
+		return nil, &Incompatible{Reason: fmt.Sprintf("architecture %q is not one headroom models yet (known: %s)", name, strings.Join(Known(), ", "))}
+	}
+	h := hparams{m: m, prefix: name + "."}
+	a := &Model{Arch: name}
+	var err error
+	if a.NLayer, err = h.need("block_count"); err != nil {
+		return nil, err
+	}
+	if a.NLayer <= 0 || a.NLayer > 4096 {
+		return nil, &Incompatible{Reason: fmt.Sprintf("block_count %d is out of range", a.NLayer)}
+	}
+	if a.NEmbd, err = h.need("embedding_length"); err != nil {
+		return nil, err
+	}
+	a.CtxTrain, _ = h.opt("context_length", 0)
+	a.NVocab = vocabSize(m, h)
+	heads, err := h.perLayer("attention.head_count", a.NLayer, 0)
+	if err != nil {
+		return nil, err
+	}
+	a.NHead = heads[0]
+	headsKV, err := h.perLayer("attention.head_count_kv", a.NLayer, -1)
+	if err != nil {
+		return nil, err
+	}
+	for i := range headsKV {
+		if headsKV[i] < 0 { // absent: as many KV heads as query heads
+			headsKV[i] = heads[i]
+		}
+	}
+	ff, err := h.perLayer("feed_forward_length", a.NLayer, 0)
+	if err != nil {
+		return nil, err
+	}
+	headDefault := 0
+	if a.NHead > 0 {
+		headDefault = a.NEmbd / a.NHead
+	}
+	headK, _ := h.opt("attention.key_length", headDefault)
+	headV, _ := h.opt("attention.value_length", headDefault)
+	headKSWA, _ := h.opt("attention.key_length_swa", headK)
+	headVSWA, _ := h.opt("attention.value_length_swa", headV)
+	a.Window, _ = h.opt("attention.sliding_window", 0)
+	a.NExpert, _ = h.opt("expert_count", 0)
+	a.NExpertUsed, _ = h.opt("expert_used_count", 0)
+	a.NFFExpert, _ = h.opt("expert_feed_forward_length", 0)
+	kMLA, _ := h.opt("attention.key_length_mla", 0)
+	vMLA, _ := h.opt("attention.value_length_mla", 0)
+	a.MLA = kMLA != 0 && vMLA != 0
+
+	swa, err := fam.slidingLayers(h, a)
+	if err != nil {
+		return nil, err
+	}
+	a.Layers = make([]Layer, a.NLayer)
+	for i := range a.Layers {
+		l := Layer{Index: i, HeadsKV: headsKV[i], FF: ff[i]}
+		if heads[i] > 0 && headsKV[i] > 0 {
+			l.Attention = Full
+			k, v := headK, headV
+			if swa != nil && swa[i] {
+				l.Attention = Sliding
+				k, v = headKSWA, headVSWA
+			}
+			l.KDim, l.VDim = k*headsKV[i], v*headsKV[i]
+			if a.MLA {
+				l.VDim = 0 // only the latent K is cached (has_v = !is_mla)
+			}
+		}
+		a.Layers[i] = l
+	}
+	if fam.adjust != nil {
+		if err := fam.adjust(h, a); err != nil {
+			return nil, err
+		}
+	}
+	a.Tensors, a.TiedOutput = assignTensors(m, a.NLayer)
+	return a, nil
+}
+
+// assignTensors gives every tensor its layer as llama.cpp's loader does:
+// blk.N.* to layer N, the token embedding to the input layer, the output
+// norm and projection to the output layer.
+func assignTensors(m *gguf.Model, nLayer int) ([]Tensor, bool) {
+	out := make([]Tensor, 0, len(m.Tensors))
+	tied := true
+	for _, t := range m.Tensors {
+		at := Tensor{Tensor: t, Layer: InputLayer}
+		switch {
+		case strings.HasPrefix(t.Name, "blk."):
+			rest := t.Name[len("blk."):]
+			if dot := strings.IndexByte(rest, '.'); dot > 0 {
+				if n, err := strconv.Atoi(rest[:dot]); err == nil {
+					at.Layer = n
+				}
+			}
+			at.Expert = strings.Contains(t.Name, "_exps.") || strings.Contains(t.Name, "_chexps.")
+		case strings.HasPrefix(t.Name, "output"):
+			at.Layer = nLayer
+			if strings.HasPrefix(t.Name, "output.weight") {
+				tied = false
+			}
+		case strings.HasPrefix(t.Name, "rope_freqs"):
+			// Created as a per-layer tensor of layer 0 and duplicated to
+			// the other layers' devices.
+			at.Layer = 0
+		}
+		out = append(out, at)
+	}
+	return out, tied
+}
+
+// vocabSize is the number of tokens: the tokenizer's list, or the
+// architecture's vocab_size key when the list is absent.
+func vocabSize(m *gguf.Model, h hparams) int {
+	if v, ok := m.Lookup("tokenizer.ggml.tokens"); ok {
+		if arr, ok := v.AsArray(); ok {
+			return arr.Len()
+		}
+	}
+	n, _ := h.opt("vocab_size", 0)
+	return n
+}

@@ -1,0 +1,150 @@
+package arch
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// family holds what differs between architectures. Most differences are
+// in the metadata itself; a family only says what llama.cpp hard-codes.
+type family struct {
+	// swaPattern n marks layer il sliding iff il%n < n-1 (llama.cpp's
+	// set_swa_pattern); 0 means the architecture has no hard-coded pattern.
+	swaPattern int
+	// swaFromKey reads the per-layer pattern from
+	// attention.sliding_window_pattern when present.
+	swaFromKey bool
+	// adjust applies rules that the metadata alone does not express.
+	adjust func(h hparams, m *Model) error
+}
+
+// families lists the architectures headroom accounts for. An architecture
+// belongs here only after its rules were checked against llama.cpp's
+// source (src/llama-model.cpp, load_hparams and create_memory).
+var families = map[string]family{
+	"llama":    {},
+	"qwen2":    {},
+	"qwen3":    {},
+	"mistral3": {},
+	"olmo2":    {},
+	"gemma2":   {swaPattern: 2},
+	"gemma3":   {swaPattern: 6, swaFromKey: true},
+	"cohere2":  {swaPattern: 4},
+	"gpt-oss":  {swaPattern: 2},
+	"qwen2moe": {},
+	"qwen3moe": {},
+}
+
+// Known lists the architectures headroom models, sorted.
+func Known() []string {
+	out := make([]string, 0, len(families))
+	for k := range families {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// slidingLayers returns which layers use the sliding window, or nil when
+// the model has no sliding-window layers.
+func (f family) slidingLayers(h hparams, m *Model) ([]bool, error) {
+	if m.Window == 0 {
+		return nil, nil
+	}
+	if f.swaFromKey {
+		if v, ok := h.m.Lookup(h.prefix + "attention.sliding_window_pattern"); ok {
+			if arr, ok := v.AsArray(); ok {
+				bs, ok := arr.Bools()
+				if !ok || len(bs) != m.NLayer {
+					return nil, &Incompatible{Reason: fmt.Sprintf("%sattention.sliding_window_pattern should hold %d bools", h.prefix, m.NLayer)}
+				}
+				return bs, nil
+			}
+		}
+	}
+	if f.swaPattern == 0 {
+		return nil, nil
+	}
+	out := make([]bool, m.NLayer)
+	for i := range out {
+		out[i] = i%f.swaPattern < f.swaPattern-1
+	}
+	return out, nil
+}
+
+// hparams reads architecture-prefixed keys ("llama.block_count").
+type hparams struct {
+	m      *gguf.Model
+	prefix string
+}
+
+// need reads a required integer key.
+func (h hparams) need(key string) (int, error) {
+	n, ok, err := h.get(key)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, &Incompatible{Reason: fmt.Sprintf("missing %s%s", h.prefix, key)}
+	}
+	return n, nil
+}
+
+// opt reads an optional integer key, def when absent.
+func (h hparams) opt(key string, def int) (int, error) {
+	n, ok, err := h.get(key)
+	if err != nil || !ok {
+		return def, err
+	}
+	return n, nil
+}
+
+func (h hparams) get(key string) (int, bool, error) {
+	v, ok := h.m.Lookup(h.prefix + key)
+	if !ok {
+		return 0, false, nil
+	}
+	u, ok := v.AsUint()
+	if !ok || u > math.MaxInt32 {
+		return 0, false, &Incompatible{Reason: fmt.Sprintf("%s%s is %s %v, expected a non-negative integer", h.prefix, key, v.Type(), v)}
+	}
+	return int(u), true, nil
+}
+
+// perLayer reads a key that is a scalar for all layers or an array with
+// one value per layer (llama.cpp's get_key_or_arr). def fills layers when
+// the key is absent.
+func (h hparams) perLayer(key string, n, def int) ([]int, error) {
+	out := make([]int, n)
+	v, ok := h.m.Lookup(h.prefix + key)
+	if !ok {
+		for i := range out {
+			out[i] = def
+		}
+		return out, nil
+	}
+	if arr, isArr := v.AsArray(); isArr {
+		xs, ok := arr.Ints()
+		if !ok || len(xs) != n {
+			return nil, &Incompatible{Reason: fmt.Sprintf("%s%s is an array of %d %s, expected %d integers", h.prefix, key, arr.Len(), arr.Elem(), n)}
+		}
+		for i, x := range xs {
+			if x < 0 || x > math.MaxInt32 {
+				return nil, &Incompatible{Reason: fmt.Sprintf("%s%s[%d] = %d is out of range", h.prefix, key, i, x)}
+			}
+			out[i] = int(x)
+		}
+		return out, nil
+	}
+	x, _, err := h.get(key)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i] = x
+	}
+	return out, nil
+}

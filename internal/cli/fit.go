@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/source"
+)
+
+// gpuLayers is -ngl: a number, auto or all.
+type gpuLayers struct{ n int }
+
+func (g *gpuLayers) String() string {
+	switch g.n {
+	case plan.GPULayersAuto:
+		return "auto"
+	case -2:
+		return "all"
+	}
+	return strconv.Itoa(g.n)
+}
+
+func (g *gpuLayers) Set(s string) error {
+	switch s {
+	case "auto":
+		g.n = plan.GPULayersAuto
+	case "all":
+		g.n = -2
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a number of layers, auto or all, not %q", s)
+		}
+		g.n = n
+	}
+	return nil
+}
+
+// floats is -ts: comma-separated proportions.
+type floats []float64
+
+func (f *floats) String() string { return fmt.Sprint([]float64(*f)) }
+
+func (f *floats) Set(s string) error {
+	*f = (*f)[:0]
+	for _, part := range strings.Split(s, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil || x < 0 {
+			return fmt.Errorf("want comma-separated non-negative numbers like 3,1, not %q", s)
+		}
+		*f = append(*f, x)
+	}
+	return nil
+}
+
+// refused is a llama.cpp flag headroom knows but does not model yet: it is
+// an error to pass it, so no verdict silently ignores it.
+type refused struct{ name string }
+
+func (r refused) String() string { return "" }
+func (r refused) Set(string) error {
+	return fmt.Errorf("%s is not modeled yet; headroom would ignore it and give a wrong verdict", r.name)
+}
+
+// refusedBool is a refused flag that takes no value.
+type refusedBool struct{ refused }
+
+func (refusedBool) IsBoolFlag() bool { return true }
+
+// profileFlags registers llama-server's serving flags, under their short and
+// long names, and returns a function that builds the profile after parsing.
+func profileFlags(fs *flags) func() (plan.Profile, error) {
+	p := plan.Defaults()
+	np := -1
+	ngl := &gpuLayers{n: plan.GPULayersAuto}
+	ts := &floats{}
+	var kvu, noMmap, mmapOn, nkvo bool
+	fa := string(plan.FlashAuto)
+	for _, n := range []string{"c", "ctx-size"} {
+		fs.IntVar(&p.Ctx, n, 0, "context size in cells across all sequences; 0 = the model's trained context (-c)")
+	}
+	for _, n := range []string{"np", "parallel"} {
+		fs.IntVar(&np, n, -1, "parallel sequences (slots); -1 = llama-server's auto: 4 with a unified cache")
+	}
+	for _, n := range []string{"kvu", "kv-unified"} {
+		fs.BoolVar(&kvu, n, false, "one KV cache shared by all sequences")
+	}
+	for _, n := range []string{"b", "batch-size"} {
+		fs.IntVar(&p.Batch, n, 2048, "logical batch size")
+	}
+	for _, n := range []string{"ub", "ubatch-size"} {
+		fs.IntVar(&p.UBatch, n, 512, "physical batch size (micro-batch)")
+	}
+	for _, n := range []string{"ctk", "cache-type-k"} {
+		fs.StringVar(&p.CacheK, n, "f16", "K cache type: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1")
+	}
+	for _, n := range []string{"ctv", "cache-type-v"} {
+		fs.StringVar(&p.CacheV, n, "f16", "V cache type (quantized V needs -fa on)")
+	}
+	for _, n := range []string{"fa", "flash-attn"} {
+		fs.StringVar(&fa, n, "auto", "flash attention: on, off or auto")
+	}
+	for _, n := range []string{"ngl", "gpu-layers", "n-gpu-layers"} {
+		fs.Var(ngl, n, "layers on the GPU: a number, auto or all (the output layer counts as one)")
+	}
+	for _, n := range []string{"ts", "tensor-split"} {
+		fs.Var(ts, n, "share of layers per GPU, e.g. 3,1 (default: in proportion to free memory)")
+	}
+	fs.BoolVar(&noMmap, "no-mmap", false, "load weights into memory instead of mapping the file")
+	fs.BoolVar(&mmapOn, "mmap", false, "map the file (the default)")
+	for _, n := range []string{"nkvo", "no-kv-offload"} {
+		fs.BoolVar(&nkvo, n, false, "keep the KV cache in system memory")
+	}
+	for _, n := range []string{"ot", "override-tensor", "n-cpu-moe", "ncmoe", "sm", "split-mode", "fit", "fitt", "fit-target"} {
+		fs.Var(refused{"-" + n}, n, "not modeled yet (refused rather than ignored)")
+	}
+	for _, n := range []string{"cpu-moe", "cmoe"} {
+		fs.Var(refusedBool{refused{"-" + n}}, n, "not modeled yet (refused rather than ignored)")
+	}
+	return func() (plan.Profile, error) {
+		switch plan.FlashAttn(fa) {
+		case plan.FlashOn, plan.FlashOff, plan.FlashAuto:
+			p.FlashAttn = plan.FlashAttn(fa)
+		default:
+			return p, usagef("-fa must be on, off or auto, not %q", fa)
+		}
+		if np < 0 {
+			// llama-server's -np auto: 4 slots sharing one cache.
+			p.Parallel, p.KVUnified = 4, true
+		} else {
+			p.Parallel, p.KVUnified = max(np, 1), kvu
+		}
+		p.GPULayers = ngl.n
+		if p.GPULayers == -2 {
+			p.GPULayers = plan.GPULayersAuto
+		}
+		p.TensorSplit = []float64(*ts)
+		p.Mmap = !noMmap
+		p.NoKVOffload = nkvo
+		if p.Ctx < 0 || p.Batch <= 0 || p.UBatch <= 0 {
+			return p, usagef("-c must be 0 or more, -b and -ub more than 0")
+		}
+		return p, nil
+	}
+}
+
+// loadMachine reads --machine, or probes this machine when it is empty.
+func loadMachine(ctx context.Context, ref string) (*hw.Snapshot, error) {
+	if ref != "" {
+		return hw.LoadMachine(ref)
+	}
+	return hw.Probe(ctx, hw.ProbeOptions{})
+}
+
+func runFit(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "fit", "[flags] MODEL", `
+Computes every buffer llama.cpp would allocate for MODEL with the given
+serving flags (llama-server's names and meanings) on this machine, or on
+--machine, and says whether it fits: per physical memory domain, the model,
+context, compute and auxiliary bytes against what is available. When it
+does not fit it names the limiting domain, the shortfall, and the nearest
+context or layer split that would fit.
+
+Compute buffers are replayed from llama.cpp's graph for dense llama-family
+models on the CPU; elsewhere they are a rough estimate, and the buffer's
+note says so.
+
+Examples:
+  headroom fit model.gguf -c 8192 -np 1
+  headroom fit hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 -ngl all
+  headroom fit model.gguf --machine snapshot.json --json`)
+	profile := profileFlags(fs)
+	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
+	asJSON := fs.Bool("json", false, "print the assessment as JSON (the contract in DESIGN.md)")
+	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need exactly one MODEL, got %d arguments", len(pos))
+	}
+	p, err := profile()
+	if err != nil {
+		return err
+	}
+	snap, err := loadMachine(ctx, *machine)
+	if err != nil {
+		return err
+	}
+	client := source.NewClient(env.Getenv)
+	if !*quiet {
+		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
+	}
+	h, err := client.Open(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	m, archErr := arch.FromGGUF(h.Model)
+	a, err := plan.Assess(m, archErr, p, snap)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(fitReport(h, a, p))
+	}
+	printFit(env.Stdout, h, a, p)
+	return nil
+}
+
+type fitArtifact struct {
+	Ref          string                `json:"ref"`
+	Architecture string                `json:"architecture"`
+	Commit       string                `json:"commit,omitempty"`
+	Files        []source.ArtifactFile `json:"files"`
+	SizeBytes    int64                 `json:"size_bytes"`
+}
+
+type fitJSON struct {
+	Artifact fitArtifact  `json:"artifact"`
+	Profile  plan.Profile `json:"profile"`
+	*plan.Assessment
+}
+
+func fitReport(h *source.Header, a *plan.Assessment, p plan.Profile) fitJSON {
+	if a.Resolved != nil {
+		p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
+	}
+	return fitJSON{
+		Artifact: fitArtifact{Ref: h.Artifact.Ref, Architecture: h.Model.Architecture(), Commit: h.Artifact.Commit,
+			Files: h.Artifact.Files, SizeBytes: h.Model.Size()},
+		Profile:    p,
+		Assessment: a,
+	}
+}
+
+func printFit(w io.Writer, h *source.Header, a *plan.Assessment, p plan.Profile) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s (%s), %s\n", h.Artifact.Ref, h.Model.Architecture(), bytesIEC(h.Model.Size()))
+	if c := a.Resolved; c != nil {
+		fmt.Fprintf(tw, "context\t%d cells, %d per sequence x %d sequences%s, batch %d/%d, flash attention %v, K %s, V %s\n",
+			c.NCtx, c.NCtxSeq, c.NSeq, map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV)
+	}
+	fmt.Fprintf(tw, "verdict\t%s\n", a.Reason)
+	tw.Flush()
+	if len(a.Domains) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "domain\tviews\tmodel\tcontext\tcompute\taux\trequired\tavailable\tmargin\t")
+		for _, d := range a.Domains {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.ID, strings.Join(d.Views, ","), m2(d.Model), m2(d.Context),
+				m2(d.Compute), m2(d.Auxiliary), m2(d.Required), m2(d.Available), m2(d.Margin))
+		}
+		tw.Flush()
+	}
+	if len(a.Buffers) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "device\tbuffer\tkind\tMiB\tnote")
+		for _, b := range a.Buffers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", b.Device, b.BufferType, b.Kind, float64(b.Bytes)/(1<<20), b.Note)
+		}
+		tw.Flush()
+	}
+	if len(a.Fixes) > 0 {
+		fmt.Fprintln(w, "\nwhat would fit:")
+		for _, f := range a.Fixes {
+			fmt.Fprintln(w, "  "+f)
+		}
+	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// m2 formats bytes as MiB for the domain table.
+func m2(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+type fitOut struct {
+	Artifact struct {
+		Ref          string `json:"ref"`
+		Architecture string `json:"architecture"`
+		SizeBytes    int64  `json:"size_bytes"`
+		Files        []any  `json:"files"`
+	} `json:"artifact"`
+	Profile  map[string]any `json:"profile"`
+	Verdict  string         `json:"verdict"`
+	Reason   string         `json:"reason"`
+	Limiting *string        `json:"limiting"`
+	Domains  []struct {
+		ID        string   `json:"id"`
+		Kind      string   `json:"kind"`
+		Views     []string `json:"views"`
+		Model     int64    `json:"model"`
+		Context   int64    `json:"context"`
+		Compute   int64    `json:"compute"`
+		Auxiliary int64    `json:"auxiliary"`
+		Required  int64    `json:"required"`
+		Available int64    `json:"available"`
+		Margin    int64    `json:"margin"`
+	} `json:"domains"`
+	Buffers []struct {
+		Device     string `json:"device"`
+		BufferType string `json:"buffer_type"`
+		Kind       string `json:"kind"`
+		Bytes      int64  `json:"bytes"`
+	} `json:"buffers"`
+	Fixes []string `json:"fixes"`
+}
+
+func fitJSONOf(t *testing.T, args ...string) fitOut {
+	t.Helper()
+	code, out, errs := run(t, append([]string{"fit", "--quiet", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var f fitOut
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	return f
+}
+
+func TestFitContract(t *testing.T) {
+	path := synthFile(t, "tinyllama-1.1b")
+	f := fitJSONOf(t, path, "-c", "4096", "-np", "1", "-fa", "off", "-b", "512", "--machine", "cpu-32")
+	if f.Verdict != "fits" || f.Limiting == nil || *f.Limiting != "ram" || f.Artifact.Architecture != "llama" {
+		t.Fatalf("verdict %q limiting %v arch %q: %s", f.Verdict, f.Limiting, f.Artifact.Architecture, f.Reason)
+	}
+	for _, key := range []string{"ctx", "parallel", "kv_unified", "batch", "ubatch", "cache_type_k", "cache_type_v", "flash_attn", "gpu_layers", "tensor_split", "overrides", "mmap"} {
+		if _, ok := f.Profile[key]; !ok {
+			t.Errorf("profile lacks %q", key)
+		}
+	}
+	// The buffers are the ones llama.cpp logged for this file and profile
+	// (see plan's TestTinyLlamaCPU); the domain adds them up by kind.
+	var total int64
+	kinds := map[string]bool{}
+	for _, b := range f.Buffers {
+		total += b.Bytes
+		kinds[b.BufferType+"/"+b.Kind] = true
+	}
+	for _, want := range []string{"CPU_Mapped/model", "CPU_REPACK/model", "CPU/kv", "CPU/output", "CPU/compute"} {
+		if !kinds[want] {
+			t.Errorf("no %s buffer in %v", want, kinds)
+		}
+	}
+	d := f.Domains[0]
+	if d.Required != total || d.Model+d.Context+d.Compute+d.Auxiliary != d.Required || d.Margin != d.Available-d.Required {
+		t.Errorf("domain %+v does not add up to buffers totalling %d", d, total)
+	}
+	if d.Context != 88<<20 {
+		t.Errorf("context %d, llama.cpp allocates 88 MiB of KV", d.Context)
+	}
+}
+
+func TestFitDoesNotFit(t *testing.T) {
+	path := synthFile(t, "llama-3.1-70b")
+	f := fitJSONOf(t, path, "-c", "8192", "-np", "1", "--machine", "rtx-4090", "-ngl", "all")
+	if f.Verdict != "does_not_fit" || f.Limiting == nil || *f.Limiting != "gpu0" {
+		t.Fatalf("verdict %q limiting %v: %s", f.Verdict, f.Limiting, f.Reason)
+	}
+	if !strings.Contains(f.Reason, "gpu0 needs") || !strings.Contains(f.Reason, "short by") {
+		t.Errorf("reason %q", f.Reason)
+	}
+	found := false
+	for _, fix := range f.Fixes {
+		if strings.HasPrefix(fix, "-ngl ") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no -ngl fix in %v", f.Fixes)
+	}
+}
+
+func TestFitIncompatible(t *testing.T) {
+	b := gguf.NewBuilder()
+	b.Set("general.architecture", gguf.StringValue("futurenet"))
+	if err := b.AddTensor("w", gguf.TypeF32, []uint64{32}, nil); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "f.gguf")
+	if err := b.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	f := fitJSONOf(t, path, "--machine", "cpu-32")
+	if f.Verdict != "incompatible" || !strings.Contains(f.Reason, `"futurenet"`) || f.Limiting != nil {
+		t.Errorf("verdict %q, reason %q", f.Verdict, f.Reason)
+	}
+}
+
+func TestFitFlags(t *testing.T) {
+	path := synthFile(t, "tinyllama-1.1b")
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"-ot", "exps=CPU"}, "-ot is not modeled yet"},
+		{[]string{"--cpu-moe"}, "not modeled yet"},
+		{[]string{"-fa", "maybe"}, "-fa must be on, off or auto"},
+		{[]string{"-ngl", "lots"}, "want a number of layers"},
+		{[]string{"-ctk", "q9"}, "unknown K cache type"},
+		{[]string{"-ctv", "q8_0", "-fa", "off"}, "needs flash attention"},
+		{[]string{"--machine", "no-such-box"}, "no-such-box"},
+	} {
+		code, _, errs := run(t, append([]string{"fit", "--quiet", path}, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.err) {
+			t.Errorf("%v: exit %d, %q", tc.args, code, errs)
+		}
+	}
+	code, out, _ := run(t, "fit", "--quiet", path, "-c", "2048", "-np", "1", "--machine", "m4-16")
+	if code != 0 || !strings.Contains(out, "unified") || !strings.Contains(out, "MTL0") {
+		t.Errorf("Mac preset: exit %d\n%s", code, out)
+	}
+}

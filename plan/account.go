@@ -1,0 +1,269 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// Buffer is one allocation llama.cpp makes, named as its log names it.
+type Buffer struct {
+	Device     string `json:"device"`
+	BufferType string `json:"buffer_type"`
+	Kind       string `json:"kind"` // model, kv, rs, compute, output
+	Bytes      int64  `json:"bytes"`
+	// Note says how the figure was obtained when it is an estimate.
+	Note string `json:"note,omitempty"`
+}
+
+// Result is the accountant's answer for one profile.
+type Result struct {
+	Context Context  `json:"-"`
+	Buffers []Buffer `json:"buffers"`
+	// LayerDevice is where each block (and, last, the output layer) runs.
+	LayerDevice []string `json:"layer_device"`
+}
+
+// Account places the model on the CPU and GPUs and lists every buffer.
+func Account(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error) {
+	ctx, err := resolveContext(p, m.CtxTrain, true)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Context: ctx}
+	r.LayerDevice = placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
+	w := weights(m, p, cpu, gpus, r.LayerDevice)
+	r.Buffers = append(r.Buffers, w...)
+	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, r.LayerDevice)...)
+	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
+	r.Buffers = append(r.Buffers, computeBuffers(m, ctx, cpu, gpus, r.LayerDevice)...)
+	return r, nil
+}
+
+// placeLayers assigns blocks 0..n-1 and the output layer (index n) to
+// devices with llama.cpp's rule: -ngl k offloads the output layer and the
+// last k-1 blocks, split across GPUs by cumulative normalized shares.
+func placeLayers(nLayer, ngl int, split []float64, gpus []Device, cpu string) []string {
+	out := make([]string, nLayer+1)
+	for i := range out {
+		out[i] = cpu
+	}
+	if len(gpus) == 0 {
+		return out
+	}
+	if ngl < 0 {
+		ngl = nLayer + 1
+	}
+	start := max(nLayer+1-ngl, 0)
+	act := min(ngl, nLayer+1)
+	shares := make([]float64, len(gpus))
+	var sum float64
+	for i := range gpus {
+		if i < len(split) {
+			shares[i] = split[i]
+		} else if len(split) == 0 {
+			shares[i] = float64(max(gpus[i].Free, 0))
+		}
+		sum += shares[i]
+	}
+	if sum == 0 {
+		for i := range shares {
+			shares[i] = 1
+		}
+		sum = float64(len(shares))
+	}
+	cum := make([]float64, len(gpus))
+	acc := 0.0
+	for i, s := range shares {
+		acc += s / sum
+		cum[i] = acc
+	}
+	for il := start; il < start+act; il++ {
+		frac := float64(il-start) / float64(act)
+		g := sort.Search(len(cum), func(i int) bool { return cum[i] > frac }) // upper_bound
+		g = min(g, len(gpus)-1)
+		out[il] = gpus[g].Name
+	}
+	return out
+}
+
+// bufKey identifies one model buffer: a buffer type on a device.
+type bufKey struct{ device, buft string }
+
+// weights decides every tensor's buffer type and totals the model buffers.
+func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
+	byName := map[string]Device{cpu.Name: cpu}
+	for _, g := range gpus {
+		byName[g.Name] = g
+	}
+	hostBuft := ""
+	if len(gpus) > 0 && !p.Mmap {
+		// Under mmap llama.cpp demotes the host buffer type to plain CPU
+		// ("avoid using a host buffer when using mmap").
+		hostBuft = gpus[0].HostBuffer()
+	}
+	repack := len(gpus) == 0 || (hostBuft == "" && !p.Mmap) // extra buffer types sit after the host one
+	sums := map[bufKey]int64{}
+	order := []bufKey{}
+	add := func(k bufKey, n int64) {
+		if _, ok := sums[k]; !ok {
+			order = append(order, k)
+		}
+		sums[k] += n
+	}
+	// Mapped spans per file: [first, last) of the CPU tensors.
+	type span struct{ first, last int64 }
+	spans := map[int]*span{}
+
+	place := func(t arch.Tensor, dev string) {
+		d := byName[dev]
+		if d.Backend != "CPU" && (d.MaxAlloc == 0 || int64(t.Size) <= d.MaxAlloc) {
+			add(bufKey{d.Name, d.Name}, alignUp(deviceBytes(d, t), d.alignment()))
+			return
+		}
+		// The CPU buffer-type list: host, extra (repack), CPU.
+		switch {
+		case hostBuft != "":
+			add(bufKey{cpu.Name, hostBuft}, alignUp(int64(t.Size), 32))
+		case repack && repackable(cpu, t):
+			add(bufKey{cpu.Name, "CPU_REPACK"}, alignUp(int64(t.Size), 32))
+		case p.Mmap:
+			s := spans[t.Shard]
+			if s == nil {
+				s = &span{first: t.FileOffset, last: t.FileOffset}
+				spans[t.Shard] = s
+			}
+			s.first = min(s.first, t.FileOffset)
+			s.last = max(s.last, t.FileOffset+int64(t.Size))
+		default:
+			add(bufKey{cpu.Name, "CPU"}, alignUp(int64(t.Size), 32))
+		}
+	}
+	outDev := layerDev[m.NLayer]
+	for _, t := range m.Tensors {
+		switch {
+		case t.Layer == arch.InputLayer:
+			place(t, cpu.Name)
+			if m.TiedOutput && strings.HasPrefix(t.Name, "token_embd.weight") {
+				// Loaded a second time as the output projection.
+				dup := t
+				dup.Name = "output.weight"
+				place(dup, outDev)
+			}
+		case t.Layer >= 0 && t.Layer <= m.NLayer:
+			place(t, layerDev[t.Layer])
+		default:
+			place(t, cpu.Name)
+		}
+	}
+	var out []Buffer
+	shards := make([]int, 0, len(spans))
+	for s := range spans {
+		shards = append(shards, s)
+	}
+	sort.Ints(shards)
+	for _, s := range shards {
+		out = append(out, Buffer{Device: cpu.Name, BufferType: "CPU_Mapped", Kind: "model", Bytes: spans[s].last - spans[s].first})
+	}
+	for _, k := range order {
+		out = append(out, Buffer{Device: k.device, BufferType: k.buft, Kind: "model", Bytes: sums[k]})
+	}
+	return out
+}
+
+func alignUp(x, a int64) int64 { return (x + a - 1) / a * a }
+
+// deviceBytes is a tensor's size in a device buffer. CUDA pads quantized
+// rows to a multiple of 512 elements so its kernels can read whole tiles.
+func deviceBytes(d Device, t arch.Tensor) int64 {
+	n := int64(t.Size)
+	if d.Backend == "CUDA" || d.Backend == "ROCm" {
+		info, _ := t.Type.Info()
+		if info.Quantized && t.Shape[0]%512 != 0 {
+			if extra, ok := t.Type.RowSize(512 - t.Shape[0]%512); ok {
+				n += int64(extra)
+			}
+		}
+	}
+	return n
+}
+
+// repackable reports whether ggml's CPU backend keeps an interleaved copy
+// of a weight (ggml-cpu/repack.cpp): matrix-multiplied weights of certain
+// types whose row count divides the interleave, depending on the CPU.
+func repackable(cpu Device, t arch.Tensor) bool {
+	if !matmulWeight(t) {
+		return false
+	}
+	rows := t.Shape[1]
+	x86 := cpu.has("avx2")
+	armDot := cpu.has("neon") && cpu.has("dotprod")
+	armMM := cpu.has("neon") && cpu.has("i8mm")
+	switch t.Type {
+	case gguf.TypeQ4_0:
+		return x86 && rows%8 == 0 || (armMM || armDot) && rows%4 == 0
+	case gguf.TypeQ4_K:
+		return (x86 || armMM || armDot) && rows%8 == 0
+	case gguf.TypeIQ4_NL:
+		return x86 && rows%8 == 0 || cpu.has("neon") && rows%4 == 0
+	case gguf.TypeMXFP4:
+		return x86 && rows%8 == 0 || armDot && rows%4 == 0
+	case gguf.TypeQ2_K:
+		return cpu.has("avx512") && rows%8 == 0
+	case gguf.TypeQ8_0:
+		return (armMM || armDot) && rows%4 == 0
+	case gguf.TypeQ5_K, gguf.TypeQ6_K:
+		return (armMM || armDot) && rows%8 == 0
+	}
+	return false
+}
+
+// matmulWeight reports whether a tensor is the left operand of a matrix
+// multiplication: 2-D projection weights, 3-D expert stacks.
+func matmulWeight(t arch.Tensor) bool {
+	if !strings.HasSuffix(t.Name, ".weight") || len(t.Shape) < 2 {
+		return false
+	}
+	if t.Expert {
+		return len(t.Shape) == 3
+	}
+	if len(t.Shape) != 2 || t.Layer == arch.InputLayer {
+		return false
+	}
+	name := t.Name
+	if i := strings.LastIndexByte(strings.TrimSuffix(name, ".weight"), '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.TrimSuffix(name, ".weight")
+	switch {
+	case name == "output":
+		return true
+	case strings.HasPrefix(name, "attn_") && !strings.HasSuffix(name, "_norm"):
+		return true
+	case strings.HasPrefix(name, "ffn_") && !strings.HasSuffix(name, "_norm") && name != "ffn_gate_inp":
+		return true
+	}
+	return false
+}
+
+// Total returns the sum of the buffers on a device.
+func (r *Result) Total(device string) int64 {
+	var n int64
+	for _, b := range r.Buffers {
+		if b.Device == device {
+			n += b.Bytes
+		}
+	}
+	return n
+}
+
+func (r *Result) String() string {
+	var b strings.Builder
+	for _, x := range r.Buffers {
+		fmt.Fprintf(&b, "%-8s %-12s %-8s %10.2f MiB\n", x.Device, x.BufferType, x.Kind, float64(x.Bytes)/(1<<20))
+	}
+	return b.String()
+}

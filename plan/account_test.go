@@ -1,0 +1,72 @@
+package plan
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/internal/synth"
+)
+
+func model(t testing.TB, shape string, q synth.Quant) *arch.Model {
+	t.Helper()
+	s, ok := synth.Lookup(shape)
+	if !ok {
+		t.Fatalf("no shape %s", shape)
+	}
+	b, err := synth.Build(s, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := b.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := gguf.NewModel(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := arch.FromGGUF(gm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// mib converts llama.cpp's printed "%8.2f MiB" back to the bytes range it
+// stands for and reports whether n falls in it.
+func printedMiB(n int64, printed float64) bool {
+	return int64(printed*(1<<20)-0.005*(1<<20)) <= n && n <= int64(printed*(1<<20)+0.005*(1<<20))
+}
+
+// The figures are from llama.cpp's log for a TinyLlama-shaped Q4_K_M
+// file loaded on the CPU backend (AVX2) with n_ctx 4096, one sequence,
+// flash attention off, batch 512 (node-llama-cpp 3.21.1).
+func TestTinyLlamaCPU(t *testing.T) {
+	m := model(t, "tinyllama-1.1b", synth.Q4_K_M)
+	p := Defaults()
+	p.Ctx, p.FlashAttn, p.Batch = 4096, FlashOff, 512
+	cpu := Device{Name: "CPU", Backend: "CPU", Features: []string{"avx2"}}
+	r, err := Account(m, p, cpu, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"CPU_Mapped/model": 636.18, "CPU_REPACK/model": 455.06, "CPU/kv": 88.00, "CPU/output": 0.12}
+	for _, b := range r.Buffers {
+		key := b.BufferType + "/" + b.Kind
+		if w, ok := want[key]; ok {
+			if !printedMiB(b.Bytes, w) {
+				t.Errorf("%s: %d bytes = %.2f MiB, llama.cpp printed %.2f", key, b.Bytes, float64(b.Bytes)/(1<<20), w)
+			}
+			delete(want, key)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing buffers %v in\n%s", want, r)
+	}
+}

@@ -1,0 +1,198 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+)
+
+// Verdicts.
+const (
+	Fits         = "fits"
+	DoesNotFit   = "does_not_fit"
+	Incompatible = "incompatible"
+)
+
+// Assessment is the answer to "does this profile of this model fit this
+// machine": the verdict, the domain that decides it, every domain's
+// breakdown and every buffer.
+type Assessment struct {
+	Verdict  string         `json:"verdict"`
+	Reason   string         `json:"reason"`
+	Limiting *string        `json:"limiting"`
+	Domains  []hw.DomainUse `json:"domains"`
+	Buffers  []Buffer       `json:"buffers"`
+	Breaches []hw.Breach    `json:"breaches,omitempty"`
+	// Fixes are changes to the profile that would make it fit, each a
+	// sentence with the flag to use.
+	Fixes []string `json:"fixes,omitempty"`
+	// Resolved is the context as llama.cpp would create it.
+	Resolved *Context `json:"-"`
+}
+
+// Devices picks the device views llama.cpp would use on a machine: the CPU
+// and the GPUs of one backend, preferring CUDA, ROCm, Metal, then Vulkan,
+// since a build with several backends lists one physical GPU under each.
+func Devices(s *hw.Snapshot) (Device, []Device) {
+	cpu := Device{Name: "CPU", Backend: "CPU"}
+	byBackend := map[string][]Device{}
+	for _, d := range s.Devices {
+		if d.Type == hw.TypeCPU {
+			cpu.Features = d.Features
+			cpu.Name = d.Name
+			continue
+		}
+		free := d.Total
+		if d.Free != nil {
+			free = *d.Free
+		}
+		byBackend[d.Backend] = append(byBackend[d.Backend], Device{Name: d.Name, Backend: d.Backend, Free: free, MaxAlloc: d.MaxAlloc})
+	}
+	for _, b := range []string{"CUDA", "ROCm", "Metal", "Vulkan", "SYCL"} {
+		if g := byBackend[b]; len(g) > 0 {
+			sort.Slice(g, func(i, j int) bool { return g[i].Name < g[j].Name })
+			return cpu, g
+		}
+	}
+	return cpu, nil
+}
+
+// chargeKind maps a buffer kind onto the four parts of a domain's breakdown.
+func chargeKind(kind string) string {
+	switch kind {
+	case "model":
+		return hw.ChargeModel
+	case "kv", "rs":
+		return hw.ChargeContext
+	case "compute":
+		return hw.ChargeCompute
+	}
+	return hw.ChargeAuxiliary
+}
+
+// Assess accounts the profile on the machine and gives the verdict. An
+// architecture headroom cannot model is an Incompatible verdict, not an
+// error; errors are for bad profiles and machine files.
+func Assess(m *arch.Model, archErr error, p Profile, s *hw.Snapshot) (*Assessment, error) {
+	if archErr != nil {
+		var inc *arch.Incompatible
+		if errors.As(archErr, &inc) {
+			return &Assessment{Verdict: Incompatible, Reason: inc.Reason, Domains: []hw.DomainUse{}, Buffers: []Buffer{}}, nil
+		}
+		return nil, archErr
+	}
+	cpu, gpus := Devices(s)
+	a, err := assessOnce(m, p, s, cpu, gpus)
+	if err != nil || a.Verdict == Fits {
+		return a, err
+	}
+	a.Fixes = fixes(m, p, s, cpu, gpus)
+	return a, nil
+}
+
+func assessOnce(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) (*Assessment, error) {
+	r, err := Account(m, p, cpu, gpus)
+	if err != nil {
+		return nil, err
+	}
+	charges := make([]hw.Charge, 0, len(r.Buffers))
+	for _, b := range r.Buffers {
+		charges = append(charges, hw.Charge{Device: b.Device, Kind: chargeKind(b.Kind), Bytes: b.Bytes})
+	}
+	t, err := s.Tally(charges)
+	if err != nil {
+		return nil, err
+	}
+	a := &Assessment{Domains: t.Domains, Buffers: r.Buffers, Breaches: t.Breaches, Resolved: &r.Context}
+	if t.Limiting != "" {
+		lim := t.Limiting
+		a.Limiting = &lim
+	}
+	var use *hw.DomainUse
+	for i := range t.Domains {
+		if t.Domains[i].ID == t.Limiting {
+			use = &t.Domains[i]
+		}
+	}
+	switch {
+	case t.Fits:
+		a.Verdict = Fits
+		if use != nil {
+			a.Reason = fmt.Sprintf("fits: the tightest domain, %s, needs %s of %s, leaving %s", use.ID, mib(use.Required), mib(use.Available), mib(use.Margin))
+		} else {
+			a.Reason = "fits"
+		}
+	case use != nil && use.Margin < 0:
+		a.Verdict = DoesNotFit
+		a.Reason = fmt.Sprintf("does not fit: %s needs %s but has %s, short by %s", use.ID, mib(use.Required), mib(use.Available), mib(-use.Margin))
+	default:
+		a.Verdict = DoesNotFit
+		var parts []string
+		for _, b := range t.Breaches {
+			parts = append(parts, fmt.Sprintf("%s: %s over its %s limit of %s", b.Device, mib(b.Bytes), strings.ReplaceAll(b.Limit, "_", " "), mib(b.Allowed)))
+		}
+		a.Reason = "does not fit: " + strings.Join(parts, "; ")
+	}
+	return a, nil
+}
+
+// fixes searches for the nearest profiles that fit: the largest context
+// (a multiple of 256, as llama.cpp's fit rounds) and, with GPUs, the most
+// layers that fit at the requested context.
+func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) []string {
+	var out []string
+	fitsWith := func(q Profile) bool {
+		a, err := assessOnce(m, q, s, cpu, gpus)
+		return err == nil && a.Verdict == Fits
+	}
+	ctx := p.Ctx
+	if ctx == 0 {
+		ctx = m.CtxTrain
+	}
+	lo, hi := 0, ctx/256 // in units of 256 cells
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		q := p
+		q.Ctx = mid * 256
+		if fitsWith(q) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if lo > 0 {
+		out = append(out, fmt.Sprintf("-c %d fits (context %d instead of %d)", lo*256, lo*256, ctx))
+	}
+	if len(gpus) > 0 {
+		n := p.GPULayers
+		if n < 0 {
+			n = m.NLayer + 1
+		}
+		// Fewer layers on the GPU never need more GPU memory, so the
+		// largest count that fits is found by bisection.
+		lo, hi := -1, n-1
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			q := p
+			q.GPULayers = mid
+			if fitsWith(q) {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		if lo >= 0 {
+			out = append(out, fmt.Sprintf("-ngl %d fits at this context (%d of %d layers on the GPU, the rest in system memory)", lo, lo, m.NLayer+1))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "no context or layer split fits: choose a smaller quantization or a smaller model")
+	}
+	return out
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }

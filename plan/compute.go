@@ -1,0 +1,112 @@
+package plan
+
+import (
+	"github.com/headroom-llm/headroom/arch"
+)
+
+// outputBuffer is the logits buffer (llama_context::output_reserve):
+// n_vocab floats per output row, reserved for n_seq_max rows, in the host
+// buffer type of the device holding the output layer, else the CPU's.
+func outputBuffer(m *arch.Model, c Context, cpu Device, gpus []Device, layerDev []string) Buffer {
+	buft := cpu.Name
+	for _, g := range gpus {
+		if g.Name == layerDev[m.NLayer] && g.HostBuffer() != "" {
+			buft = g.HostBuffer()
+		}
+	}
+	return Buffer{Device: cpu.Name, BufferType: buft, Kind: "output", Bytes: int64(4 * m.NVocab * c.NSeq)}
+}
+
+const (
+	computeNote = "rough estimate from the graph's largest live tensors; no graph replay for this architecture or device split yet"
+	replayNote  = "replay of ggml's allocator on the llama graph; measured 0 to 8 MiB under llama.cpp on the CPU backend"
+)
+
+// replayable reports whether llamaGraph describes the model's graph: a
+// dense transformer of the llama family with full attention everywhere.
+func replayable(m *arch.Model) bool {
+	switch m.Arch {
+	case "llama", "mistral3", "qwen2", "qwen3", "olmo2":
+	default:
+		return false
+	}
+	if m.NExpert > 0 || m.MLA {
+		return false
+	}
+	for _, l := range m.Layers {
+		if l.Attention != arch.Full || l.Recurrent {
+			return false
+		}
+	}
+	return true
+}
+
+// cpuComputeBytes replays the worst-case graphs llama.cpp reserves (a full
+// micro-batch, and one token per sequence) and keeps the larger.
+func cpuComputeBytes(m *arch.Model, c Context) int64 {
+	pp := reserve(llamaGraph(m, c, c.NUBatch), cpuAlign)
+	tg := reserve(llamaGraph(m, c, c.NSeq), cpuAlign)
+	return max(pp, tg)
+}
+
+// cpuAlign is TENSOR_ALIGNMENT, the CPU buffer type's alignment.
+const cpuAlign = 32
+
+// computeBuffers estimates the scheduler's compute buffers. llama.cpp
+// sizes them by allocating the worst-case graph (a full micro-batch
+// against a full cache) with ggml-alloc, which reuses memory as tensors
+// die; the peak is dominated by the attention scores (without flash
+// attention), the micro-batch's activations, and the logits.
+func computeBuffers(m *arch.Model, c Context, cpu Device, gpus []Device, layerDev []string) []Buffer {
+	T := int64(c.NUBatch)
+	f32 := int64(4)
+	nKV := int64(c.NCtxSeq)
+	maxFF := int64(0)
+	heads := int64(m.NHead)
+	for _, l := range m.Layers {
+		maxFF = max(maxFF, int64(l.FF))
+	}
+	if m.NExpertUsed > 0 && m.NFFExpert > 0 {
+		maxFF = max(maxFF, int64(m.NExpertUsed*m.NFFExpert))
+	}
+	embd := int64(m.NEmbd)
+	// Attention: the KQ scores of one layer (softmax is done in place),
+	// the mask, and the layer's input and projections.
+	attn := embd * T * f32 * 4
+	mask := nKV * T * f32
+	if !c.Flash {
+		attn += heads*nKV*T*f32 + mask
+	} else {
+		attn += mask / 2
+	}
+	ffn := (2*maxFF + 2*embd) * T * f32
+	logits := int64(m.NVocab)*T*f32 + embd*T*f32*2
+	peak := max(attn, ffn, logits)
+
+	if len(gpus) == 0 {
+		if replayable(m) {
+			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Bytes: cpuComputeBytes(m, c), Note: replayNote}}
+		}
+		return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Bytes: peak, Note: computeNote}}
+	}
+	var out []Buffer
+	used := map[string]bool{}
+	for _, d := range layerDev {
+		used[d] = true
+	}
+	for _, g := range gpus {
+		if used[g.Name] {
+			out = append(out, Buffer{Device: g.Name, BufferType: g.Name, Kind: "compute", Bytes: peak, Note: computeNote})
+		}
+	}
+	host := cpu.Name
+	if h := gpus[0].HostBuffer(); h != "" {
+		host = h
+	}
+	hostBytes := embd*T*f32 + mask
+	if used[cpu.Name] {
+		hostBytes = peak
+	}
+	out = append(out, Buffer{Device: cpu.Name, BufferType: host, Kind: "compute", Bytes: hostBytes, Note: computeNote})
+	return out
+}

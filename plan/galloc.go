@@ -1,0 +1,256 @@
+package plan
+
+// This file replays ggml's graph allocator (ggml-alloc.c, ggml_gallocr) on
+// a description of a compute graph, to find the compute buffer size
+// llama.cpp reserves: the highest offset the allocator reaches while it
+// walks the graph, allocating each node's result and freeing tensors after
+// their last use, reusing a parent's memory for ops that may work in place.
+
+// gop is a graph operation, as far as allocation cares.
+type gop int
+
+const (
+	opNone    gop = iota // a leaf: weights, inputs, caches
+	opView               // views, reshapes, permutes: no memory of their own
+	opInplace            // ops ggml_op_can_inplace allows to reuse a parent
+	opOther              // everything else
+)
+
+// gtensor is one tensor of a graph description.
+type gtensor struct {
+	name   string
+	bytes  int64
+	op     gop
+	src    []*gtensor
+	view   *gtensor // the tensor this one views (op == opView)
+	offs   int64    // view offset
+	layout layout   // compared for in-place reuse (ggml_are_same_layout)
+	// external tensors live in other buffers (weights, KV cache).
+	external bool
+	input    bool
+	output   bool
+}
+
+// graph is a description of a ggml compute graph: leafs and nodes in the
+// order ggml_build_forward_expand records them.
+// layout is a tensor's element type and shape; graphs here only hold
+// contiguous tensors, so strides follow from the shape.
+type layout struct {
+	typ int
+	ne  [4]int64
+}
+
+type graph struct {
+	leafs []*gtensor
+	nodes []*gtensor
+	seen  map[*gtensor]bool
+}
+
+// expand adds t and its not yet recorded ancestors, parents first, in
+// source order, as ggml_visit_parents does.
+func (g *graph) expand(t *gtensor) {
+	if g.seen == nil {
+		g.seen = map[*gtensor]bool{}
+	}
+	if t == nil || g.seen[t] {
+		return
+	}
+	g.seen[t] = true
+	for _, s := range t.src {
+		g.expand(s)
+	}
+	if t.view != nil {
+		g.expand(t.view)
+	}
+	if t.op == opNone {
+		g.leafs = append(g.leafs, t)
+		return
+	}
+	g.nodes = append(g.nodes, t)
+}
+
+type block struct{ offset, size int64 }
+
+// dynAlloc is ggml_dyn_tallocr with one chunk: a sorted free list whose
+// last block is unbounded, and the highest offset ever used.
+type dynAlloc struct {
+	align   int64
+	free    []block
+	maxSize int64
+}
+
+func newDynAlloc(align int64) *dynAlloc {
+	return &dynAlloc{align: align, free: []block{{0, 1 << 62}}}
+}
+
+func (a *dynAlloc) alloc(size int64) int64 {
+	size = alignUp(size, a.align)
+	best := -1
+	bestSize := int64(1<<63 - 1)
+	// Best fit among all blocks but the last.
+	for i := 0; i < len(a.free)-1; i++ {
+		if b := a.free[i]; b.size >= size && b.size <= bestSize {
+			best, bestSize = i, b.size
+		}
+	}
+	if best == -1 {
+		best = len(a.free) - 1
+	}
+	b := &a.free[best]
+	addr := b.offset
+	b.offset += size
+	b.size -= size
+	if b.size == 0 {
+		a.free = append(a.free[:best], a.free[best+1:]...)
+	}
+	a.maxSize = max(a.maxSize, addr+size)
+	return addr
+}
+
+// shrink frees the tail of a block of old bytes that now holds only n.
+func (a *dynAlloc) shrink(offset, old, n int64) {
+	old, n = alignUp(old, a.align), alignUp(n, a.align)
+	if old > n {
+		a.release(offset+n, old-n)
+	}
+}
+
+func (a *dynAlloc) release(offset, size int64) {
+	size = alignUp(size, a.align)
+	for i := range a.free {
+		b := &a.free[i]
+		if b.offset+b.size == offset {
+			b.size += size
+			if i+1 < len(a.free) && b.offset+b.size == a.free[i+1].offset {
+				b.size += a.free[i+1].size
+				a.free = append(a.free[:i+1], a.free[i+2:]...)
+			}
+			return
+		}
+		if offset+size == b.offset {
+			b.offset = offset
+			b.size += size
+			if i > 0 && a.free[i-1].offset+a.free[i-1].size == b.offset {
+				a.free[i-1].size += b.size
+				a.free = append(a.free[:i], a.free[i+1:]...)
+			}
+			return
+		}
+	}
+	pos := 0
+	for pos < len(a.free) && a.free[pos].offset < offset {
+		pos++
+	}
+	a.free = append(a.free, block{})
+	copy(a.free[pos+1:], a.free[pos:])
+	a.free[pos] = block{offset, size}
+}
+
+type hnode struct {
+	children, views int
+	allocated       bool
+	addr            int64
+}
+
+// reserve replays ggml_gallocr_alloc_graph_impl and returns the buffer
+// size it needs.
+func reserve(g *graph, align int64) int64 {
+	a := newDynAlloc(align)
+	h := map[*gtensor]*hnode{}
+	get := func(t *gtensor) *hnode {
+		n := h[t]
+		if n == nil {
+			n = &hnode{}
+			h[t] = n
+		}
+		return n
+	}
+	var allocate func(t *gtensor)
+	allocate = func(t *gtensor) {
+		n := get(t)
+		if t.external || n.allocated || t.op == opView {
+			return
+		}
+		n.allocated = true
+		if t.op == opInplace {
+			for _, p := range t.src {
+				pn := get(p)
+				if p.external || p.output || (p.view != nil && p.view.output) || p.layout != t.layout {
+					continue
+				}
+				if pn.children != 1 || pn.views != 0 {
+					continue
+				}
+				if p.op == opView {
+					// A reshape of a tensor used only through it: take
+					// the viewed tensor's memory.
+					src := p.view
+					sn := get(src)
+					if src.external || sn.views != 1 || sn.children != 0 || p.offs != 0 || !sn.allocated {
+						continue
+					}
+					n.addr = sn.addr
+					sn.allocated = false
+					a.shrink(sn.addr, src.bytes, t.bytes)
+					return
+				}
+				if !pn.allocated {
+					continue
+				}
+				n.addr = pn.addr
+				pn.allocated = false
+				a.shrink(pn.addr, p.bytes, t.bytes)
+				return
+			}
+		}
+		n.addr = a.alloc(t.bytes)
+	}
+	free := func(t *gtensor) {
+		if t.output {
+			return
+		}
+		n := get(t)
+		a.release(n.addr, t.bytes)
+		n.allocated = false
+	}
+	for _, l := range g.leafs {
+		allocate(l)
+	}
+	for _, t := range g.nodes {
+		if t.op == opView && t.view != nil {
+			get(t.view).views++
+		}
+		if t.input {
+			allocate(t)
+		}
+		for _, s := range t.src {
+			get(s).children++
+			if s.input {
+				allocate(s)
+			}
+		}
+	}
+	for _, t := range g.nodes {
+		for _, s := range t.src {
+			allocate(s)
+		}
+		allocate(t)
+		for _, p := range t.src {
+			pn := get(p)
+			pn.children--
+			if pn.children != 0 || pn.views != 0 {
+				continue
+			}
+			if p.op == opView && p.view != nil {
+				vn := get(p.view)
+				vn.views--
+				if vn.views == 0 && vn.children == 0 && vn.allocated {
+					free(p.view)
+				}
+			} else if pn.allocated {
+				free(p)
+			}
+		}
+	}
+	return a.maxSize
+}

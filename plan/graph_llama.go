@@ -1,0 +1,166 @@
+package plan
+
+import (
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// gb builds graph descriptions with ggml's shapes and sizes.
+type gb struct{ g graph }
+
+func elems(ne [4]int64) int64 {
+	n := int64(1)
+	for _, d := range ne {
+		if d > 0 {
+			n *= d
+		}
+	}
+	return n
+}
+
+// tensor makes a tensor of type t and shape ne (trailing zeros mean 1).
+func (b *gb) tensor(name string, t gguf.GGMLType, op gop, ne [4]int64, src ...*gtensor) *gtensor {
+	for i := range ne {
+		if ne[i] == 0 {
+			ne[i] = 1
+		}
+	}
+	row, _ := t.RowSize(uint64(ne[0]))
+	bytes := int64(row) * ne[1] * ne[2] * ne[3]
+	return &gtensor{name: name, bytes: bytes, op: op, src: src, layout: layout{typ: int(t), ne: ne}}
+}
+
+func (b *gb) f32(name string, op gop, ne [4]int64, src ...*gtensor) *gtensor {
+	return b.tensor(name, gguf.TypeF32, op, ne, src...)
+}
+
+// view makes a view (reshape, permute, transpose, a cache slice) of v.
+func (b *gb) view(name string, v *gtensor, ne [4]int64, src ...*gtensor) *gtensor {
+	// Like ggml, the viewed tensor is the view's first source, so its
+	// last use is counted through the view.
+	t := b.f32(name, opView, ne, append([]*gtensor{v}, src...)...)
+	t.view, t.bytes = v, 0
+	if v.op == opView && v.view != nil {
+		t.view = v.view // ggml views always point at the owner of the memory
+	}
+	return t
+}
+
+func (b *gb) input(name string, t gguf.GGMLType, ne [4]int64) *gtensor {
+	x := b.tensor(name, t, opNone, ne)
+	x.input = true
+	return x
+}
+
+// weight is a tensor held in a model buffer: external to the graph.
+func (b *gb) weight(name string, ne [4]int64) *gtensor {
+	w := b.f32(name, opNone, ne)
+	w.external = true
+	return w
+}
+
+// llamaGraph describes the graph llama.cpp builds for a dense transformer
+// of the llama family (src/models/llama.cpp with llm_graph_context's
+// build_attn and build_ffn) for one micro-batch of nTokens against a full
+// cache, in the order ggml records it.
+func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
+	b := &gb{}
+	T := int64(nTokens)
+	nKV := int64(c.NCtxSeq)
+	streams := int64(c.NStream)
+	embd := int64(m.NEmbd)
+
+	tokens := b.input("inp_tokens", gguf.TypeI32, [4]int64{T})
+	tokEmbd := b.weight("token_embd.weight", [4]int64{embd, int64(m.NVocab)})
+	inpL := b.f32("embd", opOther, [4]int64{embd, T}, tokEmbd, tokens)
+	pos := b.input("inp_pos", gguf.TypeI32, [4]int64{T})
+	// With flash attention the mask is made in F16 directly.
+	maskType := gguf.TypeF32
+	if c.Flash {
+		maskType = gguf.TypeF16
+	}
+	kqMask := b.input("kq_mask", maskType, [4]int64{nKV, T / streams, 1, streams})
+	kIdx := b.input("k_idxs", gguf.TypeI64, [4]int64{T})
+	// A transposed V cache is written element by element, so it takes an
+	// index per element rather than per row.
+	vIdxN := T
+	if c.VTrans {
+		vIdxN = T * int64(maxVDim(m))
+	}
+	vIdx := b.input("v_idxs", gguf.TypeI64, [4]int64{vIdxN})
+	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+
+	for il, l := range m.Layers {
+		heads := int64(m.NHead)
+		headsKV := int64(l.HeadsKV)
+		headK := int64(l.KDim) / max(headsKV, 1)
+		headV := int64(l.VDim) / max(headsKV, 1)
+		inpSA := inpL
+		cur := b.f32("norm", opInplace, [4]int64{embd, T}, inpL)
+		cur = b.f32("attn_norm", opInplace, [4]int64{embd, T}, cur, b.weight("attn_norm.weight", [4]int64{embd}))
+		q := b.f32("Qcur", opOther, [4]int64{heads * headK, T}, b.weight("wq", [4]int64{embd, heads * headK}), cur)
+		k := b.f32("Kcur", opOther, [4]int64{headsKV * headK, T}, b.weight("wk", [4]int64{embd, headsKV * headK}), cur)
+		v := b.f32("Vcur", opOther, [4]int64{headsKV * headV, T}, b.weight("wv", [4]int64{embd, headsKV * headV}), cur)
+		q = b.view("Qcur_3d", q, [4]int64{headK, heads, T})
+		k = b.view("Kcur_3d", k, [4]int64{headK, headsKV, T})
+		v = b.view("Vcur_3d", v, [4]int64{headV, headsKV, T})
+		q = b.f32("Qcur_rope", opInplace, [4]int64{headK, heads, T}, q, pos)
+		k = b.f32("Kcur_rope", opInplace, [4]int64{headK, headsKV, T}, k, pos)
+		// build_attn expands K last, so that RoPE on K can be fused with
+		// the write into the cache.
+		b.g.expand(q)
+		b.g.expand(v)
+		b.g.expand(k)
+		cacheK := b.weight("cache_k", [4]int64{headK * headsKV, nKV, streams})
+		cacheV := b.weight("cache_v", [4]int64{headV * headsKV, nKV, streams})
+		b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), kIdx))
+		b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), vIdx))
+		kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
+		vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
+		q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})
+		qp := b.view("q_perm", q4, [4]int64{headK, T / streams, heads, streams})
+		kp := b.view("k_perm", kView, [4]int64{headK, nKV, headsKV, streams})
+		vp := b.view("v_perm", vView, [4]int64{headV, nKV, headsKV, streams})
+		if c.Flash {
+			fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, qp, kp, vp, kqMask)
+			cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
+		} else {
+			kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
+			kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, kq, kqMask)
+			kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
+			perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
+			cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
+		}
+		b.g.expand(cur)
+		cur = b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight("wo", [4]int64{heads * headV, embd}), cur)
+		if il == len(m.Layers)-1 {
+			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, T}, cur, outIDs)
+			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, T}, inpSA, outIDs)
+		}
+		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+		cur = b.f32("norm", opInplace, [4]int64{embd, T}, ffnInp)
+		cur = b.f32("ffn_norm", opInplace, [4]int64{embd, T}, cur, b.weight("ffn_norm.weight", [4]int64{embd}))
+		ff := int64(l.FF)
+		up := b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight("up", [4]int64{embd, ff}), cur)
+		gate := b.f32("ffn_gate", opOther, [4]int64{ff, T}, b.weight("gate", [4]int64{embd, ff}), cur)
+		act := b.f32("ffn_swiglu", opOther, [4]int64{ff, T}, gate, up)
+		cur = b.f32("ffn_out", opOther, [4]int64{embd, T}, b.weight("down", [4]int64{ff, embd}), act)
+		cur = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffnInp)
+		inpL = cur
+	}
+	cur := b.f32("norm", opInplace, [4]int64{embd, T}, inpL)
+	cur = b.f32("result_norm", opInplace, [4]int64{embd, T}, cur, b.weight("output_norm.weight", [4]int64{embd}))
+	cur.output = true
+	logits := b.f32("result_output", opOther, [4]int64{int64(m.NVocab), T}, b.weight("output.weight", [4]int64{embd, int64(m.NVocab)}), cur)
+	logits.output = true
+	b.g.expand(logits)
+	return &b.g
+}
+
+func maxVDim(m *arch.Model) int {
+	n := 0
+	for _, l := range m.Layers {
+		n = max(n, l.VDim)
+	}
+	return n
+}

@@ -1,0 +1,100 @@
+package plan
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/internal/synth"
+)
+
+func shapeModel(t *testing.T, s synth.Shape) *arch.Model {
+	t.Helper()
+	b, err := synth.Build(s, synth.Q8_0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := b.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := gguf.NewModel(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := arch.FromGGUF(gm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// The llama.cpp figures are the "CPU compute buffer size is N MiB" lines
+// (four decimals) logged by node-llama-cpp 3.21.1's llama.cpp on the CPU
+// backend for TinyLlama-shaped files and variants of them: one layer,
+// n_embd 4096 with 64-wide heads, 16 heads of 128.
+//
+// The replay is exact in one case and otherwise under by a constant that
+// does not depend on the context: two query-sized tensors without flash
+// attention, one plus one token-sized tensor with it. Its cause is not yet
+// found (the graph's node list matches llama.cpp's GGML_SCHED_DEBUG dump),
+// so the bound is pinned here and reported, not tuned away.
+func TestComputeReplayCPU(t *testing.T) {
+	base, _ := synth.Lookup("tinyllama-1.1b")
+	one := base
+	one.Layers = 1
+	wide := base
+	wide.Embd, wide.HeadDim = 4096, 64
+	h16 := base
+	h16.Heads, h16.HeadDim = 16, 128
+	tests := []struct {
+		name    string
+		s       synth.Shape
+		ctx, ub int
+		fa      FlashAttn
+		mib     float64
+	}{
+		{"tinyllama", base, 4096, 512, FlashOff, 285.0098},
+		{"tinyllama", base, 2048, 512, FlashOff, 153.0098},
+		{"tinyllama", base, 8192, 512, FlashOff, 549.0098},
+		{"tinyllama", base, 4096, 256, FlashOff, 142.5049},
+		{"tinyllama", base, 4096, 512, FlashOn, 70.5020},
+		{"tinyllama", base, 2048, 512, FlashOn, 70.5020},
+		{"tinyllama", base, 8192, 512, FlashOn, 70.5020},
+		{"tinyllama", base, 4096, 256, FlashOn, 35.2510},
+		{"1 layer", one, 4096, 512, FlashOff, 285.0098},
+		{"1 layer", one, 4096, 512, FlashOn, 70.5020},
+		{"embd 4096", wide, 4096, 512, FlashOff, 305.0098},
+		{"embd 4096", wide, 4096, 512, FlashOn, 106.5137},
+		{"16 heads", h16, 4096, 512, FlashOff, 158.0098},
+		{"16 heads", h16, 4096, 512, FlashOn, 70.5020},
+	}
+	models := map[string]*arch.Model{}
+	for _, tc := range tests {
+		m := models[tc.name]
+		if m == nil {
+			m = shapeModel(t, tc.s)
+			models[tc.name] = m
+		}
+		p := Defaults()
+		p.Ctx, p.FlashAttn, p.Batch = tc.ctx, tc.fa, tc.ub
+		c, err := resolveContext(p, m.CtxTrain, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := float64(cpuComputeBytes(m, c)) / (1 << 20)
+		diff := got - tc.mib
+		// Known gap: 2 query tensors (no FA) or 1 plus a token row (FA).
+		q := float64(m.NHead*m.Layers[0].KDim/max(m.Layers[0].HeadsKV, 1)*tc.ub*4) / (1 << 20)
+		limit := 2*q + 0.01
+		if diff > 0.01 || diff < -limit {
+			t.Errorf("%s ctx %d ub %d fa %s: %.4f MiB, llama.cpp %.4f (diff %+.4f, allowed down to -%.4f)", tc.name, tc.ctx, tc.ub, tc.fa, got, tc.mib, diff, limit)
+		}
+		t.Logf("%-10s ctx %5d ub %3d fa %-3s: replay %9.4f MiB, llama.cpp %9.4f, diff %+.4f (%+.1f%%)", tc.name, tc.ctx, tc.ub, tc.fa, got, tc.mib, diff, 100*diff/tc.mib)
+	}
+}

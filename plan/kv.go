@@ -1,0 +1,72 @@
+package plan
+
+import (
+	"github.com/headroom-llm/headroom/arch"
+)
+
+// kvBuffers sizes the KV caches (src/llama-kv-cache.cpp): per layer with
+// attention, a K tensor of row_size(type_k, KDim) x cells x streams and a
+// V tensor likewise, on the layer's device unless -nkvo keeps them on the
+// CPU. Sliding-window layers get their own, smaller cache, and llama.cpp
+// logs each cache's buffers separately, so they are separate here too.
+func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, layerDev []string) []Buffer {
+	full := map[string]int64{}
+	swa := map[string]int64{}
+	var order []string
+	seen := map[string]bool{}
+	// With a transposed V (no flash attention) every layer's V rows are as
+	// wide as the widest layer's.
+	maxV := 0
+	for _, l := range m.Layers {
+		maxV = max(maxV, l.VDim)
+	}
+	swaCells := pad(min(c.NCtxSeq, m.Window*swaSeqs(c)+c.NUBatch), 256)
+	for i, l := range m.Layers {
+		if l.Attention == arch.NoAttention {
+			continue
+		}
+		dev := layerDev[i]
+		if p.NoKVOffload {
+			dev = cpu.Name
+		}
+		if !seen[dev] {
+			seen[dev] = true
+			order = append(order, dev)
+		}
+		cells := int64(c.NCtxSeq)
+		target := full
+		if l.Attention == arch.Sliding {
+			cells = int64(swaCells)
+			target = swa
+		}
+		k, _ := c.TypeK.RowSize(uint64(l.KDim))
+		bytes := int64(k) * cells * int64(c.NStream)
+		if l.VDim > 0 {
+			w := l.VDim
+			if c.VTrans {
+				w = maxV
+			}
+			v, _ := c.TypeV.RowSize(uint64(w))
+			bytes += int64(v) * cells * int64(c.NStream)
+		}
+		target[dev] += bytes
+	}
+	var out []Buffer
+	for _, caches := range []map[string]int64{full, swa} {
+		for _, dev := range order {
+			if n, ok := caches[dev]; ok {
+				out = append(out, Buffer{Device: dev, BufferType: dev, Kind: "kv", Bytes: n})
+			}
+		}
+	}
+	return out
+}
+
+// swaSeqs is how many sequences' windows a sliding cache must hold: all of
+// them when the cache is unified, else one per stream.
+func swaSeqs(c Context) int {
+	if c.Unified {
+		return c.NSeq
+	}
+	return 1
+}

@@ -1,0 +1,139 @@
+// Package plan places a model's tensors and caches on devices the way
+// llama.cpp does and lists every buffer it would allocate.
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// FlashAttn is llama.cpp's -fa setting.
+type FlashAttn string
+
+// The -fa values.
+const (
+	FlashOn   FlashAttn = "on"
+	FlashOff  FlashAttn = "off"
+	FlashAuto FlashAttn = "auto"
+)
+
+// GPULayersAuto is -ngl auto (llama.cpp's -1): as many layers as the
+// devices take, which without fit means all of them.
+const GPULayersAuto = -1
+
+// Profile is a serving configuration in llama-server's terms. Zero values
+// mean llama-server's defaults, filled in by Resolve.
+type Profile struct {
+	Ctx         int       `json:"ctx"`      // -c: total cells across sequences; 0 = trained context
+	Parallel    int       `json:"parallel"` // -np
+	KVUnified   bool      `json:"kv_unified"`
+	Batch       int       `json:"batch"`  // -b
+	UBatch      int       `json:"ubatch"` // -ub
+	CacheK      string    `json:"cache_type_k"`
+	CacheV      string    `json:"cache_type_v"`
+	FlashAttn   FlashAttn `json:"flash_attn"`
+	GPULayers   int       `json:"gpu_layers"` // -ngl; GPULayersAuto for auto
+	TensorSplit []float64 `json:"tensor_split"`
+	// Overrides are -ot patterns; none are modeled yet, so it is always
+	// empty, kept for the JSON contract.
+	Overrides   []string `json:"overrides"`
+	Mmap        bool     `json:"mmap"`
+	NoKVOffload bool     `json:"no_kv_offload"`
+}
+
+// Defaults returns llama-server's defaults for an explicit -np 1 run with
+// every layer offloaded.
+func Defaults() Profile {
+	return Profile{Parallel: 1, Batch: 2048, UBatch: 512, CacheK: "f16", CacheV: "f16",
+		FlashAttn: FlashAuto, GPULayers: GPULayersAuto, Mmap: true, TensorSplit: []float64{}, Overrides: []string{}}
+}
+
+// Context is the profile as llama.cpp's context constructor resolves it.
+type Context struct {
+	NCtx     int // total cells, padded
+	NCtxSeq  int // cells per sequence
+	NSeq     int // n_seq_max
+	NStream  int // KV streams: 1 if unified, else NSeq
+	NBatch   int
+	NUBatch  int
+	Flash    bool // flash attention in effect
+	TypeK    gguf.GGMLType
+	TypeV    gguf.GGMLType
+	VTrans   bool // V stored transposed (without flash attention)
+	Unified  bool
+	CtxTrain int
+}
+
+func pad(x, n int) int { return (x + n - 1) / n * n }
+
+// resolveContext applies llama_context's rules (src/llama-context.cpp):
+// n_ctx defaults to the trained context and is padded to 256; without a
+// unified cache each sequence gets PAD(n_ctx/n_seq, 256) cells; the batch
+// is capped by the context and the micro-batch by the batch.
+func resolveContext(p Profile, ctxTrain int, flashSupported bool) (Context, error) {
+	c := Context{CtxTrain: ctxTrain, NSeq: max(p.Parallel, 1), Unified: p.KVUnified}
+	n := p.Ctx
+	if n == 0 {
+		n = ctxTrain
+	}
+	if n <= 0 {
+		return c, fmt.Errorf("no context size: -c is 0 and the model has no trained context")
+	}
+	c.NCtx = pad(n, 256)
+	if c.Unified {
+		c.NCtxSeq, c.NStream = c.NCtx, 1
+	} else {
+		c.NCtxSeq = pad(c.NCtx/c.NSeq, 256)
+		c.NCtx = c.NCtxSeq * c.NSeq
+		c.NStream = c.NSeq
+	}
+	batch, ubatch := p.Batch, p.UBatch
+	if batch <= 0 {
+		batch = 2048
+	}
+	if ubatch <= 0 {
+		ubatch = 512
+	}
+	c.NBatch = min(c.NCtx, batch)
+	c.NUBatch = min(c.NBatch, ubatch)
+	var ok bool
+	if c.TypeK, ok = cacheType(p.CacheK); !ok {
+		return c, fmt.Errorf("unknown K cache type %q (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", p.CacheK)
+	}
+	if c.TypeV, ok = cacheType(p.CacheV); !ok {
+		return c, fmt.Errorf("unknown V cache type %q (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", p.CacheV)
+	}
+	switch p.FlashAttn {
+	case FlashOn:
+		c.Flash = true
+	case FlashOff:
+	case FlashAuto, "":
+		// Auto counts as on when the cache is created (llama.cpp decides
+		// later, per device, whether to keep it).
+		c.Flash = flashSupported
+	default:
+		return c, fmt.Errorf("flash attention must be on, off or auto, not %q", p.FlashAttn)
+	}
+	info, _ := c.TypeV.Info()
+	if info.Quantized && !c.Flash {
+		return c, fmt.Errorf("a quantized V cache (%s) needs flash attention (-fa on)", p.CacheV)
+	}
+	c.VTrans = !c.Flash
+	return c, nil
+}
+
+// cacheType maps -ctk/-ctv names to the types llama.cpp allows for caches.
+func cacheType(name string) (gguf.GGMLType, bool) {
+	if name == "" {
+		return gguf.TypeF16, true
+	}
+	for _, t := range []gguf.GGMLType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0,
+		gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeIQ4_NL, gguf.TypeQ5_0, gguf.TypeQ5_1} {
+		if info, _ := t.Info(); strings.EqualFold(info.Name, name) {
+			return t, true
+		}
+	}
+	return 0, false
+}
