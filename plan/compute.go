@@ -42,11 +42,16 @@ func replayable(m *arch.Model) bool {
 }
 
 // cpuComputeBytes replays the worst-case graphs llama.cpp reserves (a full
-// micro-batch, and one token per sequence) and keeps the larger.
+// micro-batch, and one token per sequence) and keeps the larger. Every
+// tensor the allocator places grows with the token count, so the
+// one-token-per-sequence graph only matters when there are more sequences
+// than micro-batch tokens.
 func cpuComputeBytes(m *arch.Model, c Context) int64 {
 	pp := reserve(llamaGraph(m, c, c.NUBatch), cpuAlign)
-	tg := reserve(llamaGraph(m, c, c.NSeq), cpuAlign)
-	return max(pp, tg)
+	if c.NSeq <= c.NUBatch {
+		return pp
+	}
+	return max(pp, reserve(llamaGraph(m, c, c.NSeq), cpuAlign))
 }
 
 // cpuAlign is TENSOR_ALIGNMENT, the CPU buffer type's alignment.

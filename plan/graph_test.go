@@ -1,37 +1,15 @@
 package plan
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/internal/synth"
 )
 
 func shapeModel(t *testing.T, s synth.Shape) *arch.Model {
 	t.Helper()
-	b, err := synth.Build(s, synth.Q8_0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := b.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Read(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gm, err := gguf.NewModel(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := arch.FromGGUF(gm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return shapeQuantModel(t, s, synth.Q8_0)
 }
 
 // The llama.cpp figures are the "CPU compute buffer size is N MiB" lines
