@@ -25,17 +25,19 @@ type family struct {
 // belongs here only after its rules were checked against llama.cpp's
 // source (src/llama-model.cpp, load_hparams and create_memory).
 var families = map[string]family{
-	"llama":    {},
-	"qwen2":    {},
-	"qwen3":    {},
-	"mistral3": {},
-	"olmo2":    {},
-	"gemma2":   {swaPattern: 2},
-	"gemma3":   {swaPattern: 6, swaFromKey: true},
-	"cohere2":  {swaPattern: 4},
-	"gpt-oss":  {swaPattern: 2},
-	"qwen2moe": {},
-	"qwen3moe": {},
+	"llama":     {},
+	"qwen2":     {},
+	"qwen3":     {},
+	"mistral3":  {},
+	"olmo2":     {},
+	"gemma2":    {swaPattern: 2},
+	"gemma3":    {swaPattern: 6, swaFromKey: true},
+	"cohere2":   {swaPattern: 4},
+	"gpt-oss":   {swaPattern: 2},
+	"qwen2moe":  {},
+	"qwen3moe":  {},
+	"deepseek2": {},
+	"phi3":      {},
 }
 
 // Known lists the architectures headroom models, sorted.
@@ -147,4 +149,56 @@ func (h hparams) perLayer(key string, n, def int) ([]int, error) {
 		out[i] = x
 	}
 	return out, nil
+}
+
+// ssmDims reads the Mamba-family state sizes (llama-hparams.cpp n_embd_r
+// and n_embd_s): the conv state keeps d_conv-1 columns of the conv input
+// (d_inner plus the B and C projections of every group), the scan state
+// d_state x d_inner.
+func ssmDims(h hparams) (r, s int, err error) {
+	conv, err := h.need("ssm.conv_kernel")
+	if err != nil {
+		return 0, 0, err
+	}
+	inner, err := h.need("ssm.inner_size")
+	if err != nil {
+		return 0, 0, err
+	}
+	state, err := h.need("ssm.state_size")
+	if err != nil {
+		return 0, 0, err
+	}
+	groups, _ := h.opt("ssm.group_count", 0)
+	if conv < 1 {
+		return 0, 0, &Incompatible{Reason: fmt.Sprintf("%sssm.conv_kernel is %d", h.prefix, conv)}
+	}
+	return (conv - 1) * (inner + 2*groups*state), state * inner, nil
+}
+
+// recurrentAll marks every layer as a pure recurrent (Mamba) layer.
+func recurrentAll(h hparams, m *Model) error {
+	r, s, err := ssmDims(h)
+	if err != nil {
+		return err
+	}
+	for i := range m.Layers {
+		m.Layers[i] = Layer{Index: i, Recurrent: true, RDim: r, SDim: s, FF: m.Layers[i].FF}
+	}
+	return nil
+}
+
+// lfm2 layers without KV heads are short-convolution layers whose state is
+// the last l_cache-1 inputs of n_embd each, and no scan state.
+func lfm2(h hparams, m *Model) error {
+	lcache, err := h.need("shortconv.l_cache")
+	if err != nil {
+		return err
+	}
+	for i := range m.Layers {
+		if m.Layers[i].HeadsKV == 0 {
+			m.Layers[i].Recurrent = true
+			m.Layers[i].RDim = m.NEmbd * (lcache - 1)
+		}
+	}
+	return nil
 }

@@ -121,6 +121,14 @@ func TestProbeMachines(t *testing.T) {
 				t.Errorf("Metal working set should be read live: usable %d", u.Usable)
 			}
 		}},
+		{"mac-m3-pro-18", "darwin", func(t *testing.T, s *Snapshot) {
+			// llama.cpp's fit logged 12287 MiB free on an idle 18 GB M3
+			// Pro: the default 2/3 working set of 12288 MiB.
+			u := s.Domain("unified")
+			if u.Usable != 12288<<20 || u.BandwidthGBps != 150 || len(s.Views("unified")) != 2 {
+				t.Errorf("usable %d, bandwidth %g, views %v", u.Usable, u.BandwidthGBps, s.Views("unified"))
+			}
+		}},
 		{"mac-m2-16-wired", "darwin", func(t *testing.T, s *Snapshot) {
 			if u := s.Domain("unified"); u.Usable != 12<<30 || u.BandwidthGBps != 100 {
 				t.Errorf("iogpu.wired_limit_mb: usable %d, bandwidth %g", u.Usable, u.BandwidthGBps)

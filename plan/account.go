@@ -38,6 +38,7 @@ func Account(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, erro
 	w := weights(m, p, cpu, gpus, r.LayerDevice)
 	r.Buffers = append(r.Buffers, w...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, r.LayerDevice)...)
+	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
 	r.Buffers = append(r.Buffers, computeBuffers(m, ctx, cpu, gpus, r.LayerDevice)...)
 	return r, nil

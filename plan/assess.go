@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -27,11 +28,37 @@ type Assessment struct {
 	Domains  []hw.DomainUse `json:"domains"`
 	Buffers  []Buffer       `json:"buffers"`
 	Breaches []hw.Breach    `json:"breaches,omitempty"`
-	// Fixes are changes to the profile that would make it fit, each a
-	// sentence with the flag to use.
-	Fixes []string `json:"fixes,omitempty"`
+	// Fixes are changes to the profile that would make it fit.
+	Fixes []Fix `json:"fixes,omitempty"`
 	// Resolved is the context as llama.cpp would create it.
 	Resolved *Context `json:"-"`
+}
+
+// Fix is one change that makes a profile fit: llama-server flags to add
+// (they replace the same flags given before) and a sentence saying what
+// they cost.
+type Fix struct {
+	Flags []string `json:"flags"`
+	Says  string   `json:"says"`
+}
+
+// Apply returns the profile with the fix's flags applied.
+func (f Fix) Apply(p Profile) (Profile, error) {
+	for i := 0; i+1 < len(f.Flags); i += 2 {
+		n, err := strconv.Atoi(f.Flags[i+1])
+		if err != nil {
+			return p, fmt.Errorf("fix %v: %q is not a number", f.Flags, f.Flags[i+1])
+		}
+		switch f.Flags[i] {
+		case "-c":
+			p.Ctx = n
+		case "-ngl":
+			p.GPULayers = n
+		default:
+			return p, fmt.Errorf("fix %v: unknown flag %s", f.Flags, f.Flags[i])
+		}
+	}
+	return p, nil
 }
 
 // Devices picks the device views llama.cpp would use on a machine: the CPU
@@ -143,8 +170,8 @@ func assessOnce(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Dev
 // fixes searches for the nearest profiles that fit: the largest context
 // (a multiple of 256, as llama.cpp's fit rounds) and, with GPUs, the most
 // layers that fit at the requested context.
-func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) []string {
-	var out []string
+func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) []Fix {
+	var out []Fix
 	fitsWith := func(q Profile) bool {
 		a, err := assessOnce(m, q, s, cpu, gpus)
 		return err == nil && a.Verdict == Fits
@@ -165,7 +192,8 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 		}
 	}
 	if lo > 0 {
-		out = append(out, fmt.Sprintf("-c %d fits (context %d instead of %d)", lo*256, lo*256, ctx))
+		out = append(out, Fix{Flags: []string{"-c", strconv.Itoa(lo * 256)},
+			Says: fmt.Sprintf("a context of %d cells instead of %d fits", lo*256, ctx)})
 	}
 	if len(gpus) > 0 {
 		n := p.GPULayers
@@ -186,11 +214,12 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 			}
 		}
 		if lo >= 0 {
-			out = append(out, fmt.Sprintf("-ngl %d fits at this context (%d of %d layers on the GPU, the rest in system memory)", lo, lo, m.NLayer+1))
+			out = append(out, Fix{Flags: []string{"-ngl", strconv.Itoa(lo)},
+				Says: fmt.Sprintf("%d of %d layers on the GPU, the rest in system memory, fits at this context", lo, m.NLayer+1)})
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, "no context or layer split fits: choose a smaller quantization or a smaller model")
+		out = append(out, Fix{Flags: []string{}, Says: "no context or layer split fits: choose a smaller quantization or a smaller model"})
 	}
 	return out
 }

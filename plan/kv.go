@@ -70,3 +70,31 @@ func swaSeqs(c Context) int {
 	}
 	return 1
 }
+
+// rsBuffers sizes the recurrent state (src/llama-memory-recurrent.cpp):
+// per recurrent layer, an R (conv) and an S (scan) tensor of float32, one
+// row per sequence, on the layer's device unless -nkvo keeps them on the
+// CPU.
+func rsBuffers(m *arch.Model, c Context, p Profile, cpu Device, layerDev []string) []Buffer {
+	rows := int64(max(1, c.NSeq))
+	sums := map[string]int64{}
+	var order []string
+	for i, l := range m.Layers {
+		if !l.Recurrent {
+			continue
+		}
+		dev := layerDev[i]
+		if p.NoKVOffload {
+			dev = cpu.Name
+		}
+		if _, ok := sums[dev]; !ok {
+			order = append(order, dev)
+		}
+		sums[dev] += 4 * int64(l.RDim+l.SDim) * rows
+	}
+	var out []Buffer
+	for _, dev := range order {
+		out = append(out, Buffer{Device: dev, BufferType: dev, Kind: "rs", Bytes: sums[dev]})
+	}
+	return out
+}

@@ -275,7 +275,11 @@ func printFit(w io.Writer, h *source.Header, a *plan.Assessment, p plan.Profile)
 	if len(a.Fixes) > 0 {
 		fmt.Fprintln(w, "\nwhat would fit:")
 		for _, f := range a.Fixes {
-			fmt.Fprintln(w, "  "+f)
+			if len(f.Flags) == 0 {
+				fmt.Fprintf(w, "  %s\n", f.Says)
+				continue
+			}
+			fmt.Fprintf(w, "  %-12s %s\n", strings.Join(f.Flags, " "), f.Says)
 		}
 	}
 }

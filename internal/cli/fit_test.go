@@ -38,7 +38,10 @@ type fitOut struct {
 		Kind       string `json:"kind"`
 		Bytes      int64  `json:"bytes"`
 	} `json:"buffers"`
-	Fixes []string `json:"fixes"`
+	Fixes []struct {
+		Flags []string `json:"flags"`
+		Says  string   `json:"says"`
+	} `json:"fixes"`
 }
 
 func fitJSONOf(t *testing.T, args ...string) fitOut {
@@ -98,7 +101,7 @@ func TestFitDoesNotFit(t *testing.T) {
 	}
 	found := false
 	for _, fix := range f.Fixes {
-		if strings.HasPrefix(fix, "-ngl ") {
+		if len(fix.Flags) == 2 && fix.Flags[0] == "-ngl" {
 			found = true
 		}
 	}
