@@ -9,6 +9,7 @@ package arch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -189,6 +190,11 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 		}
 	}
 	a.Tensors, a.TiedOutput = assignTensors(m, a.NLayer)
+	for i := range a.Tensors {
+		if slices.Contains(fam.outputTensors, a.Tensors[i].Name) {
+			a.Tensors[i].Layer = a.NLayer
+		}
+	}
 	return a, nil
 }
 

@@ -19,12 +19,18 @@ type family struct {
 	swaFromKey bool
 	// adjust applies rules that the metadata alone does not express.
 	adjust func(h hparams, m *Model) error
+	// outputTensors names tensors outside blk.N that belong to the output
+	// layer although their names do not start with "output".
+	outputTensors []string
 }
 
 // families lists the architectures headroom accounts for. An architecture
 // belongs here only after its rules were checked against llama.cpp's
 // source (src/llama-model.cpp, load_hparams and create_memory).
 var families = map[string]family{
+	"mamba":     {adjust: recurrentAll},
+	"mamba2":    {adjust: recurrentAll},
+	"lfm2":      {adjust: lfm2, outputTensors: []string{"token_embd_norm.weight"}}, // LFM2's final norm
 	"llama":     {},
 	"qwen2":     {},
 	"qwen3":     {},

@@ -100,13 +100,6 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 	for _, g := range gpus {
 		byName[g.Name] = g
 	}
-	hostBuft := ""
-	if len(gpus) > 0 && !p.Mmap {
-		// Under mmap llama.cpp demotes the host buffer type to plain CPU
-		// ("avoid using a host buffer when using mmap").
-		hostBuft = gpus[0].HostBuffer()
-	}
-	repack := len(gpus) == 0 || (hostBuft == "" && !p.Mmap) // extra buffer types sit after the host one
 	sums := map[bufKey]int64{}
 	order := []bufKey{}
 	add := func(k bufKey, n int64) {
@@ -119,19 +112,9 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 	type span struct{ first, last int64 }
 	spans := map[int]*span{}
 
-	place := func(t arch.Tensor, dev string) {
-		d := byName[dev]
-		if d.Backend != "CPU" && (d.MaxAlloc == 0 || int64(t.Size) <= d.MaxAlloc) {
-			add(bufKey{d.Name, d.Name}, alignUp(deviceBytes(d, t), d.alignment()))
-			return
-		}
-		// The CPU buffer-type list: host, extra (repack), CPU.
+	place := func(t arch.Tensor, k bufKey) {
 		switch {
-		case hostBuft != "":
-			add(bufKey{cpu.Name, hostBuft}, alignUp(int64(t.Size), 32))
-		case repack && repackable(cpu, t):
-			add(bufKey{cpu.Name, "CPU_REPACK"}, alignUp(int64(t.Size), 32))
-		case p.Mmap:
+		case k.buft == mappedCPU:
 			s := spans[t.Shard]
 			if s == nil {
 				s = &span{first: t.FileOffset, last: t.FileOffset}
@@ -139,25 +122,33 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 			}
 			s.first = min(s.first, t.FileOffset)
 			s.last = max(s.last, t.FileOffset+int64(t.Size))
+		case k.device == cpu.Name:
+			add(k, alignUp(int64(t.Size), 32))
 		default:
-			add(bufKey{cpu.Name, "CPU"}, alignUp(int64(t.Size), 32))
+			d := byName[k.device]
+			add(k, alignUp(deviceBytes(d, t), d.alignment()))
 		}
 	}
 	outDev := layerDev[m.NLayer]
 	for _, t := range m.Tensors {
-		switch {
-		case t.Layer == arch.InputLayer:
-			place(t, cpu.Name)
-			if m.TiedOutput && strings.HasPrefix(t.Name, "token_embd.weight") {
-				// Loaded a second time as the output projection.
-				dup := t
-				dup.Name = "output.weight"
-				place(dup, outDev)
+		dev := cpu.Name
+		if t.Layer >= 0 && t.Layer <= m.NLayer {
+			dev = layerDev[t.Layer]
+		}
+		k := chooseBuffer(t, byName[dev], cpu, gpus, p.Mmap)
+		place(t, k)
+		if t.Layer == arch.InputLayer && m.TiedOutput && strings.HasPrefix(t.Name, "token_embd.weight") {
+			// The output projection reuses the embedding. llama.cpp creates
+			// it again (TENSOR_DUPLICATED) only when the output layer's
+			// buffer type differs from the embedding's, and then loads the
+			// weights a second time.
+			dup := t
+			dup.Name, dup.Layer = "output.weight", m.NLayer
+			if dk := chooseBuffer(dup, byName[outDev], cpu, gpus, p.Mmap); sameBuffer(dk, k) {
+				continue
+			} else {
+				place(dup, dk)
 			}
-		case t.Layer >= 0 && t.Layer <= m.NLayer:
-			place(t, layerDev[t.Layer])
-		default:
-			place(t, cpu.Name)
 		}
 	}
 	var out []Buffer
@@ -173,6 +164,52 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 		out = append(out, Buffer{Device: k.device, BufferType: k.buft, Kind: "model", Bytes: sums[k]})
 	}
 	return out
+}
+
+// mappedCPU marks the CPU buffer type when weights stay in the mapped file.
+const mappedCPU = "CPU_Mapped"
+
+// sameBuffer reports whether two choices land in the same llama.cpp
+// buffer-type context: the mapped file and the plain CPU buffer type are one.
+func sameBuffer(a, b bufKey) bool {
+	norm := func(k bufKey) bufKey {
+		if k.buft == mappedCPU {
+			k.buft = "CPU"
+		}
+		return k
+	}
+	return norm(a) == norm(b)
+}
+
+// chooseBuffer walks llama.cpp's buffer-type list for a weight on a device
+// (llama-model.cpp select_weight_buft): the device's own buffer type, then
+// the CPU list: the first GPU's pinned host buffer, the CPU's extra
+// (repack) buffer type, plain CPU. Each is taken if its device supports the
+// weight's op; a GPU cannot run any op on a weight larger than it can bind
+// (Vulkan's maxStorageBufferRange), and the host buffer is judged by the
+// GPU it belongs to. Under mmap a host buffer is replaced by
+// the mapped file ("avoid using a host buffer when using mmap").
+func chooseBuffer(t arch.Tensor, d, cpu Device, gpus []Device, mmap bool) bufKey {
+	fitsOn := func(g Device) bool {
+		return g.MaxAlloc == 0 || int64(t.Size) <= g.MaxAlloc
+	}
+	cpuBuft := "CPU"
+	if mmap {
+		cpuBuft = mappedCPU
+	}
+	if d.Backend != "CPU" && fitsOn(d) {
+		return bufKey{d.Name, d.Name}
+	}
+	if len(gpus) > 0 && gpus[0].HostBuffer() != "" && fitsOn(gpus[0]) {
+		if mmap {
+			return bufKey{cpu.Name, cpuBuft}
+		}
+		return bufKey{cpu.Name, gpus[0].HostBuffer()}
+	}
+	if repackable(cpu, t) {
+		return bufKey{cpu.Name, "CPU_REPACK"}
+	}
+	return bufKey{cpu.Name, cpuBuft}
 }
 
 func alignUp(x, a int64) int64 { return (x + a - 1) / a * a }
@@ -223,31 +260,33 @@ func repackable(cpu Device, t arch.Tensor) bool {
 }
 
 // matmulWeight reports whether a tensor is the left operand of a matrix
-// multiplication: 2-D projection weights, 3-D expert stacks.
+// multiplication: 2-D projection weights and 3-D expert stacks. The
+// exceptions are looked up by name: embeddings are gathered (GET_ROWS),
+// norms and biases are added or multiplied element-wise, convolution and
+// SSM parameters feed their own ops.
 func matmulWeight(t arch.Tensor) bool {
-	if !strings.HasSuffix(t.Name, ".weight") || len(t.Shape) < 2 {
+	if !strings.HasSuffix(t.Name, ".weight") || len(t.Shape) < 2 || t.Layer == arch.InputLayer {
 		return false
 	}
 	if t.Expert {
 		return len(t.Shape) == 3
 	}
-	if len(t.Shape) != 2 || t.Layer == arch.InputLayer {
+	if len(t.Shape) != 2 || t.Shape[1] == 1 {
 		return false
 	}
-	name := t.Name
-	if i := strings.LastIndexByte(strings.TrimSuffix(name, ".weight"), '.'); i >= 0 {
+	name := strings.TrimSuffix(t.Name, ".weight")
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]
 	}
-	name = strings.TrimSuffix(name, ".weight")
-	switch {
-	case name == "output":
-		return true
-	case strings.HasPrefix(name, "attn_") && !strings.HasSuffix(name, "_norm"):
-		return true
-	case strings.HasPrefix(name, "ffn_") && !strings.HasSuffix(name, "_norm") && name != "ffn_gate_inp":
-		return true
+	if strings.HasSuffix(name, "_norm") || strings.HasSuffix(name, "_b") {
+		return false
 	}
-	return false
+	switch name {
+	case "token_embd", "per_layer_token_embd", "pos_embd", "token_types", "rope_freqs",
+		"conv", "conv1d", "ssm_conv1d", "ssm_a", "ssm_d", "ssm_dt", "attn_sinks":
+		return false
+	}
+	return true
 }
 
 // Total returns the sum of the buffers on a device.

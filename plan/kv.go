@@ -21,6 +21,9 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, layerDev []strin
 		maxV = max(maxV, l.VDim)
 	}
 	swaCells := pad(min(c.NCtxSeq, m.Window*swaSeqs(c)+c.NUBatch), 256)
+	if c.SWAFull {
+		swaCells = c.NCtxSeq
+	}
 	for i, l := range m.Layers {
 		if l.Attention == arch.NoAttention {
 			continue

@@ -41,6 +41,8 @@ type Profile struct {
 	Overrides   []string `json:"overrides"`
 	Mmap        bool     `json:"mmap"`
 	NoKVOffload bool     `json:"no_kv_offload"`
+	// SWAFull gives sliding-window layers a full-size cache (--swa-full).
+	SWAFull bool `json:"swa_full"`
 }
 
 // Defaults returns llama-server's defaults for an explicit -np 1 run with
@@ -63,6 +65,7 @@ type Context struct {
 	TypeV    gguf.GGMLType
 	VTrans   bool // V stored transposed (without flash attention)
 	Unified  bool
+	SWAFull  bool
 	CtxTrain int
 }
 
@@ -73,7 +76,7 @@ func pad(x, n int) int { return (x + n - 1) / n * n }
 // unified cache each sequence gets PAD(n_ctx/n_seq, 256) cells; the batch
 // is capped by the context and the micro-batch by the batch.
 func resolveContext(p Profile, ctxTrain int, flashSupported bool) (Context, error) {
-	c := Context{CtxTrain: ctxTrain, NSeq: max(p.Parallel, 1), Unified: p.KVUnified}
+	c := Context{CtxTrain: ctxTrain, NSeq: max(p.Parallel, 1), Unified: p.KVUnified, SWAFull: p.SWAFull}
 	n := p.Ctx
 	if n == 0 {
 		n = ctxTrain

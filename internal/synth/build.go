@@ -13,73 +13,176 @@ func Build(s Shape, q Quant) (*gguf.Builder, error) {
 	if _, ok := fileType[q]; !ok {
 		return nil, fmt.Errorf("synth: unknown quantization %q", q)
 	}
-	if s.Layers <= 0 || s.Embd <= 0 || s.Heads <= 0 || s.HeadsKV <= 0 || s.FF <= 0 || s.Vocab <= 0 {
-		return nil, fmt.Errorf("synth: shape %q has a zero dimension", s.Name)
-	}
-	headDim := s.HeadDim
-	if headDim == 0 {
-		headDim = s.Embd / s.Heads
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
 	b := gguf.NewBuilder()
+	metadata(b, s, q)
+	if err := tokenizer(b, s); err != nil {
+		return nil, err
+	}
+	t := &tensors{b: b, q: q, layers: s.Layers}
+	blocks, ok := archBlocks[s.Arch]
+	if !ok {
+		blocks = denseBlocks
+	}
+	blocks(t, s)
+	return b, t.err
+}
+
+func (s Shape) validate() error {
+	if s.Layers <= 0 || s.Embd <= 0 || s.Vocab <= 0 {
+		return fmt.Errorf("synth: shape %q has a zero dimension", s.Name)
+	}
+	if s.SSM != nil {
+		if s.SSM.Inner <= 0 || s.SSM.State <= 0 || s.SSM.Heads <= 0 || s.SSM.Groups <= 0 || s.SSM.ConvKernel <= 1 {
+			return fmt.Errorf("synth: shape %q has a zero SSM dimension", s.Name)
+		}
+		return nil
+	}
+	if s.Heads <= 0 || s.HeadsKV <= 0 || s.FF <= 0 {
+		return fmt.Errorf("synth: shape %q has a zero dimension", s.Name)
+	}
+	if s.MoE != nil && (s.MoE.Experts <= 0 || s.MoE.Used <= 0 || s.MoE.Used > s.MoE.Experts || s.MoE.FF <= 0) {
+		return fmt.Errorf("synth: shape %q has an invalid expert layout", s.Name)
+	}
+	return nil
+}
+
+func (s Shape) headDim() int {
+	if s.HeadDim != 0 {
+		return s.HeadDim
+	}
+	if s.Heads == 0 {
+		return 0
+	}
+	return s.Embd / s.Heads
+}
+
+// metadata writes the hyperparameters under the keys llama.cpp reads for
+// s.Arch. The dense keys come first, in the order the original synth wrote
+// them, so the headers of the first shapes did not change.
+func metadata(b *gguf.Builder, s Shape, q Quant) {
 	a := s.Arch
+	u32 := func(key string, v int) { b.Set(a+"."+key, gguf.Uint32Value(uint32(v))) }
+	f32 := func(key string, v float32) { b.Set(a+"."+key, gguf.Float32Value(v)) }
+	headDim := s.headDim()
+
 	b.Set("general.architecture", gguf.StringValue(a))
 	b.Set("general.name", gguf.StringValue(s.Name))
 	b.Set("general.file_type", gguf.Uint32Value(fileType[q]))
 	b.Set("general.quantization_version", gguf.Uint32Value(2))
-	b.Set(a+".context_length", gguf.Uint32Value(uint32(s.CtxTrain)))
-	b.Set(a+".embedding_length", gguf.Uint32Value(uint32(s.Embd)))
-	b.Set(a+".block_count", gguf.Uint32Value(uint32(s.Layers)))
-	b.Set(a+".feed_forward_length", gguf.Uint32Value(uint32(s.FF)))
-	b.Set(a+".attention.head_count", gguf.Uint32Value(uint32(s.Heads)))
-	b.Set(a+".attention.head_count_kv", gguf.Uint32Value(uint32(s.HeadsKV)))
-	b.Set(a+".rope.freq_base", gguf.Float32Value(s.RopeTheta))
-	b.Set(a+".attention.layer_norm_rms_epsilon", gguf.Float32Value(s.NormEps))
-	if headDim != s.Embd/s.Heads {
-		b.Set(a+".attention.key_length", gguf.Uint32Value(uint32(headDim)))
-		b.Set(a+".attention.value_length", gguf.Uint32Value(uint32(headDim)))
+	u32("context_length", s.CtxTrain)
+	u32("embedding_length", s.Embd)
+	u32("block_count", s.Layers)
+	u32("feed_forward_length", s.FF)
+	u32("attention.head_count", s.Heads)
+	switch {
+	case s.Conv != nil:
+		// LFM2 marks its convolution layers by a zero KV head count.
+		perLayer := make([]int32, s.Layers)
+		for _, il := range s.Conv.AttnLayers {
+			perLayer[il] = int32(s.HeadsKV)
+		}
+		b.Set(a+".attention.head_count_kv", gguf.Int32sValue(perLayer))
+	case s.MLA != nil:
+		// One compressed KV row per token, shared by every head.
+		u32("attention.head_count_kv", 1)
+	default:
+		u32("attention.head_count_kv", s.HeadsKV)
 	}
-	if a == "llama" {
-		b.Set(a+".vocab_size", gguf.Uint32Value(uint32(s.Vocab)))
-		b.Set(a+".rope.dimension_count", gguf.Uint32Value(uint32(headDim)))
+	if s.RopeTheta != 0 {
+		f32("rope.freq_base", s.RopeTheta)
 	}
-	if err := tokenizer(b, s); err != nil {
-		return nil, err
+	f32("attention.layer_norm_rms_epsilon", s.NormEps)
+	switch {
+	case s.MLA != nil:
+		m := s.MLA
+		u32("attention.key_length", m.KVLoraRank+m.RopeDim)
+		u32("attention.value_length", m.KVLoraRank)
+	case s.Heads != 0 && headDim != s.Embd/s.Heads:
+		u32("attention.key_length", headDim)
+		u32("attention.value_length", headDim)
+	}
+	switch a {
+	case "llama", "mistral3", "deepseek2":
+		u32("vocab_size", s.Vocab)
+	}
+	switch a {
+	case "llama", "mistral3", "phi3":
+		u32("rope.dimension_count", headDim)
 	}
 
-	t := &tensors{b: b, q: q, layers: s.Layers}
-	llama3 := s.Tokenizer == "gpt2" && a == "llama"
-	if llama3 {
-		t.add("rope_freqs.weight", "norm", -1, headDim/2)
-	}
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
-	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
-	for i := range s.Layers {
-		p := "blk." + strconv.Itoa(i) + "."
-		t.add(p+"attn_norm.weight", "norm", i, s.Embd)
-		t.add(p+"attn_q.weight", "attn_q", i, s.Embd, qDim)
-		t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
-		t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
-		if s.QKVBias {
-			t.add(p+"attn_q.bias", "norm", i, qDim)
-			t.add(p+"attn_k.bias", "norm", i, kvDim)
-			t.add(p+"attn_v.bias", "norm", i, kvDim)
+	if m := s.MoE; m != nil {
+		u32("expert_count", m.Experts)
+		u32("expert_used_count", m.Used)
+		u32("expert_feed_forward_length", m.FF)
+		if m.Shared > 0 {
+			u32("expert_shared_count", m.Shared)
 		}
-		if s.QKNorm {
-			t.add(p+"attn_q_norm.weight", "norm", i, headDim)
-			t.add(p+"attn_k_norm.weight", "norm", i, headDim)
+		if m.LeadingDense > 0 {
+			u32("leading_dense_block_count", m.LeadingDense)
 		}
-		t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
-		t.add(p+"ffn_norm.weight", "norm", i, s.Embd)
-		t.add(p+"ffn_gate.weight", "ffn_gate", i, s.Embd, s.FF)
-		t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
-		t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
+		if m.WeightsScale != 0 {
+			f32("expert_weights_scale", m.WeightsScale)
+		}
+		if m.GatingFunc != 0 {
+			u32("expert_gating_func", m.GatingFunc)
+		}
 	}
-	t.add("output_norm.weight", "norm", -1, s.Embd)
-	if !s.TiedOutput {
-		t.add("output.weight", "output", -1, s.Embd, s.Vocab)
+	if w := s.SWA; w != nil {
+		u32("attention.sliding_window", w.Window)
+		if w.Pattern != 0 {
+			u32("attention.sliding_window_pattern", w.Pattern)
+		}
+		if w.FreqBaseSWA != 0 {
+			f32("rope.freq_base_swa", w.FreqBaseSWA)
+		}
 	}
-	return b, t.err
+	if m := s.MLA; m != nil {
+		if m.QLoraRank > 0 {
+			u32("attention.q_lora_rank", m.QLoraRank)
+		}
+		u32("attention.kv_lora_rank", m.KVLoraRank)
+		u32("attention.key_length_mla", m.NopeDim+m.RopeDim)
+		u32("attention.value_length_mla", m.VDim)
+		u32("rope.dimension_count", m.RopeDim)
+	}
+	if c := s.Conv; c != nil {
+		u32("shortconv.l_cache", c.LCache)
+	}
+	if m := s.SSM; m != nil {
+		u32("ssm.conv_kernel", m.ConvKernel)
+		u32("ssm.inner_size", m.Inner)
+		u32("ssm.state_size", m.State)
+		u32("ssm.time_step_rank", m.Heads)
+		u32("ssm.group_count", m.Groups)
+	}
+	if r := s.Rope; r != nil {
+		b.Set(a+".rope.scaling.type", gguf.StringValue(r.Type))
+		f32("rope.scaling.factor", r.Factor)
+		if r.OrigCtx != 0 {
+			u32("rope.scaling.original_context_length", r.OrigCtx)
+		}
+		if r.YarnLogMul != 0 {
+			f32("rope.scaling.yarn_log_multiplier", r.YarnLogMul)
+		}
+		if r.YarnBetaFst != 0 {
+			f32("rope.scaling.yarn_beta_fast", r.YarnBetaFst)
+		}
+		if r.YarnBetaSlw != 0 {
+			f32("rope.scaling.yarn_beta_slow", r.YarnBetaSlw)
+		}
+	}
+	if s.AttnTemperature != 0 {
+		f32("attention.temperature_scale", s.AttnTemperature)
+	}
 }
+
+// roleF32 marks tensors that stay F32 in every recipe: norms, biases,
+// routers, sinks, convolution kernels and SSM parameters, as in llama.cpp's
+// quantizer.
+const roleF32 = "norm"
 
 type tensors struct {
 	b      *gguf.Builder
@@ -88,9 +191,9 @@ type tensors struct {
 	err    error
 }
 
-// add appends a tensor, choosing its type from the recipe. Norms and biases
-// stay F32, and a row that is not a whole number of blocks falls back to a
-// type that fits, as llama.cpp's quantizer does.
+// add appends a tensor, choosing its type from the recipe. A row that is not
+// a whole number of blocks falls back to a type that fits, as llama.cpp's
+// quantizer does. dims are in ggml order (ne0 first).
 func (t *tensors) add(name, role string, layer int, dims ...int) {
 	if t.err != nil {
 		return
@@ -100,7 +203,7 @@ func (t *tensors) add(name, role string, layer int, dims ...int) {
 		shape[i] = uint64(d)
 	}
 	typ := gguf.TypeF32
-	if role != "norm" {
+	if role != roleF32 {
 		typ = t.q.weight(role, layer, t.layers)
 		for _, fallback := range []gguf.GGMLType{typ, gguf.TypeQ8_0, gguf.TypeF16} {
 			if _, ok := fallback.RowSize(shape[0]); ok {
@@ -111,6 +214,8 @@ func (t *tensors) add(name, role string, layer int, dims ...int) {
 	}
 	t.err = t.b.AddTensor(name, typ, shape, nil)
 }
+
+func blk(i int) string { return "blk." + strconv.Itoa(i) + "." }
 
 // tokenizer writes a vocabulary of the real size with made-up token text of
 // realistic length, so the header is as long as the real one.
@@ -134,9 +239,12 @@ func tokenizer(b *gguf.Builder, s Shape) error {
 		for i := 0; len(merges) < cap(merges); i++ {
 			merges = append(merges, "Ġt"+strconv.FormatInt(int64(i%s.Vocab), 36)+" "+strconv.FormatInt(int64(i), 36))
 		}
-		pre := "llama-bpe"
-		if s.Arch != "llama" {
-			pre = "qwen2"
+		pre := s.TokenizerPre
+		if pre == "" {
+			pre = "llama-bpe"
+			if s.Arch != "llama" {
+				pre = "qwen2"
+			}
 		}
 		b.Set("tokenizer.ggml.model", gguf.StringValue("gpt2"))
 		b.Set("tokenizer.ggml.pre", gguf.StringValue(pre))
@@ -162,6 +270,9 @@ func tokenizer(b *gguf.Builder, s Shape) error {
 			tokens[i] = "▁p" + strconv.FormatInt(int64(i), 36)
 			types[i] = 1
 			scores[i] = -float32(i)
+		}
+		for id, text := range s.Specials {
+			tokens[id], types[id], scores[id] = text, 3, 0
 		}
 		b.Set("tokenizer.ggml.model", gguf.StringValue("llama"))
 		b.Set("tokenizer.ggml.tokens", gguf.StringsValue(tokens))

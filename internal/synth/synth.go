@@ -14,14 +14,15 @@ import (
 	"github.com/headroom-llm/headroom/gguf"
 )
 
-// Shape is the architecture and size of a dense decoder-only transformer in
-// the llama family (llama, qwen2, qwen3, mistral...).
+// Shape is the architecture and size of a decoder-only model. The top-level
+// fields describe a dense llama-family transformer (llama, qwen2, qwen3,
+// mistral3...); the optional parts add what other architectures have on top.
 type Shape struct {
 	Name       string // e.g. "Llama-3.1-70B"
 	Arch       string // general.architecture
 	Layers     int
 	Embd       int
-	Heads      int
+	Heads      int // 0 for attention-free models (mamba2)
 	HeadsKV    int
 	HeadDim    int // 0 = Embd/Heads
 	FF         int
@@ -34,30 +35,93 @@ type Shape struct {
 	QKVBias    bool // q/k/v biases (qwen2)
 	// Tokenizer is "gpt2" (BPE with merges) or "llama" (SPM with byte tokens).
 	Tokenizer string
-	Source    string // where the hyperparameters come from
+	// TokenizerPre is tokenizer.ggml.pre for BPE vocabularies; empty picks
+	// "llama-bpe" for llama and "qwen2" otherwise.
+	TokenizerPre string
+	// Specials places control tokens at fixed ids, where llama.cpp looks
+	// them up by text (it requires <|endoftext|> in a Phi-3 vocabulary).
+	Specials map[int]string
+	Source   string // where the hyperparameters come from
+
+	MoE  *MoE       // mixture of experts
+	SWA  *SWA       // sliding-window attention on some layers
+	MLA  *MLA       // multi-head latent attention (deepseek2)
+	Conv *ShortConv // gated short convolutions instead of attention on some layers (lfm2)
+	SSM  *SSM       // Mamba-2 state-space layers
+	Rope *Rope      // rope scaling as written in the GGUF
+	// Phi3 stores q, k and v as one attn_qkv tensor and gate and up as one
+	// ffn_up of twice the width.
+	Fused bool
+	// AttnTemperature is mistral3's attention.temperature_scale (Llama 4
+	// style scaling of queries with position); 0 leaves the key out.
+	AttnTemperature float32
 }
 
-// Shapes lists the built-in shapes by the name Lookup takes. Hyperparameters
-// are from each model's published config.json.
-var shapes = map[string]Shape{
-	"llama-3.1-8b": {Name: "Llama-3.1-8B", Arch: "llama", Layers: 32, Embd: 4096, Heads: 32, HeadsKV: 8, FF: 14336,
-		Vocab: 128256, CtxTrain: 131072, RopeTheta: 500000, NormEps: 1e-5, Tokenizer: "gpt2",
-		Source: "meta-llama/Llama-3.1-8B config.json"},
-	"llama-3.1-70b": {Name: "Llama-3.1-70B", Arch: "llama", Layers: 80, Embd: 8192, Heads: 64, HeadsKV: 8, FF: 28672,
-		Vocab: 128256, CtxTrain: 131072, RopeTheta: 500000, NormEps: 1e-5, Tokenizer: "gpt2",
-		Source: "meta-llama/Llama-3.1-70B config.json"},
-	"llama-3.2-1b": {Name: "Llama-3.2-1B", Arch: "llama", Layers: 16, Embd: 2048, Heads: 32, HeadsKV: 8, HeadDim: 64, FF: 8192,
-		Vocab: 128256, CtxTrain: 131072, RopeTheta: 500000, NormEps: 1e-5, TiedOutput: true, Tokenizer: "gpt2",
-		Source: "meta-llama/Llama-3.2-1B config.json"},
-	"qwen2.5-7b": {Name: "Qwen2.5-7B", Arch: "qwen2", Layers: 28, Embd: 3584, Heads: 28, HeadsKV: 4, FF: 18944,
-		Vocab: 152064, CtxTrain: 32768, RopeTheta: 1000000, NormEps: 1e-6, QKVBias: true, Tokenizer: "gpt2",
-		Source: "Qwen/Qwen2.5-7B config.json"},
-	"qwen3-8b": {Name: "Qwen3-8B", Arch: "qwen3", Layers: 36, Embd: 4096, Heads: 32, HeadsKV: 8, HeadDim: 128, FF: 12288,
-		Vocab: 151936, CtxTrain: 40960, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, Tokenizer: "gpt2",
-		Source: "Qwen/Qwen3-8B config.json"},
-	"tinyllama-1.1b": {Name: "TinyLlama-1.1B", Arch: "llama", Layers: 22, Embd: 2048, Heads: 32, HeadsKV: 4, FF: 5632,
-		Vocab: 32000, CtxTrain: 2048, RopeTheta: 10000, NormEps: 1e-5, Tokenizer: "llama",
-		Source: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T config.json"},
+// MoE describes the expert layers. llama.cpp stores each layer's experts as
+// three 3-D tensors (ffn_gate_exps, ffn_up_exps, ffn_down_exps) of shape
+// {Embd, FF, Experts} / {FF, Embd, Experts}, plus an F32 router ffn_gate_inp.
+type MoE struct {
+	Experts int
+	Used    int // experts per token
+	FF      int // expert_feed_forward_length
+	// Shared experts (deepseek2) are one dense FFN of Shared*FF columns.
+	Shared int
+	// LeadingDense layers at the start have a dense FFN of Shape.FF instead
+	// of experts (deepseek2's first_k_dense_replace).
+	LeadingDense int
+	// Biases adds the router and expert biases of gpt-oss.
+	Biases bool
+	// GatingFunc is expert_gating_func (1 softmax, 2 sigmoid); 0 leaves the
+	// key out. WeightsScale is expert_weights_scale; 0 leaves it out.
+	GatingFunc   int
+	WeightsScale float32
+}
+
+// SWA describes sliding-window attention.
+type SWA struct {
+	Window int // attention.sliding_window
+	// Pattern is written as attention.sliding_window_pattern when non-zero.
+	// Real Gemma 3 and gpt-oss files leave it out and rely on llama.cpp's
+	// per-architecture default (6 and 2), and so do their shapes here.
+	Pattern     int
+	FreqBaseSWA float32 // rope.freq_base_swa; 0 leaves it out
+}
+
+// MLA describes DeepSeek-style multi-head latent attention as current
+// converters write it: the cache holds one compressed KV row of
+// KVLoraRank+RopeDim per token, shared by all heads.
+type MLA struct {
+	QLoraRank  int // 0: a plain attn_q (the "Lite" models)
+	KVLoraRank int
+	RopeDim    int // qk_rope_head_dim
+	NopeDim    int // qk_nope_head_dim
+	VDim       int // v_head_dim
+}
+
+// ShortConv describes LFM2's layers: AttnLayers use attention, the others a
+// gated short convolution whose state cache holds LCache-1 columns.
+type ShortConv struct {
+	LCache     int
+	AttnLayers []int
+}
+
+// SSM describes Mamba-2 layers.
+type SSM struct {
+	ConvKernel int
+	Inner      int // d_inner
+	State      int // d_state
+	Groups     int // n_groups
+	Heads      int // time_step_rank (n_heads)
+}
+
+// Rope is rope scaling as written in the GGUF.
+type Rope struct {
+	Type        string // "linear" or "yarn"
+	Factor      float32
+	OrigCtx     int     // rope.scaling.original_context_length; 0 leaves it out
+	YarnLogMul  float32 // rope.scaling.yarn_log_multiplier; 0 leaves it out
+	YarnBetaFst float32 // rope.scaling.yarn_beta_fast; 0 leaves it out
+	YarnBetaSlw float32 // rope.scaling.yarn_beta_slow; 0 leaves it out
 }
 
 // Names lists the built-in shape names, sorted.
@@ -86,10 +150,13 @@ const (
 	F16    Quant = "F16"
 	Q8_0   Quant = "Q8_0"
 	Q4_K_M Quant = "Q4_K_M"
+	// MXFP4_MOE is how gpt-oss ships: expert tensors in MXFP4, the other
+	// matrices in Q8_0.
+	MXFP4_MOE Quant = "MXFP4_MOE"
 )
 
 // fileType is general.file_type (enum llama_ftype) for each recipe.
-var fileType = map[Quant]uint32{F16: 1, Q8_0: 7, Q4_K_M: 15}
+var fileType = map[Quant]uint32{F16: 1, Q8_0: 7, Q4_K_M: 15, MXFP4_MOE: 38}
 
 // ParseQuant accepts a recipe name, ignoring case.
 func ParseQuant(s string) (Quant, error) {
@@ -98,7 +165,7 @@ func ParseQuant(s string) (Quant, error) {
 			return q, nil
 		}
 	}
-	return "", fmt.Errorf("synth: unknown quantization %q (have F16, Q8_0, Q4_K_M)", s)
+	return "", fmt.Errorf("synth: unknown quantization %q (have F16, Q8_0, Q4_K_M, MXFP4_MOE)", s)
 }
 
 // moreBits is llama.cpp's use_more_bits: the first and last eighth of the
@@ -107,17 +174,27 @@ func moreBits(i, n int) bool {
 	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
 }
 
+// weight picks the type of a matrix by its role. Roles not named here take
+// the recipe's base type.
 func (q Quant) weight(role string, layer, layers int) gguf.GGMLType {
 	switch q {
 	case F16:
 		return gguf.TypeF16
 	case Q8_0:
 		return gguf.TypeQ8_0
+	case MXFP4_MOE:
+		if role == "ffn_exps" || role == "ffn_down_exps" {
+			return gguf.TypeMXFP4
+		}
+		return gguf.TypeQ8_0
 	}
 	switch role {
 	case "output":
 		return gguf.TypeQ6_K
-	case "attn_v", "ffn_down":
+	case "attn_qkv":
+		// llama.cpp gives the fused qkv of Q4_K_M files Q5_K.
+		return gguf.TypeQ5_K
+	case "attn_v", "ffn_down", "ffn_down_exps":
 		if moreBits(layer, layers) {
 			return gguf.TypeQ6_K
 		}

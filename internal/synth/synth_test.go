@@ -2,14 +2,20 @@ package synth
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/headroom-llm/headroom/gguf"
 )
 
 // The parameter counts are the ones Hugging Face reports for each model's
-// safetensors; a GGUF of Llama 3.1 also holds the 64-element rope_freqs.
+// safetensors, adjusted where a GGUF differs: a GGUF of Llama 3.1 also holds
+// the 64-element rope_freqs; Qwen3-0.6B's safetensors hold a copy of the
+// tied embedding (751,632,384) that a GGUF does not. Where no exact text-model
+// count is published (multimodal models, whose totals include the vision
+// tower), the count is the config's arithmetic, done by hand.
 func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -18,29 +24,108 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		{"llama-3.1-8b", 8030261248 + 64},
 		{"llama-3.1-70b", 70553706496 + 64},
 		{"llama-3.2-1b", 1235814400 + 32},
+		{"qwen2.5-0.5b", 494032768},
 		{"qwen2.5-7b", 7615616512},
+		{"qwen3-0.6b", 751632384 - 151936*1024},
 		{"qwen3-8b", 8190735360},
 		{"tinyllama-1.1b", 1100048384},
+		{"phi-3-mini-4k", 3821079552},
+		{"qwen3-30b-a3b", 30532122624},
+		{"gpt-oss-20b", 20914757184},
+		{"deepseek-v2-lite", 15706484224},
+		{"gemma-3-1b", 999885952},
+		{"lfm2-1.2b", 1170340608},
+		{"lfm2-350m", 354483968},
+		// Computed: text model only (the published totals include vision).
+		{"gemma-3-4b", 3880263168},
+		{"ministral-3-3b", 3429006336},
+		// Computed: 24 x 3,765,320 per layer + the 50288 x 768 embedding.
+		{"mamba2-130m", 128989632},
 	}
 	for _, tc := range tests {
-		s, ok := Lookup(tc.name)
-		if !ok {
-			t.Fatalf("no shape %q", tc.name)
-		}
-		b, err := Build(s, Q4_K_M)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := b.Layout()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := gguf.NewModel(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := model(t, tc.name, Q4_K_M)
 		if got := m.Params(); got != tc.params {
 			t.Errorf("%s: %d parameters, want %d", tc.name, got, tc.params)
+		}
+	}
+	for _, n := range Names() {
+		if !slices.ContainsFunc(tests, func(tc struct {
+			name   string
+			params uint64
+		}) bool {
+			return tc.name == n
+		}) {
+			t.Errorf("shape %s has no parameter count test", n)
+		}
+	}
+}
+
+// Each row pins a layout quirk llama.cpp's loader depends on: a name, a
+// shape (ggml order) and a type it must see.
+func TestArchitectureQuirks(t *testing.T) {
+	tests := []struct {
+		shape  string
+		quant  Quant
+		tensor string
+		typ    gguf.GGMLType
+		dims   []uint64
+	}{
+		{"qwen3-30b-a3b", Q4_K_M, "blk.0.ffn_gate_inp.weight", gguf.TypeF32, []uint64{2048, 128}},
+		{"qwen3-30b-a3b", Q4_K_M, "blk.0.ffn_gate_exps.weight", gguf.TypeQ4_K, []uint64{2048, 768, 128}},
+		{"qwen3-30b-a3b", Q4_K_M, "blk.0.ffn_down_exps.weight", gguf.TypeQ6_K, []uint64{768, 2048, 128}},
+		{"gpt-oss-20b", MXFP4_MOE, "blk.0.ffn_up_exps.weight", gguf.TypeMXFP4, []uint64{2880, 2880, 32}},
+		{"gpt-oss-20b", MXFP4_MOE, "blk.0.attn_q.weight", gguf.TypeQ8_0, []uint64{2880, 4096}},
+		{"gpt-oss-20b", MXFP4_MOE, "blk.0.attn_sinks.weight", gguf.TypeF32, []uint64{64}},
+		{"gpt-oss-20b", MXFP4_MOE, "blk.23.ffn_down_exps.bias", gguf.TypeF32, []uint64{2880, 32}},
+		{"deepseek-v2-lite", Q4_K_M, "blk.0.ffn_gate.weight", gguf.TypeQ4_K, []uint64{2048, 10944}},
+		{"deepseek-v2-lite", Q4_K_M, "blk.1.ffn_up_shexp.weight", gguf.TypeQ4_K, []uint64{2048, 2816}},
+		{"deepseek-v2-lite", Q4_K_M, "blk.1.attn_kv_a_mqa.weight", gguf.TypeQ4_K, []uint64{2048, 576}},
+		{"deepseek-v2-lite", Q4_K_M, "blk.1.attn_k_b.weight", gguf.TypeQ8_0, []uint64{128, 512, 16}},
+		{"deepseek-v2-lite", Q4_K_M, "blk.1.attn_q.weight", gguf.TypeQ4_K, []uint64{2048, 3072}},
+		{"phi-3-mini-4k", Q4_K_M, "blk.0.attn_qkv.weight", gguf.TypeQ5_K, []uint64{3072, 9216}},
+		{"phi-3-mini-4k", Q4_K_M, "blk.0.ffn_up.weight", gguf.TypeQ4_K, []uint64{3072, 16384}},
+		{"gemma-3-1b", Q8_0, "blk.0.post_ffw_norm.weight", gguf.TypeF32, []uint64{1152}},
+		{"gemma-3-1b", Q8_0, "blk.0.attn_q.weight", gguf.TypeQ8_0, []uint64{1152, 1024}},
+		{"lfm2-350m", Q8_0, "token_embd_norm.weight", gguf.TypeF32, []uint64{1024}},
+		{"lfm2-350m", Q8_0, "blk.0.shortconv.conv.weight", gguf.TypeF32, []uint64{3, 1024}},
+		{"lfm2-350m", Q8_0, "blk.2.attn_k.weight", gguf.TypeQ8_0, []uint64{1024, 512}},
+		{"mamba2-130m", Q8_0, "blk.0.ssm_in.weight", gguf.TypeQ8_0, []uint64{768, 3352}},
+		{"mamba2-130m", Q8_0, "blk.0.ssm_a", gguf.TypeF32, []uint64{1, 24}},
+		{"mamba2-130m", Q8_0, "blk.0.ssm_norm.weight", gguf.TypeF32, []uint64{1536, 1}},
+		{"ministral-3-3b", Q4_K_M, "blk.0.attn_q.weight", gguf.TypeQ4_K, []uint64{3072, 4096}},
+	}
+	for _, tc := range tests {
+		m := model(t, tc.shape, tc.quant)
+		var found *gguf.TensorInfo
+		for _, f := range m.Files {
+			for i := range f.Tensors {
+				if f.Tensors[i].Name == tc.tensor {
+					found = &f.Tensors[i]
+				}
+			}
+		}
+		if found == nil {
+			t.Errorf("%s: no tensor %s", tc.shape, tc.tensor)
+			continue
+		}
+		if found.Type != tc.typ || !slices.Equal(found.Shape, tc.dims) {
+			t.Errorf("%s %s: %s %v, want %s %v", tc.shape, tc.tensor, found.Type, found.Shape, tc.typ, tc.dims)
+		}
+	}
+}
+
+// Tied embeddings leave output.weight out (llama.cpp then loads token_embd a
+// second time for the output layer); the others must have it.
+func TestTiedOutput(t *testing.T) {
+	for _, n := range Names() {
+		s, _ := Lookup(n)
+		m := model(t, n, Q4_K_M)
+		has := false
+		for _, ti := range m.Files[0].Tensors {
+			has = has || ti.Name == "output.weight"
+		}
+		if has == s.TiedOutput {
+			t.Errorf("%s: TiedOutput %v but output.weight present = %v", n, s.TiedOutput, has)
 		}
 	}
 }
@@ -74,4 +159,73 @@ func TestBuildReadsBack(t *testing.T) {
 	if _, err := ParseQuant("q9_9"); err == nil {
 		t.Errorf("unknown quant accepted")
 	}
+}
+
+// Metadata llama.cpp requires per architecture (a missing required key
+// fails the load), read back from the built header.
+func TestArchitectureMetadata(t *testing.T) {
+	tests := []struct {
+		shape string
+		key   string
+		want  string
+	}{
+		{"gemma-3-1b", "gemma3.attention.sliding_window", "512"},
+		{"gpt-oss-20b", "gpt-oss.attention.sliding_window", "128"},
+		{"gpt-oss-20b", "gpt-oss.expert_feed_forward_length", "2880"},
+		{"qwen3-30b-a3b", "qwen3moe.expert_used_count", "8"},
+		{"deepseek-v2-lite", "deepseek2.attention.key_length", "576"},
+		{"deepseek-v2-lite", "deepseek2.attention.value_length_mla", "128"},
+		{"deepseek-v2-lite", "deepseek2.attention.head_count_kv", "1"},
+		{"deepseek-v2-lite", "deepseek2.expert_shared_count", "2"},
+		{"lfm2-350m", "lfm2.attention.head_count_kv", "[0 0 8 0 0 8 0 0 8 0 8 0 8 0 8 0]"},
+		{"lfm2-350m", "lfm2.shortconv.l_cache", "3"},
+		{"mamba2-130m", "mamba2.ssm.time_step_rank", "24"},
+		{"ministral-3-3b", "mistral3.attention.key_length", "128"},
+		{"phi-3-mini-4k", "phi3.rope.dimension_count", "96"},
+	}
+	for _, tc := range tests {
+		m := model(t, tc.shape, Q4_K_M)
+		v, ok := m.Files[0].Lookup(tc.key)
+		if !ok {
+			t.Errorf("%s: no %s", tc.shape, tc.key)
+			continue
+		}
+		got := v.String()
+		if arr, ok := v.AsArray(); ok {
+			ints, _ := arr.Ints()
+			got = fmt.Sprint(ints)
+		}
+		if got != tc.want {
+			t.Errorf("%s: %s = %s, want %s", tc.shape, tc.key, got, tc.want)
+		}
+	}
+}
+
+// built caches headers across tests: a vocabulary of 262k tokens takes a
+// noticeable moment to build, and many rows share a shape.
+var built = map[string]*gguf.Model{}
+
+func model(t *testing.T, name string, q Quant) *gguf.Model {
+	t.Helper()
+	if m, ok := built[name+":"+string(q)]; ok {
+		return m
+	}
+	s, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("no shape %q", name)
+	}
+	b, err := Build(s, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gguf.NewModel(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built[name+":"+string(q)] = m
+	return m
 }

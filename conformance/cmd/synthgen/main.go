@@ -1,0 +1,144 @@
+// Command synthgen writes the sparse GGUF files that the conformance harness
+// loads into llama.cpp, many in one process, and reports each file's size and
+// the sha256 of its header bytes. The harness stores that digest in every
+// golden file, so a change to a synth shape or recipe shows up as a stale
+// golden instead of a silent disagreement.
+//
+//	go run ./conformance/cmd/synthgen -dir /tmp/work llama-3.2-1b:Q8_0 qwen3-8b:Q4_K_M
+//
+// It prints one JSON object keyed by "shape:quant". A file whose header
+// already matches is left alone, which keeps repeated runs cheap.
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/internal/synth"
+)
+
+// entry describes one written file; the field names are what the Node
+// harness reads.
+type entry struct {
+	Shape        string `json:"shape"`
+	Quant        string `json:"quant"`
+	Arch         string `json:"arch"`
+	Path         string `json:"path"`
+	Size         int64  `json:"size_bytes"`
+	HeaderBytes  int64  `json:"header_bytes"`
+	HeaderSHA256 string `json:"header_sha256"`
+	Tensors      int    `json:"tensors"`
+	Params       uint64 `json:"params"`
+	Source       string `json:"source"`
+}
+
+func main() {
+	dir := flag.String("dir", os.TempDir(), "directory for the .gguf files")
+	flag.Parse()
+	if err := run(*dir, flag.Args(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "synthgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir string, specs []string, w io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	out := map[string]entry{}
+	for _, spec := range specs {
+		name, quant, ok := strings.Cut(spec, ":")
+		if !ok {
+			return fmt.Errorf("want SHAPE:QUANT, got %q", spec)
+		}
+		e, err := write(dir, name, quant)
+		if err != nil {
+			return fmt.Errorf("%s: %w", spec, err)
+		}
+		out[spec] = e
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func write(dir, name, quant string) (entry, error) {
+	s, ok := synth.Lookup(name)
+	if !ok {
+		return entry{}, fmt.Errorf("unknown shape (have %s)", strings.Join(synth.Names(), ", "))
+	}
+	q, err := synth.ParseQuant(quant)
+	if err != nil {
+		return entry{}, err
+	}
+	b, err := synth.Build(s, q)
+	if err != nil {
+		return entry{}, err
+	}
+	f, err := b.Layout()
+	if err != nil {
+		return entry{}, err
+	}
+	var hdr bytes.Buffer
+	if err := b.WriteHeader(&hdr); err != nil {
+		return entry{}, err
+	}
+	sum := sha256.Sum256(hdr.Bytes())
+	path := filepath.Join(dir, strings.ToLower(name)+"."+string(q)+".gguf")
+	if !sameFile(path, hdr.Bytes(), f.Size) {
+		if err := b.WriteFile(path); err != nil {
+			return entry{}, err
+		}
+	}
+	params, err := paramCount(b)
+	if err != nil {
+		return entry{}, err
+	}
+	return entry{
+		Shape: strings.ToLower(name), Quant: string(q), Arch: s.Arch, Path: path,
+		Size: f.Size, HeaderBytes: int64(hdr.Len()), HeaderSHA256: hex.EncodeToString(sum[:]),
+		Tensors: len(f.Tensors), Params: params, Source: s.Source,
+	}, nil
+}
+
+// sameFile reports whether path already holds this header and size, so the
+// file need not be rewritten.
+func sameFile(path string, hdr []byte, size int64) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil || st.Size() != size {
+		return false
+	}
+	have := make([]byte, len(hdr))
+	if _, err := io.ReadFull(fh, have); err != nil {
+		return false
+	}
+	return bytes.Equal(have, hdr)
+}
+
+func paramCount(b interface {
+	Layout() (*gguf.File, error)
+}) (uint64, error) {
+	f, err := b.Layout()
+	if err != nil {
+		return 0, err
+	}
+	m, err := gguf.NewModel(f)
+	if err != nil {
+		return 0, err
+	}
+	return m.Params(), nil
+}

@@ -1,0 +1,146 @@
+// cases.mjs lists the conformance cases: a synth shape and recipe, and a
+// serving profile to load it with. The id is derived from the fields, so a
+// golden file's name says what it measured.
+//
+// Profile fields (node-llama-cpp's terms, which run.mjs passes through):
+//   backend       "cpu" (CPU-only build, gpuLayers must be 0) or "vulkan"
+//                 (Mesa llvmpipe; gpuLayers 0..n_layer+1, 999 = all)
+//   contextSize   PER SEQUENCE; llama.cpp gets contextSize*sequences
+//   sequences     n_seq_max (node-llama-cpp never asks for a unified cache)
+//   flashAttention true/false/"auto" (false + a quantized V cache is refused)
+//   batchSize     n_batch; node-llama-cpp sets n_ubatch = n_batch
+//   cacheK/cacheV "f16" or "q8_0"
+//   mmap          true/false
+//   swaFull       full-size SWA caches (node-llama-cpp's swaFullCache)
+
+const base = {
+    backend: "cpu", gpuLayers: 0, contextSize: 4096, sequences: 1, flashAttention: false,
+    batchSize: 512, cacheK: "f16", cacheV: "f16", mmap: true, swaFull: false
+};
+
+export function caseId(c) {
+    const dev = c.backend === "cpu" ? "cpu" : `vk${c.gpuLayers >= 999 ? "all" : c.gpuLayers}`;
+    const parts = [
+        c.shape, c.quant, dev, `c${c.contextSize}x${c.sequences}`,
+        c.flashAttention === "auto" ? "faauto" : c.flashAttention ? "fa" : "nofa",
+        `b${c.batchSize}`
+    ];
+    if (c.cacheK !== "f16" || c.cacheV !== "f16")
+        parts.push(`k${c.cacheK}v${c.cacheV}`);
+    if (!c.mmap)
+        parts.push("nommap");
+    if (c.swaFull)
+        parts.push("swafull");
+    return parts.join(".");
+}
+
+// sweep expands one shape over a list of profile overrides.
+function sweep(shape, quant, profiles) {
+    return profiles.map((p) => ({...base, shape, quant, ...p}));
+}
+
+const vk = (gpuLayers, extra = {}) => ({backend: "vulkan", gpuLayers, ...extra});
+
+// The many-profile sweeps run on small files (a few hundred MiB), where a
+// CPU load takes seconds; the big shapes get a few profiles for scale.
+const denseSweep = [
+    {contextSize: 512},
+    {contextSize: 4096},
+    {contextSize: 8192},
+    {contextSize: 32768},
+    {contextSize: 4096, sequences: 4},
+    {contextSize: 4096, sequences: 4, flashAttention: true},
+    {contextSize: 4096, flashAttention: true},
+    {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+    {contextSize: 4096, cacheK: "q8_0"},
+    {contextSize: 4096, batchSize: 2048},
+    {contextSize: 4096, mmap: false},
+    vk(0),
+    vk(4),
+    vk(8, {flashAttention: true}),
+    vk(999),
+    vk(999, {flashAttention: true, sequences: 4}),
+    vk(4, {mmap: false})
+];
+
+const scaleSweep = [
+    {contextSize: 8192},
+    vk(4),
+    vk(8, {flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})
+];
+
+// SWA models: the SWA cache size depends on n_ubatch and sequences, and
+// swaFull turns it off.
+const swaSweep = [
+    {contextSize: 512},
+    {contextSize: 4096},
+    {contextSize: 32768},
+    {contextSize: 4096, sequences: 4},
+    {contextSize: 4096, sequences: 4, flashAttention: true},
+    {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+    {contextSize: 4096, batchSize: 2048},
+    {contextSize: 4096, swaFull: true},
+    vk(4),
+    vk(999),
+    vk(999, {flashAttention: true, sequences: 4}),
+    vk(999, {flashAttention: "auto"})
+];
+
+// Recurrent models: the state is per sequence, independent of context.
+const recurrentSweep = [
+    {contextSize: 4096},
+    {contextSize: 32768},
+    {contextSize: 4096, sequences: 4},
+    {contextSize: 4096, flashAttention: true},
+    {contextSize: 4096, mmap: false},
+    vk(4),
+    vk(999, {sequences: 4})
+];
+
+// Files of 10-18 GiB run on the Vulkan backend only: on the CPU-only
+// backend their Q4_K/MXFP4 experts would be repacked into as much anonymous
+// memory again, more than these machines can spare. (MXFP4 is repacked even
+// with the Vulkan backend at gpuLayers 0; the golden files show it.)
+const bigMoE = [
+    vk(0),
+    vk(4, {contextSize: 8192, flashAttention: true}),
+    vk(8, {contextSize: 4096, sequences: 2})
+];
+
+export const cases = [
+    ...sweep("tinyllama-1.1b", "Q4_K_M", denseSweep),
+    ...sweep("qwen2.5-0.5b", "Q8_0", denseSweep.filter((_, i) => i % 2 === 0)),
+    ...sweep("llama-3.2-1b", "Q8_0", [
+        {contextSize: 4096},
+        {contextSize: 4096, sequences: 4, flashAttention: true},
+        vk(4),
+        vk(999, {flashAttention: true})
+    ]),
+    ...sweep("qwen3-0.6b", "Q8_0", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true},
+        vk(999),
+        vk(8, {flashAttention: true})
+    ]),
+    ...sweep("llama-3.1-8b", "Q4_K_M", scaleSweep),
+    ...sweep("qwen3-8b", "Q4_K_M", [{contextSize: 8192, flashAttention: true}, vk(4)]),
+    ...sweep("qwen2.5-7b", "Q4_K_M", [{contextSize: 4096}]),
+    ...sweep("phi-3-mini-4k", "Q4_K_M", [
+        {contextSize: 4096},
+        {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+        vk(8)
+    ]),
+    ...sweep("ministral-3-3b", "Q4_K_M", [
+        {contextSize: 4096},
+        vk(4, {flashAttention: true}),
+        vk(8, {contextSize: 16384})
+    ]),
+    ...sweep("gemma-3-1b", "Q8_0", swaSweep),
+    ...sweep("gemma-3-4b", "Q4_K_M", [{contextSize: 8192}, vk(8, {flashAttention: true})]),
+    ...sweep("lfm2-350m", "Q8_0", recurrentSweep),
+    ...sweep("lfm2-1.2b", "Q4_K_M", [{contextSize: 4096}, vk(8)]),
+    ...sweep("mamba2-130m", "Q8_0", recurrentSweep.filter((p) => p.flashAttention !== true)),
+    ...sweep("qwen3-30b-a3b", "Q4_K_M", bigMoE),
+    ...sweep("gpt-oss-20b", "MXFP4_MOE", bigMoE),
+    ...sweep("deepseek-v2-lite", "Q4_K_M", bigMoE)
+];

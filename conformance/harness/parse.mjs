@@ -1,0 +1,187 @@
+// parse.mjs turns llama.cpp's debug log of one load into the figures a golden
+// file holds. It reads only what llama.cpp printed; nothing is derived or
+// assumed, so a disagreement with headroom is always headroom's to explain.
+//
+// The log formats are the printf formats of llama.cpp's src/llama-model.cpp,
+// llama-context.cpp, llama-kv-cache*.cpp and llama-memory-recurrent.cpp.
+
+// Lines kept verbatim in the golden file: the ones figures come from, plus the
+// placement and fallback lines that explain them.
+const KEEP = [
+    /^load_tensors: (layer +\d+ assigned|offload|\s*\S+ model buffer size)/,
+    /^done_getting_tensors: /,
+    /^llama_context: (n_seq_max|n_ctx|n_ctx_seq|n_batch|n_ubatch|flash_attn|kv_unified|causal_attn|n_rs_seq|n_outputs_max)\b/,
+    /^llama_context: .*output buffer size/,
+    /^llama_context: .*(Flash Attention|flash_attn|layer \d+ is assigned)/i,
+    /^llama_kv_cache\w*: /,
+    /^llama_memory\w*: /,
+    /^sched_reserve: .*(compute buffer size|graph nodes|graph splits)/,
+    /^~llama_context: .*compute buffer size/,
+    /^llama_prepare_model_devices: /,
+    /^ggml_vulkan: \d+ = /,
+    /^print_info: (file size|model params|n_swa|is_swa_any|no_alloc|model type|file type)\b/
+];
+
+// Messages from node-llama-cpp itself (not llama.cpp); kept apart.
+const NLC = /^(Resolved model gpu layers|Loading model for simulator session|Simulating (model|context) resource usage)/;
+
+const BUFFER = /^(~?\w+):\s+(\S+)\s+(.+?) buffer size = +(-?\d+\.\d+) MiB$/;
+const COMPUTE_EXACT = /^~llama_context:\s+(\S+) compute buffer size is +(\d+\.\d+) MiB, matches expectation of +(\d+\.\d+) MiB$/;
+const COMPUTE_MISMATCH = /^~llama_context:\s+(\S+) compute buffer size of +(\d+\.\d+) MiB, does not match expectation of +(\d+\.\d+) MiB$/;
+const KV_SIZE = /^(\w+): size = +(\d+\.\d+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+)\/(\d+) seqs\), K \((\w+)\): +(\d+\.\d+) MiB, V \((\w+)\): +(\d+\.\d+) MiB$/;
+const RS_SIZE = /^(\w+): size = +(\d+\.\d+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+) seqs +(\d+) rs_seq\), R \((\w+)\): +(\d+\.\d+) MiB, S \((\w+)\): +(\d+\.\d+) MiB(?:, P \((\w+)\): +(\d+\.\d+) MiB)?$/;
+const CACHE_START = /^(\w+): creating +(.+?) (?:KV )?cache(?:, size = (\d+) cells)?$/;
+const LAYER = /^load_tensors: layer +(\d+) assigned to device (\S+), is_swa = (\d+)$/;
+const KV_LAYER = /^(\w+)(?::|,) layer +(\d+): dev = (\S+)$/;
+const CTX_PARAM = /^llama_context: (\w+) += (.+)$/;
+const PRINT_INFO = /^print_info: (\S.*?) += (.*)$/;
+
+const KIND = {model: "model", KV: "kv", RS: "rs", compute: "compute", output: "output"};
+
+export function parseLog(lines, {gpu = false} = {}) {
+    const errors = [];
+    const f = {
+        context: {},
+        layers: [],
+        offload: null,
+        kv_layers: [],
+        kv_caches: [],
+        rs_caches: [],
+        buffers: [],
+        compute_exact: [],
+        graph: {},
+        fallbacks: []
+    };
+    const printInfo = {};
+    const kept = [];
+    const nlc = [];
+    let cache = ""; // the cache being created, for iswa and other multi-cache memories
+    const seen = new Set();
+
+    for (const {phase, text} of lines) {
+        if (NLC.test(text)) {
+            nlc.push(text);
+            continue;
+        }
+        if (phase === "estimate")
+            continue;
+        if (KEEP.some((re) => re.test(text)))
+            kept.push(text);
+
+        let m;
+        if ((m = PRINT_INFO.exec(text))) {
+            // Some keys (EOG token) repeat by design; the load-identity keys
+            // appear once per load, so a repeat means a second load leaked in.
+            const [key, value] = [m[1], m[2].trim()];
+            if (key in printInfo) {
+                if (["no_alloc", "arch", "file size", "n_layer"].includes(key))
+                    errors.push(`print_info key ${key} printed twice: a second (simulated?) load leaked into the log`);
+                printInfo[key] = [].concat(printInfo[key], value);
+            } else
+                printInfo[key] = value;
+        } else if ((m = LAYER.exec(text))) {
+            f.layers.push({layer: +m[1], device: m[2], is_swa: m[3] === "1"});
+        } else if ((m = /^load_tensors: offloading output layer to GPU$/.exec(text))) {
+            (f.offload ??= {}).output_layer = true;
+        } else if ((m = /^load_tensors: offloading (\d+) repeating layers to GPU$/.exec(text))) {
+            (f.offload ??= {}).repeating_layers = +m[1];
+            f.offload.output_layer ??= false;
+        } else if ((m = /^load_tensors: offloaded (\d+)\/(\d+) layers to GPU$/.exec(text))) {
+            (f.offload ??= {}).offloaded_layers = +m[1];
+            f.offload.total_layers = +m[2];
+        } else if (/^done_getting_tensors: /.test(text)) {
+            f.fallbacks.push(text.replace(/^done_getting_tensors: /, ""));
+        } else if ((m = CACHE_START.exec(text))) {
+            cache = m[2].trim().replace(/\s+/g, " ");
+            f.kv_caches.push({cache, cells_announced: m[3] == null ? null : +m[3]});
+        } else if ((m = KV_LAYER.exec(text))) {
+            f.kv_layers.push({memory: m[1], cache: m[1].startsWith("llama_kv_cache") ? cache : "", layer: +m[2], device: m[3]});
+        } else if ((m = COMPUTE_EXACT.exec(text)) || (m = COMPUTE_MISMATCH.exec(text))) {
+            f.compute_exact.push({device_or_buffer_type: m[1], mib: +m[2], printed: m[2], expected_mib: +m[3]});
+        } else if ((m = BUFFER.exec(text))) {
+            const phrase = m[3].trim();
+            const kind = KIND[phrase] ?? phrase.toLowerCase().replace(/\s+/g, "_");
+            if (!Object.values(KIND).includes(kind))
+                errors.push(`unknown buffer kind ${JSON.stringify(phrase)} in: ${text}`);
+            const memCache = kind === "kv" ? cache : "";
+            const key = `${kind}/${memCache}/${m[2]}`;
+            if (seen.has(key))
+                errors.push(`buffer ${key} printed twice: a second (simulated?) load leaked into the log`);
+            seen.add(key);
+            f.buffers.push({device_or_buffer_type: m[2], kind, cache: memCache, mib: +m[4], printed: m[4], source: m[1]});
+        } else if ((m = KV_SIZE.exec(text))) {
+            const c = lastOpen(f.kv_caches, cache);
+            Object.assign(c, {
+                memory: m[1], size_mib: +m[2], cells: +m[3], layers: +m[4], seqs: +m[5], seqs_max: +m[6],
+                k_type: m[7], k_mib: +m[8], v_type: m[9], v_mib: +m[10], printed: text.replace(/^\w+: /, "")
+            });
+        } else if ((m = RS_SIZE.exec(text))) {
+            f.rs_caches.push({
+                memory: m[1], size_mib: +m[2], cells: +m[3], layers: +m[4], seqs: +m[5], rs_seq: +m[6],
+                r_type: m[7], r_mib: +m[8], s_type: m[9], s_mib: +m[10],
+                ...(m[11] ? {p_type: m[11], p_mib: +m[12]} : {}), printed: text.replace(/^\w+: /, "")
+            });
+        } else if ((m = /^sched_reserve: graph nodes += (\d+)$/.exec(text))) {
+            f.graph.nodes = +m[1];
+        } else if ((m = /^sched_reserve: graph splits = (.+)$/.exec(text))) {
+            f.graph.splits = m[1];
+        } else if ((m = CTX_PARAM.exec(text))) {
+            const [, key, raw] = m;
+            if (key in f.context)
+                errors.push(`llama_context ${key} printed twice: a second context leaked into the log`);
+            f.context[key] = /^-?\d+(\.\d+)?$/.test(raw) ? +raw : raw === "true" ? true : raw === "false" ? false : raw;
+        }
+    }
+
+    // Caches whose size line never came (or plain, single-cache memories
+    // without a "creating" line) are normalised: every entry has a size.
+    f.kv_caches = f.kv_caches.filter((c) => c.size_mib != null || c.cells_announced != null);
+    for (const c of f.kv_caches)
+        if (c.cells_announced == null)
+            delete c.cells_announced;
+
+    if (printInfo.no_alloc != null && printInfo.no_alloc !== "0")
+        errors.push(`the recorded load has no_alloc = ${printInfo.no_alloc}: it is a simulation, not a load`);
+    for (const want of ["n_ctx", "n_ctx_seq", "n_batch", "n_ubatch", "flash_attn", "kv_unified"])
+        if (!(want in f.context))
+            errors.push(`llama_context ${want} missing from the log`);
+    if (!f.buffers.some((b) => b.kind === "model"))
+        errors.push("no model buffer line in the log");
+    if (!f.buffers.some((b) => b.kind === "compute"))
+        errors.push("no compute buffer line in the log (did the context finish before the log was read?)");
+
+    // Completeness: a line lost between llama.cpp and the logger must fail
+    // the case, never produce a golden file with a buffer missing.
+    const nLayer = +(printInfo.n_layer_all ?? printInfo.n_layer);
+    if (nLayer && f.layers.length !== nLayer + 1)
+        errors.push(`${f.layers.length} "layer assigned to device" lines, want n_layer+1 = ${nLayer + 1}`);
+    if (gpu && !(f.offload && "offloaded_layers" in f.offload))
+        errors.push("no \"offloaded N/M layers\" line on a GPU build");
+    for (const c of f.kv_caches) {
+        if (c.size_mib == null) {
+            errors.push(`KV cache ${JSON.stringify(c.cache)} announced but its size line is missing`);
+            continue;
+        }
+        const bufs = f.buffers.filter((b) => b.kind === "kv" && b.cache === c.cache);
+        const sum = bufs.reduce((a, b) => a + b.mib, 0);
+        if (Math.abs(sum - c.size_mib) > 0.01 * Math.max(1, bufs.length))
+            errors.push(`KV cache ${JSON.stringify(c.cache)}: buffers sum to ${sum.toFixed(2)} MiB, size line says ${c.size_mib}`);
+    }
+    const computeLines = f.buffers.filter((b) => b.kind === "compute").length;
+    if (f.compute_exact.length !== computeLines)
+        errors.push(`${computeLines} compute buffer lines but ${f.compute_exact.length} destructor checks: the log was cut short`);
+
+    return {figures: f, printInfo, kept, nlc, errors};
+}
+
+// lastOpen finds the cache entry a size line belongs to: the last one created
+// under the current name that has no size yet, or a new entry for memories
+// that print no "creating" line (a plain llama_kv_cache).
+function lastOpen(caches, name) {
+    for (let i = caches.length - 1; i >= 0; i--)
+        if (caches[i].cache === name && caches[i].size_mib == null)
+            return caches[i];
+    const c = {cache: name};
+    caches.push(c);
+    return c;
+}

@@ -1,0 +1,233 @@
+// run.mjs measures llama.cpp on every conformance case and writes (or, with
+// --check, compares against) one golden JSON file per case.
+//
+//   node run.mjs [--check] [--only REGEX] [--backend cpu|vulkan] [--limit N]
+//                [--golden DIR] [--work DIR] [--no-estimate] [--missing]
+//                [--cases FILE]
+//
+// Each case: make the sparse GGUF (conformance/cmd/synthgen, all files in one
+// Go process), load it in a fresh Node process (load.mjs), parse llama.cpp's
+// log (parse.mjs), write testdata/golden/<id>.json. Cases run one at a time:
+// the machines this runs on are small and shared, and two concurrent loads
+// would also disturb each other's free-memory readings.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import {execFileSync, spawnSync} from "node:child_process";
+import {fileURLToPath} from "node:url";
+import {parseLog} from "./parse.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "../..");
+
+const args = parseArgs(process.argv.slice(2));
+const goldenDir = path.resolve(args.golden ?? path.join(repo, "conformance/testdata/golden"));
+const workDir = path.resolve(args.work ?? path.join(os.tmpdir(), "headroom-conformance"));
+fs.mkdirSync(goldenDir, {recursive: true});
+fs.mkdirSync(workDir, {recursive: true});
+
+// --cases FILE swaps in another case list (same exports as cases.mjs), for
+// trying a new shape without touching the committed list.
+const {cases: allCases, caseId} = await import(path.resolve(args.cases ?? path.join(here, "cases.mjs")));
+let selected = allCases.map((c) => ({...c, id: caseId(c)}));
+if (args.only)
+    selected = selected.filter((c) => new RegExp(args.only).test(c.id));
+if (args.backend)
+    selected = selected.filter((c) => c.backend === args.backend);
+if (args.missing)
+    selected = selected.filter((c) => !fs.existsSync(path.join(goldenDir, c.id + ".json")));
+if (args.limit)
+    selected = selected.slice(0, +args.limit);
+const dup = selected.map((c) => c.id).filter((id, i, all) => all.indexOf(id) !== i);
+if (dup.length)
+    fail(`duplicate case ids: ${dup.join(", ")}`);
+if (selected.length === 0)
+    fail("no cases selected");
+
+// Build the synth generator once, then write every file the cases need.
+const synthBin = path.join(workDir, "synthgen");
+execFileSync("go", ["build", "-o", synthBin, "./conformance/cmd/synthgen"], {cwd: repo, stdio: "inherit"});
+const specs = [...new Set(selected.map((c) => `${c.shape}:${c.quant}`))];
+const files = JSON.parse(execFileSync(synthBin, ["-dir", path.join(workDir, "gguf"), ...specs], {cwd: repo, maxBuffer: 1 << 26}).toString());
+
+const engineCommit = bundleCommit();
+let failed = 0;
+let drift = 0;
+const t0 = Date.now();
+for (const [i, c] of selected.entries()) {
+    const file = files[`${c.shape}:${c.quant}`];
+    const tCase = Date.now();
+    process.stdout.write(`[${i + 1}/${selected.length}] ${c.id} ... `);
+    let golden;
+    try {
+        golden = measure(c, file);
+    } catch (err) {
+        failed++;
+        console.log(`FAILED\n    ${String(err.message ?? err).split("\n").join("\n    ")}`);
+        continue;
+    }
+    const dest = path.join(goldenDir, c.id + ".json");
+    const secs = ((Date.now() - tCase) / 1000).toFixed(1);
+    if (args.check) {
+        const diffs = fs.existsSync(dest) ? compare(JSON.parse(fs.readFileSync(dest, "utf8")), golden) : ["no committed golden file"];
+        if (diffs.length) {
+            drift++;
+            console.log(`DRIFT (${secs}s)\n    ${diffs.slice(0, 20).join("\n    ")}`);
+        } else
+            console.log(`same (${secs}s)`);
+    } else {
+        fs.writeFileSync(dest, JSON.stringify(golden, null, 2) + "\n");
+        console.log(`ok (${secs}s) ${summary(golden)}`);
+    }
+}
+const total = ((Date.now() - t0) / 1000).toFixed(0);
+console.log(`${selected.length} cases in ${total}s: ${failed} failed` + (args.check ? `, ${drift} drifted` : ""));
+process.exit(failed || drift ? 1 : 0);
+
+function measure(c, file) {
+    const jobPath = path.join(workDir, "job.json");
+    const outPath = path.join(workDir, "job.out.json");
+    fs.rmSync(outPath, {force: true});
+    const job = {
+        modelPath: file.path, out: outPath, backend: c.backend, gpuLayers: c.gpuLayers, useMmap: c.mmap,
+        contextSize: c.contextSize, sequences: c.sequences, flashAttention: c.flashAttention, batchSize: c.batchSize,
+        kvCacheKeyType: c.cacheK.toUpperCase(), kvCacheValueType: c.cacheV.toUpperCase(), swaFullCache: c.swaFull,
+        estimate: !args["no-estimate"]
+    };
+    fs.writeFileSync(jobPath, JSON.stringify(job));
+    const env = {...process.env};
+    if (c.backend === "vulkan")
+        // Without this llama.cpp skips llvmpipe (a CPU-type Vulkan device)
+        // and silently runs everything on the CPU backend.
+        env.GGML_VK_VISIBLE_DEVICES = "0";
+    const p = spawnSync(process.execPath, [path.join(here, "load.mjs"), jobPath], {env, encoding: "utf8", timeout: 600_000, maxBuffer: 1 << 26});
+    if (!fs.existsSync(outPath))
+        throw new Error(`load.mjs died (status ${p.status}, signal ${p.signal}): ${(p.stderr || p.stdout || "").slice(-2000)}`);
+    const r = JSON.parse(fs.readFileSync(outPath, "utf8"));
+    if (!r.ok)
+        throw new Error(`llama.cpp refused the load: ${r.error}\n${r.lines.slice(-15).map((l) => l.text).join("\n")}`);
+    const parsed = parseLog(r.lines, {gpu: c.backend !== "cpu"});
+    if (parsed.errors.length)
+        throw new Error(parsed.errors.join("\n"));
+    if (c.backend === "vulkan" && !parsed.figures.layers.some((l) => l.device.startsWith("Vulkan")) && c.gpuLayers > 0)
+        throw new Error("vulkan case but no layer went to a Vulkan device (is GGML_VK_VISIBLE_DEVICES set, is mesa-vulkan-drivers installed?)");
+
+    return {
+        schema: 1,
+        id: c.id,
+        note: c.note ?? undefined,
+        inputs: {
+            shape: c.shape,
+            arch: file.arch,
+            quant: c.quant,
+            source: file.source,
+            file: {
+                size_bytes: file.size_bytes, header_bytes: file.header_bytes, header_sha256: file.header_sha256,
+                tensors: file.tensors, params: file.params
+            },
+            // As requested of node-llama-cpp. context_size is PER SEQUENCE
+            // (node-llama-cpp multiplies it by sequences before llama.cpp
+            // sees it); figures.context holds what llama.cpp actually used.
+            profile: {
+                backend: c.backend, gpu_layers: c.gpuLayers, context_size_per_seq: c.contextSize, sequences: c.sequences,
+                flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
+                mmap: c.mmap, swa_full: c.swaFull ?? false
+            },
+            // What node-llama-cpp actually handed its native addon (it pads
+            // the context and adds 1 to the batch of SWA models).
+            passed_to_llama_cpp: addonParams(r.addon_calls)
+        },
+        engine: {
+            node_llama_cpp: r.engine.node_llama_cpp,
+            llama_cpp_repo: r.engine.llama_cpp_release?.repo,
+            llama_cpp_release: r.engine.llama_cpp_release?.release,
+            llama_cpp_source_commit: engineCommit,
+            backend: c.backend,
+            gpu_devices: (r.engine.gpu_devices ?? []).map((name) => ({name, total_bytes: r.engine.vram?.total ?? null})),
+            system_info: r.engine.system_info.trim()
+        },
+        figures: parsed.figures,
+        print_info: parsed.printInfo,
+        log: parsed.kept,
+        estimate: r.estimate && !r.estimate.error ? {
+            label: "node-llama-cpp GgufInsights V2 no-alloc estimate (estimateModelResourceRequirementsV2 + estimateContextResourceRequirementsV2). NOT a measurement: leaves out CPU_REPACK copies and rounds differently.",
+            model: {cpu_ram_bytes: r.estimate.model.cpuRam, gpu_vram_bytes: r.estimate.model.gpuVram},
+            context: {cpu_ram_bytes: r.estimate.context.cpuRam, gpu_vram_bytes: r.estimate.context.gpuVram}
+        } : null
+    };
+}
+
+// addonParams picks the real load's and the real context's parameters out
+// of the recorded addon constructor calls: the simulator's model loads carry
+// noAlloc, and its context comes before the real one. The thread count is
+// left out: it depends on the machine and sizes nothing.
+function addonParams(calls = []) {
+    const model = calls.filter((c) => c.cls === "AddonModel" && !c.opts.noAlloc).at(-1)?.opts;
+    const context = calls.filter((c) => c.cls === "AddonContext" && c.phase === "context").at(-1)?.opts;
+    if (!model || !context)
+        throw new Error("could not find the addon parameters of the real load");
+    const {threads, ...ctx} = context;
+    return {model, context: ctx};
+}
+
+// compare lists the figures that differ between a committed golden and a new
+// measurement. The raw log and the estimate are not compared: the log holds
+// the same figures, and the estimate is not the engine's behaviour.
+function compare(old, cur) {
+    const diffs = [];
+    const walk = (a, b, at) => {
+        if (JSON.stringify(a) === JSON.stringify(b))
+            return;
+        if (a && b && typeof a === "object" && typeof b === "object") {
+            for (const k of new Set([...Object.keys(a), ...Object.keys(b)]))
+                walk(a[k], b[k], `${at}.${k}`);
+            return;
+        }
+        diffs.push(`${at}: golden ${JSON.stringify(a)}, now ${JSON.stringify(b)}`);
+    };
+    walk(old.inputs, cur.inputs, "inputs");
+    walk(old.engine?.llama_cpp_source_commit, cur.engine?.llama_cpp_source_commit, "engine.llama_cpp_source_commit");
+    walk(old.figures, cur.figures, "figures");
+    return diffs;
+}
+
+function summary(g) {
+    const by = {};
+    for (const b of g.figures.buffers)
+        by[b.kind] = (by[b.kind] ?? []).concat(`${b.device_or_buffer_type}=${b.printed}`);
+    return Object.entries(by).map(([k, v]) => `${k}[${v.join(" ")}]`).join(" ");
+}
+
+// bundleCommit names the llama.cpp source node-llama-cpp's binaries were built
+// from: the HEAD of the git bundle it ships (a squashed commit, so it
+// identifies the tree, not an upstream commit).
+function bundleCommit() {
+    const bundle = path.join(here, "node_modules/node-llama-cpp/llama/gitRelease.bundle");
+    try {
+        return execFileSync("git", ["bundle", "list-heads", bundle]).toString().trim().split(/\s+/)[0] || null;
+    } catch {
+        return null;
+    }
+}
+
+function parseArgs(argv) {
+    const out = {};
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (!a.startsWith("--"))
+            fail(`unexpected argument ${a}`);
+        const key = a.slice(2);
+        if (["check", "no-estimate", "missing"].includes(key))
+            out[key] = true;
+        else if (["only", "backend", "limit", "golden", "work", "cases"].includes(key))
+            out[key] = argv[++i];
+        else
+            fail(`unknown flag ${a}`);
+    }
+    return out;
+}
+
+function fail(msg) {
+    console.error("run.mjs: " + msg);
+    process.exit(2);
+}

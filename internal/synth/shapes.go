@@ -1,0 +1,94 @@
+package synth
+
+// shapes lists the built-in shapes by the name Lookup takes. Hyperparameters
+// are from each model's published config.json (the text model's, for the
+// multimodal ones); Source names it.
+var shapes = map[string]Shape{
+	// Dense llama-family transformers.
+	"llama-3.1-8b": {Name: "Llama-3.1-8B", Arch: "llama", Layers: 32, Embd: 4096, Heads: 32, HeadsKV: 8, FF: 14336,
+		Vocab: 128256, CtxTrain: 131072, RopeTheta: 500000, NormEps: 1e-5, Tokenizer: "gpt2",
+		Source: "meta-llama/Llama-3.1-8B config.json"},
+	"llama-3.1-70b": {Name: "Llama-3.1-70B", Arch: "llama", Layers: 80, Embd: 8192, Heads: 64, HeadsKV: 8, FF: 28672,
+		Vocab: 128256, CtxTrain: 131072, RopeTheta: 500000, NormEps: 1e-5, Tokenizer: "gpt2",
+		Source: "meta-llama/Llama-3.1-70B config.json"},
+	"llama-3.2-1b": {Name: "Llama-3.2-1B", Arch: "llama", Layers: 16, Embd: 2048, Heads: 32, HeadsKV: 8, HeadDim: 64, FF: 8192,
+		Vocab: 128256, CtxTrain: 131072, RopeTheta: 500000, NormEps: 1e-5, TiedOutput: true, Tokenizer: "gpt2",
+		Source: "meta-llama/Llama-3.2-1B config.json"},
+	"qwen2.5-0.5b": {Name: "Qwen2.5-0.5B", Arch: "qwen2", Layers: 24, Embd: 896, Heads: 14, HeadsKV: 2, FF: 4864,
+		Vocab: 151936, CtxTrain: 32768, RopeTheta: 1000000, NormEps: 1e-6, QKVBias: true, TiedOutput: true, Tokenizer: "gpt2",
+		Source: "Qwen/Qwen2.5-0.5B config.json"},
+	"qwen2.5-7b": {Name: "Qwen2.5-7B", Arch: "qwen2", Layers: 28, Embd: 3584, Heads: 28, HeadsKV: 4, FF: 18944,
+		Vocab: 152064, CtxTrain: 32768, RopeTheta: 1000000, NormEps: 1e-6, QKVBias: true, Tokenizer: "gpt2",
+		Source: "Qwen/Qwen2.5-7B config.json"},
+	"qwen3-0.6b": {Name: "Qwen3-0.6B", Arch: "qwen3", Layers: 28, Embd: 1024, Heads: 16, HeadsKV: 8, HeadDim: 128, FF: 3072,
+		Vocab: 151936, CtxTrain: 40960, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "gpt2",
+		Source: "Qwen/Qwen3-0.6B config.json"},
+	"qwen3-8b": {Name: "Qwen3-8B", Arch: "qwen3", Layers: 36, Embd: 4096, Heads: 32, HeadsKV: 8, HeadDim: 128, FF: 12288,
+		Vocab: 151936, CtxTrain: 40960, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, Tokenizer: "gpt2",
+		Source: "Qwen/Qwen3-8B config.json"},
+	"tinyllama-1.1b": {Name: "TinyLlama-1.1B", Arch: "llama", Layers: 22, Embd: 2048, Heads: 32, HeadsKV: 4, FF: 5632,
+		Vocab: 32000, CtxTrain: 2048, RopeTheta: 10000, NormEps: 1e-5, Tokenizer: "llama",
+		Source: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T config.json"},
+	// head_dim 128 is not hidden/heads (96): the GGUF carries key_length.
+	"ministral-3-3b": {Name: "Ministral-3-3B", Arch: "mistral3", Layers: 26, Embd: 3072, Heads: 32, HeadsKV: 8, HeadDim: 128, FF: 9216,
+		Vocab: 131072, CtxTrain: 262144, RopeTheta: 1000000, NormEps: 1e-5, TiedOutput: true, Tokenizer: "gpt2", TokenizerPre: "tekken",
+		Rope: &Rope{Type: "yarn", Factor: 16, OrigCtx: 16384, YarnBetaFst: 32, YarnBetaSlw: 1}, AttnTemperature: 0.1,
+		Source: "mistralai/Ministral-3-3B-Instruct-2512 config.json (text_config)"},
+	// Fused attn_qkv and gate+up; the config's sliding_window (2047) is in the
+	// GGUF, and llama.cpp ignores it for phi3 (it logs that SWA is disabled).
+	"phi-3-mini-4k": {Name: "Phi-3-mini-4k", Arch: "phi3", Layers: 32, Embd: 3072, Heads: 32, HeadsKV: 32, FF: 8192,
+		Vocab: 32064, CtxTrain: 4096, RopeTheta: 10000, NormEps: 1e-5, Tokenizer: "llama", Fused: true,
+		SWA: &SWA{Window: 2047},
+		Specials: map[int]string{32000: "<|endoftext|>", 32001: "<|assistant|>", 32006: "<|system|>",
+			32007: "<|end|>", 32010: "<|user|>"},
+		Source: "microsoft/Phi-3-mini-4k-instruct config.json"},
+
+	// Mixture of experts.
+	"qwen3-30b-a3b": {Name: "Qwen3-30B-A3B", Arch: "qwen3moe", Layers: 48, Embd: 2048, Heads: 32, HeadsKV: 4, HeadDim: 128, FF: 6144,
+		Vocab: 151936, CtxTrain: 40960, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, Tokenizer: "gpt2",
+		MoE:    &MoE{Experts: 128, Used: 8, FF: 768},
+		Source: "Qwen/Qwen3-30B-A3B config.json"},
+	// Alternating sliding (128) and full attention, attention sinks, biases
+	// everywhere, MXFP4 experts.
+	"gpt-oss-20b": {Name: "gpt-oss-20b", Arch: "gpt-oss", Layers: 24, Embd: 2880, Heads: 64, HeadsKV: 8, HeadDim: 64, FF: 2880,
+		Vocab: 201088, CtxTrain: 131072, RopeTheta: 150000, NormEps: 1e-5, Tokenizer: "gpt2", TokenizerPre: "gpt-4o",
+		MoE:    &MoE{Experts: 32, Used: 4, FF: 2880, Biases: true},
+		SWA:    &SWA{Window: 128},
+		Rope:   &Rope{Type: "yarn", Factor: 32, OrigCtx: 4096},
+		Source: "openai/gpt-oss-20b config.json"},
+	// MLA: the cache holds 512+64 per token and layer; the first layer is
+	// dense, the others have 64 routed and 2 shared experts.
+	"deepseek-v2-lite": {Name: "DeepSeek-V2-Lite", Arch: "deepseek2", Layers: 27, Embd: 2048, Heads: 16, HeadsKV: 16, FF: 10944,
+		Vocab: 102400, CtxTrain: 163840, RopeTheta: 10000, NormEps: 1e-6, Tokenizer: "gpt2", TokenizerPre: "deepseek-llm",
+		MoE:    &MoE{Experts: 64, Used: 6, FF: 1408, Shared: 2, LeadingDense: 1, GatingFunc: 1, WeightsScale: 1},
+		MLA:    &MLA{KVLoraRank: 512, RopeDim: 64, NopeDim: 128, VDim: 128},
+		Rope:   &Rope{Type: "yarn", Factor: 40, OrigCtx: 4096, YarnLogMul: 0.0707},
+		Source: "deepseek-ai/DeepSeek-V2-Lite config.json"},
+
+	// Sliding-window attention: five local layers to one global.
+	"gemma-3-1b": {Name: "Gemma-3-1B", Arch: "gemma3", Layers: 26, Embd: 1152, Heads: 4, HeadsKV: 1, HeadDim: 256, FF: 6912,
+		Vocab: 262144, CtxTrain: 32768, RopeTheta: 1000000, NormEps: 1e-6, TiedOutput: true, QKNorm: true, Tokenizer: "llama",
+		SWA:    &SWA{Window: 512, FreqBaseSWA: 10000},
+		Source: "google/gemma-3-1b-pt config.json"},
+	"gemma-3-4b": {Name: "Gemma-3-4B", Arch: "gemma3", Layers: 34, Embd: 2560, Heads: 8, HeadsKV: 4, HeadDim: 256, FF: 10240,
+		Vocab: 262208, CtxTrain: 131072, RopeTheta: 1000000, NormEps: 1e-6, TiedOutput: true, QKNorm: true, Tokenizer: "llama",
+		SWA:    &SWA{Window: 1024, FreqBaseSWA: 10000},
+		Rope:   &Rope{Type: "linear", Factor: 8},
+		Source: "google/gemma-3-4b-pt config.json (text_config)"},
+
+	// Recurrent state.
+	"lfm2-350m": {Name: "LFM2-350M", Arch: "lfm2", Layers: 16, Embd: 1024, Heads: 16, HeadsKV: 8, FF: 4608,
+		Vocab: 65536, CtxTrain: 128000, RopeTheta: 1000000, NormEps: 1e-5, TiedOutput: true, QKNorm: true,
+		Tokenizer: "gpt2", TokenizerPre: "lfm2",
+		Conv:   &ShortConv{LCache: 3, AttnLayers: []int{2, 5, 8, 10, 12, 14}},
+		Source: "LiquidAI/LFM2-350M config.json (block_ff_dim 6656 auto-adjusted to 4608)"},
+	"lfm2-1.2b": {Name: "LFM2-1.2B", Arch: "lfm2", Layers: 16, Embd: 2048, Heads: 32, HeadsKV: 8, FF: 8192,
+		Vocab: 65536, CtxTrain: 128000, RopeTheta: 1000000, NormEps: 1e-5, TiedOutput: true, QKNorm: true,
+		Tokenizer: "gpt2", TokenizerPre: "lfm2",
+		Conv:   &ShortConv{LCache: 3, AttnLayers: []int{2, 5, 8, 10, 12, 14}},
+		Source: "LiquidAI/LFM2-1.2B config.json (block_ff_dim 12288 auto-adjusted to 8192)"},
+	"mamba2-130m": {Name: "Mamba2-130M", Arch: "mamba2", Layers: 24, Embd: 768, FF: 0,
+		Vocab: 50288, CtxTrain: 1048576, NormEps: 1e-5, TiedOutput: true, Tokenizer: "gpt2", TokenizerPre: "gpt-2",
+		SSM:    &SSM{ConvKernel: 4, Inner: 1536, State: 128, Groups: 1, Heads: 24},
+		Source: "state-spaces/mamba2-130m config.json (vocab 50277 padded to a multiple of 16)"},
+}
