@@ -19,7 +19,7 @@ func outputBuffer(m *arch.Model, c Context, cpu Device, gpus []Device, layerDev 
 
 const (
 	computeNote = "rough estimate from the graph's largest live tensors; no graph replay for this architecture or device split yet"
-	replayNote  = "replay of ggml's allocator on the llama graph; measured 0 to 8 MiB under llama.cpp on the CPU backend"
+	replayNote  = "replay of ggml's allocator on the llama graph; 0 to 2.8% under llama.cpp in the measured CPU cases (docs/accuracy.md)"
 )
 
 // replayable reports whether llamaGraph describes the model's graph: a
