@@ -19,7 +19,7 @@ func outputBuffer(m *arch.Model, c Context, cpu Device, gpus []Device, layerDev 
 
 const (
 	computeNote = "rough estimate from the graph's largest live tensors; no graph replay for this architecture or device split yet"
-	replayNote  = "replay of ggml's allocator on the llama graph; 0 to 2.8% under llama.cpp in the measured CPU cases (docs/accuracy.md)"
+	replayNote  = "replay of ggml's allocator on llama.cpp's graph (docs/accuracy.md has the measured error)"
 )
 
 // replayable reports whether llamaGraph describes the model's graph: a

@@ -181,18 +181,11 @@ func reserve(g *graph, align int64) int64 {
 				if pn.children != 1 || pn.views != 0 {
 					continue
 				}
+				// A view is never allocated by the graph allocator itself,
+				// so ggml_gallocr_is_own fails for it and an op on a view
+				// (RoPE on a reshaped projection) never runs in place.
 				if p.op == opView {
-					// A reshape of a tensor used only through it: take
-					// the viewed tensor's memory.
-					src := p.view
-					sn := get(src)
-					if src.external || sn.views != 1 || sn.children != 0 || p.offs != 0 || !sn.allocated {
-						continue
-					}
-					n.addr = sn.addr
-					sn.allocated = false
-					a.shrink(sn.addr, src.bytes, t.bytes)
-					return
+					continue
 				}
 				if !pn.allocated {
 					continue

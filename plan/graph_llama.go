@@ -72,7 +72,14 @@ func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 
 	tokens := b.input("inp_tokens", gguf.TypeI32, [4]int64{T})
 	tokEmbd := b.weight("token_embd.weight", [4]int64{embd, int64(m.NVocab)})
+	// build_inp_embd records two inputs, token ids and ready-made
+	// embeddings, and selects one (ggml_build_forward_select). The vector
+	// input is a graph leaf that nothing consumes, so the allocator places
+	// it first and never frees it.
+	vecEmbd := b.input("inp_embd", gguf.TypeF32, [4]int64{embd, T})
 	inpL := b.f32("embd", opOther, [4]int64{embd, T}, tokEmbd, tokens)
+	b.g.expand(inpL)
+	b.g.expand(vecEmbd)
 	pos := b.input("inp_pos", gguf.TypeI32, [4]int64{T})
 	// With flash attention the mask is made in F16 directly.
 	maskType := gguf.TypeF32
