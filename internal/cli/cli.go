@@ -30,6 +30,7 @@ func commands() []command {
 	return []command{
 		{"inspect", "read a model's GGUF header (local, URL or Hugging Face) and describe it", runInspect},
 		{"fit", "compute every buffer llama.cpp would allocate and say whether it fits", runFit},
+		{"plan", "find the best slots, context, GPU layers and cache type, as llama-server flags", runPlan},
 		{"synth", "write a sparse GGUF shaped like a real model, for tests and demos", runSynth},
 		{"hw", "show this machine's memory domains and llama.cpp devices, or a preset's", runHW},
 	}

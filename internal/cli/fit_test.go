@@ -150,3 +150,28 @@ func TestFitFlags(t *testing.T) {
 		t.Errorf("Mac preset: exit %d\n%s", code, out)
 	}
 }
+
+func TestPlanCommand(t *testing.T) {
+	path := synthFile(t, "llama-3.1-8b")
+	code, out, errs := run(t, "plan", "--quiet", "--machine", "rtx-4090", "--print-args", path)
+	if code != 0 || strings.TrimSpace(out) != "-c 262144 -np 2 -ngl 33 -fa on -ctk q8_0 -ctv q8_0" {
+		t.Errorf("exit %d, %q %s", code, out, errs)
+	}
+	code, out, _ = run(t, "plan", "--quiet", "--machine", "rtx-4090", "--no-q8", "--parallel", "1", "--json", path)
+	var p struct {
+		Chosen struct {
+			Flags      []string `json:"flags"`
+			CtxPerSlot int      `json:"ctx_per_slot"`
+		} `json:"chosen"`
+		Explain []string `json:"explain"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	if len(p.Chosen.Flags) == 0 || p.Chosen.Flags[0] != "-c" || len(p.Explain) == 0 {
+		t.Errorf("plan %+v", p)
+	}
+	if code, _, errs := run(t, "plan", "--quiet", "--goal", "fastest", path); code != 2 || !strings.Contains(errs, "--goal must be") {
+		t.Errorf("bad goal: exit %d %s", code, errs)
+	}
+}

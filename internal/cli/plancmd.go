@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/source"
+)
+
+func runPlan(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "plan", "[flags] MODEL", `
+Searches for the best way to run MODEL with llama-server on this machine
+(or --machine): how many slots, how much context each, how many layers on
+the GPU, and which KV cache type, leaving --fit-target free in every memory
+domain. It prints the choice, why, and the runner-up; --print-args prints
+only the flags, for
+
+  llama-server -m MODEL $(headroom plan MODEL --print-args)
+
+Every candidate is accounted buffer by buffer, as 'headroom fit' does.
+Not yet planned: MoE expert offload (-ot, --cpu-moe), tensor split across
+several GPUs, RPC hosts, projectors and draft models.
+
+Examples:
+  headroom plan model.gguf
+  headroom plan hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 --parallel 4
+  headroom plan model.gguf --goal context --json`)
+	opts := plan.DefaultSearch()
+	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
+	fs.StringVar(&opts.Goal, "goal", plan.GoalBalanced, "what matters: balanced (GPU layers, then context), speed (GPU layers) or context")
+	for _, n := range []string{"np", "parallel"} {
+		fs.IntVar(&opts.Parallel, n, 2, "parallel conversations (slots); each gets its own context")
+	}
+	fs.IntVar(&opts.MinCtx, "min-ctx", 4096, "the least context per slot worth running")
+	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
+	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
+	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
+	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
+	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need exactly one MODEL, got %d arguments", len(pos))
+	}
+	switch opts.Goal {
+	case plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext:
+	default:
+		return usagef("--goal must be balanced, speed or context, not %q", opts.Goal)
+	}
+	if opts.Parallel < 1 || opts.MinCtx < 256 || *target < 0 {
+		return usagef("--parallel must be 1 or more, --min-ctx 256 or more, --fit-target 0 or more")
+	}
+	opts.FitTarget = *target << 20
+	opts.AllowQ8 = !*noQ8
+	snap, err := loadMachine(ctx, *machine)
+	if err != nil {
+		return err
+	}
+	client := source.NewClient(env.Getenv)
+	if !*quiet && !*printArgs {
+		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
+	}
+	h, err := client.Open(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	m, err := arch.FromGGUF(h.Model)
+	if err != nil {
+		return err
+	}
+	p, err := plan.Search(m, snap, opts)
+	if err != nil {
+		return err
+	}
+	if p.Chosen == nil {
+		return fmt.Errorf("%s", strings.Join(p.Explain, "; "))
+	}
+	switch {
+	case *printArgs:
+		fmt.Fprintln(env.Stdout, strings.Join(p.Chosen.Flags, " "))
+	case *asJSON:
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	default:
+		fmt.Fprintf(env.Stdout, "llama-server -m %s %s\n\n", h.Artifact.Ref, strings.Join(p.Chosen.Flags, " "))
+		for _, line := range p.Explain {
+			fmt.Fprintln(env.Stdout, "  "+line)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,280 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+)
+
+// Goals a plan can optimise for.
+const (
+	GoalBalanced = "balanced" // as many GPU layers as fit with the minimum context, then the most context
+	GoalSpeed    = "speed"    // the most GPU layers, the minimum context
+	GoalContext  = "context"  // the most context per slot, whatever the layer split
+)
+
+// SearchOptions are what the user asks of a plan.
+type SearchOptions struct {
+	Goal string
+	// Parallel is the number of slots (llama-server -np); each gets the
+	// pool divided by Parallel, capped at the trained context.
+	Parallel int
+	// MinCtx is the least context per slot worth having (llama.cpp's fit
+	// uses 4096).
+	MinCtx int
+	// FitTarget is the memory to leave free in every charged domain, as
+	// llama.cpp's --fit-target (1024 MiB by default).
+	FitTarget int64
+	// AllowQ8 lets the plan propose q8_0 K/V caches (with flash attention)
+	// where they buy context that f16 cannot. q4_0 is never proposed.
+	AllowQ8 bool
+	// Base carries the fixed parts of the profile (batch sizes, mmap...).
+	Base Profile
+}
+
+// DefaultSearch is a balanced plan for two conversations.
+func DefaultSearch() SearchOptions {
+	return SearchOptions{Goal: GoalBalanced, Parallel: 2, MinCtx: 4096, FitTarget: 1024 << 20, AllowQ8: true, Base: Defaults()}
+}
+
+// Candidate is one profile the search considered.
+type Candidate struct {
+	Profile Profile `json:"profile"`
+	// CtxPerSlot is the context each slot gets.
+	CtxPerSlot int `json:"ctx_per_slot"`
+	// GPULayers is the resolved -ngl (the output layer counts as one).
+	GPULayers int `json:"gpu_layers"`
+	// MinMargin is the smallest margin left in any charged domain.
+	MinMargin int64       `json:"min_margin"`
+	Flags     []string    `json:"flags"`
+	Why       string      `json:"why"`
+	Result    *Assessment `json:"-"`
+}
+
+// Plan is the search's answer: the chosen profile, the flags for
+// llama-server, why, and the runner-up.
+type Plan struct {
+	Chosen     *Candidate  `json:"chosen"`
+	RunnerUp   *Candidate  `json:"runner_up,omitempty"`
+	Candidates []Candidate `json:"candidates"`
+	Explain    []string    `json:"explain"`
+}
+
+// Search finds the best profile for the model on the machine. It returns
+// a Plan with no Chosen candidate when nothing fits even at the minimum
+// context with every layer in system memory.
+func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
+	if o.Parallel < 1 {
+		o.Parallel = 1
+	}
+	if o.MinCtx <= 0 {
+		o.MinCtx = 4096
+	}
+	if o.Goal == "" {
+		o.Goal = GoalBalanced
+	}
+	cpu, gpus := Devices(s)
+	maxLayers := 0
+	if len(gpus) > 0 {
+		maxLayers = m.NLayer + 1
+	}
+	// On one unified pool, layers "moved to the CPU" stay in the same
+	// memory, so there is nothing to gain by offloading fewer.
+	unified := false
+	for _, g := range gpus {
+		if d, err := s.DomainOf(g.Name); err == nil && d.Kind == hw.KindUnified {
+			unified = true
+		}
+	}
+	ceiling := m.CtxTrain
+	if ceiling <= 0 {
+		ceiling = 131072
+	}
+	minCtx := min(o.MinCtx, ceiling)
+
+	type cacheChoice struct{ k, v string }
+	caches := []cacheChoice{{"f16", "f16"}}
+	if o.AllowQ8 {
+		caches = append(caches, cacheChoice{"q8_0", "q8_0"})
+	}
+	var out []Candidate
+	for _, cc := range caches {
+		eval := func(ngl, perSlot int) (*Assessment, bool) {
+			p := o.Base
+			p.Parallel, p.KVUnified = o.Parallel, false
+			p.Ctx = perSlot * o.Parallel
+			p.GPULayers = ngl
+			p.CacheK, p.CacheV = cc.k, cc.v
+			if cc.v != "f16" {
+				p.FlashAttn = FlashOn
+			}
+			a, err := assessOnce(m, p, s, cpu, gpus)
+			if err != nil {
+				return nil, false
+			}
+			return a, a.Verdict == Fits && minMargin(a) >= o.FitTarget
+		}
+		// The most layers that fit at the minimum context (bisection:
+		// fewer GPU layers never need more GPU memory).
+		ngl := -1
+		if unified {
+			if _, ok := eval(maxLayers, minCtx); ok {
+				ngl = maxLayers
+			}
+		} else {
+			lo, hi := -1, maxLayers
+			for lo < hi {
+				mid := (lo + hi + 1) / 2
+				if _, ok := eval(mid, minCtx); ok {
+					lo = mid
+				} else {
+					hi = mid - 1
+				}
+			}
+			ngl = lo
+		}
+		if ngl < 0 {
+			continue
+		}
+		layerChoices := []int{ngl}
+		if o.Goal == GoalContext && !unified && ngl > 0 {
+			layerChoices = append(layerChoices, 0)
+		}
+		for _, n := range layerChoices {
+			perSlot := minCtx
+			if o.Goal != GoalSpeed {
+				lo, hi := minCtx/256, ceiling/256
+				for lo < hi {
+					mid := (lo + hi + 1) / 2
+					if _, ok := eval(n, mid*256); ok {
+						lo = mid
+					} else {
+						hi = mid - 1
+					}
+				}
+				perSlot = lo * 256
+			}
+			a, ok := eval(n, perSlot)
+			if !ok {
+				continue
+			}
+			c := Candidate{CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
+			c.Profile = o.Base
+			c.Profile.Parallel, c.Profile.Ctx, c.Profile.GPULayers = o.Parallel, perSlot*o.Parallel, n
+			c.Profile.CacheK, c.Profile.CacheV = cc.k, cc.v
+			if cc.v != "f16" {
+				c.Profile.FlashAttn = FlashOn
+			}
+			c.Flags = flagsFor(c.Profile, len(gpus) > 0)
+			out = append(out, c)
+		}
+	}
+	p := &Plan{Candidates: out}
+	if len(out) == 0 {
+		p.Explain = append(p.Explain, fmt.Sprintf("nothing fits: not even %d cells per slot for %d slots with every layer in system memory and %d MiB left free", minCtx, o.Parallel, o.FitTarget>>20))
+		return p, nil
+	}
+	best := 0
+	for i := range out {
+		if better(out[i], out[best], o.Goal, ceiling) {
+			best = i
+		}
+	}
+	p.Chosen = &out[best]
+	for i := range out {
+		if i != best && (p.RunnerUp == nil || better(out[i], *p.RunnerUp, o.Goal, ceiling)) {
+			p.RunnerUp = &out[i]
+		}
+	}
+	p.Explain = explain(p, m, o, ceiling, len(gpus) > 0, unified)
+	return p, nil
+}
+
+// better orders candidates by the goal. f16 wins ties with q8_0: the
+// quantized cache is proposed only when it buys something.
+func better(a, b Candidate, goal string, ceiling int) bool {
+	switch goal {
+	case GoalSpeed:
+		if a.GPULayers != b.GPULayers {
+			return a.GPULayers > b.GPULayers
+		}
+	case GoalContext:
+		if a.CtxPerSlot != b.CtxPerSlot {
+			return a.CtxPerSlot > b.CtxPerSlot
+		}
+	default:
+		if a.GPULayers != b.GPULayers {
+			return a.GPULayers > b.GPULayers
+		}
+		if a.CtxPerSlot != b.CtxPerSlot {
+			return a.CtxPerSlot > b.CtxPerSlot
+		}
+	}
+	if a.Profile.CacheK != b.Profile.CacheK {
+		return a.Profile.CacheK == "f16"
+	}
+	return a.MinMargin > b.MinMargin
+}
+
+// minMargin is the smallest margin over the domains that carry charges.
+func minMargin(a *Assessment) int64 {
+	m := int64(1 << 62)
+	for _, d := range a.Domains {
+		if d.Required > 0 && d.Margin < m {
+			m = d.Margin
+		}
+	}
+	return m
+}
+
+// flagsFor renders a profile as llama-server arguments.
+func flagsFor(p Profile, gpus bool) []string {
+	f := []string{"-c", strconv.Itoa(p.Ctx), "-np", strconv.Itoa(p.Parallel)}
+	if gpus {
+		f = append(f, "-ngl", strconv.Itoa(p.GPULayers))
+	}
+	if p.CacheK != "f16" || p.CacheV != "f16" {
+		f = append(f, "-fa", "on", "-ctk", p.CacheK, "-ctv", p.CacheV)
+	}
+	return f
+}
+
+func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified bool) []string {
+	c := p.Chosen
+	var out []string
+	out = append(out, fmt.Sprintf("%d slots of %d cells each (%d in all), keeping at least %d MiB free in every domain (least margin %d MiB)",
+		o.Parallel, c.CtxPerSlot, c.Profile.Ctx, o.FitTarget>>20, c.MinMargin>>20))
+	if c.CtxPerSlot == ceiling {
+		out = append(out, fmt.Sprintf("each slot is capped at the model's trained context of %d: more would be incoherent, so spare memory is better spent on more slots (--parallel)", ceiling))
+	}
+	switch {
+	case !gpus:
+		out = append(out, "no GPU: everything runs on the CPU")
+	case unified:
+		out = append(out, "the GPU shares one memory pool with the CPU, so every layer stays on the GPU: moving layers to the CPU would free nothing")
+	case c.GPULayers == m.NLayer+1:
+		out = append(out, "every layer, and the output layer, is on the GPU")
+	default:
+		out = append(out, fmt.Sprintf("%d of %d layers on the GPU (the output layer counts as one); the rest run from system memory, which is slower", c.GPULayers, m.NLayer+1))
+	}
+	if c.Profile.CacheK == "q8_0" {
+		out = append(out, "q8_0 K/V cache with flash attention: it halves the cache per token, and f16 could not reach this context")
+	}
+	if r := p.RunnerUp; r != nil {
+		out = append(out, fmt.Sprintf("runner-up: %d cells per slot, -ngl %d, %s cache (%s)", r.CtxPerSlot, r.GPULayers, r.Profile.CacheK, argsString(r.Flags)))
+	}
+	return out
+}
+
+func argsString(f []string) string {
+	s := ""
+	for i, x := range f {
+		if i > 0 {
+			s += " "
+		}
+		s += x
+	}
+	return s
+}

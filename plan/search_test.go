@@ -1,0 +1,78 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/synth"
+)
+
+func TestSearch(t *testing.T) {
+	m8 := model(t, "llama-3.1-8b", synth.Q4_K_M)
+	m70 := model(t, "llama-3.1-70b", synth.Q4_K_M)
+	load := func(name string) *hw.Snapshot {
+		s, err := hw.LoadMachine(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// Every chosen plan must fit with the fit target left free, as planned
+	// again from its flags.
+	check := func(name string, m *arch.Model, p *Plan, s *hw.Snapshot, o SearchOptions) {
+		t.Helper()
+		if p.Chosen == nil {
+			t.Fatalf("%s: nothing chosen: %v", name, p.Explain)
+		}
+		a, err := Assess(m, nil, p.Chosen.Profile, s)
+		if err != nil || a.Verdict != Fits || minMargin(a) < o.FitTarget {
+			t.Errorf("%s: chosen %v does not fit with the target: %v", name, p.Chosen.Flags, a.Reason)
+		}
+	}
+
+	o := DefaultSearch()
+	s := load("rtx-4090")
+	p, err := Search(m8, s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("8B on a 4090", m8, p, s, o)
+	if p.Chosen.GPULayers != 33 || p.Chosen.CtxPerSlot != 131072 || p.Chosen.Profile.CacheK != "q8_0" {
+		t.Errorf("8B on a 4090: %v, %d per slot", p.Chosen.Flags, p.Chosen.CtxPerSlot)
+	}
+	// f16 is the runner-up, with less context: q8_0 was chosen because it
+	// buys context.
+	if p.RunnerUp == nil || p.RunnerUp.Profile.CacheK != "f16" || p.RunnerUp.CtxPerSlot >= p.Chosen.CtxPerSlot {
+		t.Errorf("runner-up %+v", p.RunnerUp)
+	}
+	o.AllowQ8 = false
+	p, _ = Search(m8, s, o)
+	if p.Chosen.Profile.CacheK != "f16" || slices.Contains(p.Chosen.Flags, "q8_0") {
+		t.Errorf("--no-q8 still proposes %v", p.Chosen.Flags)
+	}
+
+	// 70B does not fit a 24 GB card: some layers go to system memory.
+	o = DefaultSearch()
+	p, _ = Search(m70, s, o)
+	check("70B on a 4090", m70, p, s, o)
+	if p.Chosen.GPULayers <= 0 || p.Chosen.GPULayers >= 81 {
+		t.Errorf("70B on a 4090: -ngl %d", p.Chosen.GPULayers)
+	}
+
+	// On a unified pool every layer stays on the GPU.
+	mac := load("m4-max-128")
+	p, _ = Search(m70, mac, o)
+	check("70B on a 128 GB Mac", m70, p, mac, o)
+	if p.Chosen.GPULayers != 81 {
+		t.Errorf("70B on a Mac: -ngl %d", p.Chosen.GPULayers)
+	}
+
+	// Nothing fits a small machine.
+	small := load("m4-16")
+	p, _ = Search(m70, small, o)
+	if p.Chosen != nil || len(p.Explain) == 0 {
+		t.Errorf("70B on 16 GB chose %v", p.Chosen)
+	}
+}
