@@ -3,6 +3,8 @@ package plan
 import (
 	"testing"
 
+	"github.com/headroom-llm/headroom/hw"
+
 	"github.com/headroom-llm/headroom/internal/synth"
 )
 
@@ -17,6 +19,40 @@ func BenchmarkAccount70B(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Account(m, p, cpu, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFit120BMoE assesses a gpt-oss-120b-shaped model (36 layers,
+// 128 experts of which 4 are used, MXFP4 experts) on two RTX 3090s and
+// system RAM: placement, every buffer, and the per-domain verdict.
+func BenchmarkFit120BMoE(b *testing.B) {
+	s, ok := synth.Lookup("gpt-oss-20b")
+	if !ok {
+		b.Skip("no gpt-oss shape")
+	}
+	s.Name, s.Layers = "gpt-oss-120b", 36
+	moe := *s.MoE
+	moe.Experts = 128
+	s.MoE = &moe
+	m := shapeQuantModel(b, s, synth.MXFP4_MOE)
+	var got uint64
+	for _, t := range m.Tensors {
+		got += t.Elements()
+	}
+	if got < 110e9 || got > 125e9 {
+		b.Fatalf("%d parameters is not 120B-class", got)
+	}
+	snap, err := hw.LoadMachine("2x-rtx-3090")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := Defaults()
+	p.Ctx, p.GPULayers = 8192, 20
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Assess(m, nil, p, snap); err != nil {
 			b.Fatal(err)
 		}
 	}
