@@ -1,7 +1,6 @@
 package conformance_test
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -46,15 +45,11 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var hdr bytes.Buffer
-	if err := b.WriteHeader(&hdr); err != nil {
-		return nil, err
-	}
-	layout, err := b.Layout()
+	file, size, err := b.ReaderAt()
 	if err != nil {
 		return nil, err
 	}
-	f, err := gguf.Read(sparse{hdr.Bytes()}, layout.Size)
+	f, err := gguf.Read(file, size)
 	if err != nil {
 		return nil, err
 	}
@@ -88,18 +83,6 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 		}
 	}
 	return plan.Account(m, p, cpu, gpus)
-}
-
-// sparse is a file of header bytes followed by zeros.
-type sparse struct{ hdr []byte }
-
-func (s sparse) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	if off < int64(len(s.hdr)) {
-		n = copy(p, s.hdr[off:])
-	}
-	clear(p[n:])
-	return len(p), nil
 }
 
 // compare groups the engine's buffers and ours by buffer type and kind.

@@ -295,3 +295,30 @@ func (e *encoder) value(v Value) {
 		}
 	}
 }
+
+// ReaderAt returns the file WriteFile would write, as an io.ReaderAt that
+// keeps only the header in memory and reads the data region as zeros, and
+// the file's size. It lets tests read a 70B-shaped file without disk.
+func (b *Builder) ReaderAt() (io.ReaderAt, int64, error) {
+	f, err := b.Layout()
+	if err != nil {
+		return nil, 0, err
+	}
+	var hdr bytes.Buffer
+	if err := b.WriteHeader(&hdr); err != nil {
+		return nil, 0, err
+	}
+	return zeroTail(hdr.Bytes()), f.Size, nil
+}
+
+// zeroTail is header bytes followed by zeros without end.
+type zeroTail []byte
+
+func (z zeroTail) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	if off < int64(len(z)) {
+		n = copy(p, z[off:])
+	}
+	clear(p[n:])
+	return len(p), nil
+}

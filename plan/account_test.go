@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -26,15 +25,11 @@ func shapeQuantModel(t testing.TB, s synth.Shape, q synth.Quant) *arch.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hdr bytes.Buffer
-	if err := b.WriteHeader(&hdr); err != nil {
-		t.Fatal(err)
-	}
-	layout, err := b.Layout()
+	r, size, err := b.ReaderAt()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.Read(zeroTail{hdr.Bytes()}, layout.Size)
+	f, err := gguf.Read(r, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +42,6 @@ func shapeQuantModel(t testing.TB, s synth.Shape, q synth.Quant) *arch.Model {
 		t.Fatal(err)
 	}
 	return a
-}
-
-// zeroTail is a file of header bytes followed by zeros.
-type zeroTail struct{ hdr []byte }
-
-func (z zeroTail) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	if off < int64(len(z.hdr)) {
-		n = copy(p, z.hdr[off:])
-	}
-	clear(p[n:])
-	return len(p), nil
 }
 
 // mib converts llama.cpp's printed "%8.2f MiB" back to the bytes range it

@@ -196,11 +196,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	client := source.NewClient(env.Getenv)
-	if !*quiet {
-		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
-	}
-	h, err := client.Open(ctx, pos[0])
+	h, err := openModel(ctx, env, pos[0], *quiet)
 	if err != nil {
 		return err
 	}

@@ -41,11 +41,7 @@ Examples:
 	if len(pos) != 1 {
 		return usagef("need exactly one MODEL, got %d arguments", len(pos))
 	}
-	client := source.NewClient(env.Getenv)
-	if !*quiet {
-		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
-	}
-	h, err := client.Open(ctx, pos[0])
+	h, err := openModel(ctx, env, pos[0], *quiet)
 	if err != nil {
 		return err
 	}
@@ -60,6 +56,16 @@ Examples:
 	}
 	printInspect(env.Stdout, h, *tensors)
 	return nil
+}
+
+// openModel resolves and reads a model reference, with progress on
+// standard error unless quiet.
+func openModel(ctx context.Context, env Env, ref string, quiet bool) (*source.Header, error) {
+	client := source.NewClient(env.Getenv)
+	if !quiet {
+		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
+	}
+	return client.Open(ctx, ref)
 }
 
 // jsonArrayLimit cuts long metadata arrays in JSON output unless --full.

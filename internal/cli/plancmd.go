@@ -8,7 +8,6 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/plan"
-	"github.com/headroom-llm/headroom/source"
 )
 
 func runPlan(ctx context.Context, env Env, args []string) error {
@@ -62,11 +61,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	client := source.NewClient(env.Getenv)
-	if !*quiet && !*printArgs {
-		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
-	}
-	h, err := client.Open(ctx, pos[0])
+	h, err := openModel(ctx, env, pos[0], *quiet || *printArgs)
 	if err != nil {
 		return err
 	}
