@@ -1,0 +1,91 @@
+package speed
+
+import "strings"
+
+// Backend holds the two parameters of the decode model for one llama.cpp
+// backend: the share of a device's spec bandwidth its kernels reach while
+// streaming weights, and a fixed cost per layer per token (kernel dispatch,
+// synchronization, the small ops between matrix products). A flat
+// efficiency alone cannot fit the published data: on one chip the smaller
+// quantizations show a lower bytes-per-second because the fixed cost is a
+// larger share of a shorter token (docs/speed.md).
+type Backend struct {
+	Name string `json:"name"`
+	// Efficiency is the fraction of spec bandwidth reached on weight and
+	// KV reads.
+	Efficiency float64 `json:"efficiency"`
+	// LayerOverheadMs is the fixed time per token for each layer (each
+	// entry of plan.Result.LayerDevice, the output layer included) that
+	// runs on a device of this backend.
+	LayerOverheadMs float64 `json:"layer_overhead_ms"`
+	// Calibrated is true when the parameters were fitted to published
+	// llama-bench results; ErrorPct is then the largest error over those
+	// points (speed/testdata/calibration.golden).
+	Calibrated bool    `json:"calibrated"`
+	ErrorPct   float64 `json:"error_pct,omitempty"`
+	// Source says where the parameters come from.
+	Source string `json:"source"`
+}
+
+// backends are the decode parameters per backend. The Metal and CUDA rows
+// are least-squares fits (relative error) of t = bytes/(e*BW) + c*layers
+// to speed/testdata/llamabench.json; TestFittedParameters re-derives them
+// from that file and fails if they drift. The other rows are stated priors,
+// flagged uncalibrated, because the reference holds no published point for
+// them.
+var backends = map[string]Backend{
+	"Metal": {Name: "Metal", Efficiency: 0.922, LayerOverheadMs: 0.1589, Calibrated: true, ErrorPct: 7,
+		Source: "fitted to 18 llama-bench tg128 points of Llama-2-7B F16/Q8_0/Q4_0 on six Apple chips, build 8e672ef (llama.cpp discussion #4167, as tabulated in peers-and-hardware §4)"},
+	"CUDA": {Name: "CUDA", Efficiency: 0.886, LayerOverheadMs: 0.0345, Calibrated: true, ErrorPct: 5,
+		Source: "fitted to 5 llama-bench tg128 points of Llama-2-7B Q4_0 on five NVIDIA cards (llama.cpp discussion #15013, secondary quotes in peers-and-hardware §4)"},
+	"CPU": {Name: "CPU", Efficiency: 0.7, LayerOverheadMs: 0,
+		Source: "uncalibrated prior: pvaz/llamafit's RAM term B/(0.7*BW) (peers-and-hardware §4); no published CPU llama-bench point in the reference"},
+	"ROCm": {Name: "ROCm", Efficiency: 0.9, LayerOverheadMs: 0.0345,
+		Source: "uncalibrated prior: the reference's two-term starting point (0.9 of spec bandwidth) with CUDA's fitted per-layer cost; no published ROCm point in the reference"},
+	"Vulkan": {Name: "Vulkan", Efficiency: 0.9, LayerOverheadMs: 0.0345,
+		Source: "uncalibrated prior: the reference's two-term starting point (0.9 of spec bandwidth) with CUDA's fitted per-layer cost; no published Vulkan point in the reference"},
+	"SYCL": {Name: "SYCL", Efficiency: 0.9, LayerOverheadMs: 0.0345,
+		Source: "uncalibrated prior: the reference's two-term starting point (0.9 of spec bandwidth) with CUDA's fitted per-layer cost; no published SYCL point in the reference"},
+}
+
+// BackendParams returns the decode parameters of a backend and whether
+// headroom has any.
+func BackendParams(name string) (Backend, bool) {
+	b, ok := backends[name]
+	return b, ok
+}
+
+// computeFigure is a vendor's published dense peak throughput for a GPU.
+type computeFigure struct {
+	// Name matches a device description exactly or as its last words, as
+	// the bandwidth table in hw/presets.json does.
+	Name string
+	// FP16TFLOPS is "Peak FP16 Tensor TFLOPS with FP32 Accumulate", dense
+	// (without the sparsity feature).
+	FP16TFLOPS float64
+	Source     string
+}
+
+// computeFigures holds only figures found in a vendor document. Apple
+// publishes no TFLOPS figure for the M3 and M4 families, NVIDIA gives the
+// GB10 only as sparse FP4, and AMD's Radeon 8060S page gives none for its
+// GPU alone, so those devices have no prefill estimate.
+var computeFigures = []computeFigure{
+	{Name: "RTX 4090", FP16TFLOPS: 165.2,
+		Source: "NVIDIA Ada GPU Architecture whitepaper, Appendix A (GeForce RTX 4090): Peak FP16 Tensor TFLOPS with FP32 Accumulate 165.2 dense / 330.4 sparse"},
+	{Name: "RTX 3090", FP16TFLOPS: 71,
+		Source: "NVIDIA Ampere GA102 GPU Architecture whitepaper, Appendix A (GeForce RTX 3090): Peak FP16 Tensor TFLOPS with FP32 Accumulate 71 dense / 142 sparse"},
+}
+
+// lookupCompute finds a device's published compute figure by its
+// description.
+func lookupCompute(description string) (computeFigure, bool) {
+	name := strings.ToLower(strings.Join(strings.Fields(description), " "))
+	for _, f := range computeFigures {
+		pat := strings.ToLower(f.Name)
+		if name == pat || strings.HasSuffix(name, " "+pat) {
+			return f, true
+		}
+	}
+	return computeFigure{}, false
+}

@@ -1,0 +1,226 @@
+// Package speed estimates how fast a planned model runs under llama.cpp:
+// decode tokens per second from the bytes each token reads on each device
+// over that device's memory bandwidth, plus a fixed per-layer cost of the
+// device's backend; prefill tokens per second from compute. The backend
+// parameters are fitted to published llama-bench results, which live in
+// testdata/llamabench.json with their sources; docs/speed.md lists the
+// error on every point. A figure the inputs cannot support (a device
+// without a known bandwidth, a GPU without a published compute figure) is
+// reported as unknown, never guessed.
+package speed
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+// Result is the speed estimate for one plan on one machine.
+type Result struct {
+	// CtxTokens is the number of context cells filled when a token is
+	// generated: the KV read grows with it.
+	CtxTokens int `json:"ctx_tokens"`
+	// DecodeTPS is the estimated generation speed for one sequence, nil
+	// when some device's figures are unknown (Unknown says which).
+	DecodeTPS *float64 `json:"decode_tokens_per_s"`
+	// DecodeMsPerToken is 1000/DecodeTPS.
+	DecodeMsPerToken *float64 `json:"decode_ms_per_token"`
+	// DecodeCeilingTPS is the physical bound: every byte at full spec
+	// bandwidth and no fixed cost. It needs only the bandwidths.
+	DecodeCeilingTPS *float64 `json:"decode_ceiling_tokens_per_s"`
+	// PrefillTPS is the compute-bound prompt speed at the vendors' dense
+	// FP16 tensor peak, nil when a device doing matrix work has no
+	// published figure.
+	PrefillTPS *float64 `json:"prefill_tokens_per_s"`
+	// Calibrated is true when every device that does work runs a backend
+	// whose parameters were fitted to published results; ErrorPct is then
+	// the largest calibration error among those backends.
+	Calibrated bool    `json:"calibrated"`
+	ErrorPct   float64 `json:"error_pct,omitempty"`
+	// BytesPerToken is the total over devices.
+	BytesPerToken int64          `json:"bytes_per_token"`
+	Devices       []DeviceResult `json:"devices"`
+	// Assumptions are what the figures rest on; Unknown says why a
+	// figure is missing.
+	Assumptions []string `json:"assumptions"`
+	Unknown     []string `json:"unknown,omitempty"`
+}
+
+// DeviceResult is one device's share of a token.
+type DeviceResult struct {
+	Device  string `json:"device"`
+	Backend string `json:"backend"`
+	Domain  string `json:"domain"`
+	// Layers counts the layers (blocks and the output layer) placed on
+	// the device.
+	Layers int `json:"layers"`
+	// What one token reads here: weights (experts at their routed share,
+	// the output projection), the embedding rows it gathers, the KV cells
+	// filled, the recurrent state.
+	WeightBytes   int64 `json:"weight_bytes"`
+	GatherBytes   int64 `json:"gather_bytes"`
+	KVBytes       int64 `json:"kv_bytes"`
+	StateBytes    int64 `json:"state_bytes"`
+	BytesPerToken int64 `json:"bytes_per_token"`
+	// BandwidthGBps is the domain's spec bandwidth, 0 when unknown.
+	BandwidthGBps   float64 `json:"bandwidth_gbps"`
+	BandwidthSource string  `json:"bandwidth_source,omitempty"`
+	// Efficiency and LayerOverheadMs are the backend's parameters.
+	Efficiency      float64 `json:"efficiency"`
+	LayerOverheadMs float64 `json:"layer_overhead_ms"`
+	Calibrated      bool    `json:"calibrated"`
+	// ReadMs + OverheadMs = TimeMs, the device's time per token; TimeShare
+	// is its fraction of the token.
+	ReadMs     float64 `json:"read_ms"`
+	OverheadMs float64 `json:"overhead_ms"`
+	TimeMs     float64 `json:"time_ms"`
+	TimeShare  float64 `json:"time_share"`
+	// ActiveParams are the weight elements a token multiplies here;
+	// PeakTFLOPS the published figure used for prefill, 0 when none.
+	ActiveParams int64   `json:"active_params"`
+	PeakTFLOPS   float64 `json:"peak_tflops,omitempty"`
+	PeakSource   string  `json:"peak_source,omitempty"`
+}
+
+// Estimate computes decode and prefill speed for the plan r of model m on
+// machine s, at a context filled to ctxTokens cells (clamped to the
+// planned context per sequence). It returns an error only for inputs that
+// do not belong together; missing device figures or backend parameters
+// give a Result with nil speeds and the reasons in Unknown.
+func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Result, error) {
+	res := Result{CtxTokens: ctxTokens}
+	if m == nil || r == nil || s == nil {
+		return res, errors.New("speed: model, plan and machine are all needed")
+	}
+	if len(r.LayerDevice) != m.NLayer+1 {
+		return res, fmt.Errorf("speed: the plan places %d layers, the model has %d plus the output layer", len(r.LayerDevice), m.NLayer)
+	}
+	if ctxTokens < 0 {
+		return res, fmt.Errorf("speed: ctx_tokens is %d, expected zero or more", ctxTokens)
+	}
+	if seq := r.Context.NCtxSeq; seq > 0 && ctxTokens > seq {
+		res.Assumptions = append(res.Assumptions, fmt.Sprintf("context clamped from %d to the %d cells a sequence has", ctxTokens, seq))
+		ctxTokens = seq
+		res.CtxTokens = seq
+	}
+	res.Assumptions = append(res.Assumptions,
+		"one sequence, batch 1: each token reads every always-active weight once, routed experts at n_expert_used/n_expert, one embedding row, and the filled KV cells (sliding layers at most their window)",
+		"decode time per token = sum over devices of bytes/(efficiency*bandwidth) + layers*layer_overhead of the device's backend; devices run one after another")
+	traffic := perDevice(m, r, ctxTokens, &res.Assumptions)
+
+	var total, ceiling, prefill float64
+	decodeKnown, prefillKnown := true, true
+	res.Calibrated = true
+	for _, t := range traffic {
+		d, err := deviceResult(s, t)
+		if err != nil {
+			return res, err
+		}
+		res.BytesPerToken += d.BytesPerToken
+		busy := t.layers > 0 || t.weights+t.kv+t.state > 0
+		switch {
+		case busy && d.Efficiency == 0:
+			decodeKnown = false
+			res.Unknown = append(res.Unknown, fmt.Sprintf("%s: headroom has no decode parameters for the %s backend, so no decode estimate", d.Device, d.Backend))
+		case d.BandwidthGBps > 0 && d.Efficiency > 0:
+			read := float64(d.BytesPerToken) / (d.Efficiency * d.BandwidthGBps * 1e9) * 1e3
+			d.ReadMs, d.OverheadMs = read, float64(d.Layers)*d.LayerOverheadMs
+			d.TimeMs = d.ReadMs + d.OverheadMs
+			ceiling += float64(d.BytesPerToken) / (d.BandwidthGBps * 1e9) * 1e3
+		case busy:
+			decodeKnown = false
+			res.Unknown = append(res.Unknown, fmt.Sprintf("%s: the bandwidth of its memory (domain %s) is unknown, so no decode estimate", d.Device, d.Domain))
+		default:
+			// Only the embedding lookup: a few KiB per token, nothing to
+			// time even without a bandwidth figure.
+			res.Assumptions = append(res.Assumptions, fmt.Sprintf("%s only gathers the embedding row (%d bytes per token), counted as no time", d.Device, d.GatherBytes))
+		}
+		if busy && !d.Calibrated {
+			res.Calibrated = false
+		}
+		if busy && d.Calibrated {
+			res.ErrorPct = math.Max(res.ErrorPct, backends[d.Backend].ErrorPct)
+		}
+		if d.ActiveParams > 0 {
+			if d.PeakTFLOPS > 0 {
+				prefill += 2 * float64(d.ActiveParams) / (d.PeakTFLOPS * 1e12)
+			} else {
+				prefillKnown = false
+				res.Unknown = append(res.Unknown, fmt.Sprintf("%s: no published compute figure, so no prefill estimate", d.Device))
+			}
+		}
+		total += d.TimeMs
+		res.Devices = append(res.Devices, d)
+	}
+	for _, b := range usedBackends(res.Devices) {
+		p, ok := backends[b]
+		if !ok {
+			continue
+		}
+		res.Assumptions = append(res.Assumptions, fmt.Sprintf("%s: efficiency %.3f, %.4f ms per layer per token; %s", b, p.Efficiency, p.LayerOverheadMs, p.Source))
+	}
+	if !res.Calibrated {
+		res.ErrorPct = 0
+		res.Assumptions = append(res.Assumptions, "some work runs on a backend without calibration data: the decode figure rests on stated priors and has no error bound")
+	}
+	if decodeKnown && total > 0 {
+		tps := 1000 / total
+		res.DecodeTPS, res.DecodeMsPerToken = &tps, &total
+		for i := range res.Devices {
+			res.Devices[i].TimeShare = res.Devices[i].TimeMs / total
+		}
+	}
+	if decodeKnown && ceiling > 0 {
+		c := 1000 / ceiling
+		res.DecodeCeilingTPS = &c
+	}
+	if prefillKnown && prefill > 0 {
+		p := 1 / prefill
+		res.PrefillTPS = &p
+		res.Assumptions = append(res.Assumptions,
+			"prefill = 2 FLOPs per active weight per token at 100% of the dense FP16 tensor peak: an upper figure, with no efficiency fitted (no published prefill point pairs with a vendor FLOPS figure); attention FLOPs and CPU work are left out")
+	}
+	return res, nil
+}
+
+// deviceResult looks a device up in the snapshot and fills in its figures
+// and its backend's parameters.
+func deviceResult(s *hw.Snapshot, t *traffic) (DeviceResult, error) {
+	dv := s.Device(t.device)
+	if dv == nil {
+		return DeviceResult{}, fmt.Errorf("speed: the plan uses device %s, which the machine does not have", t.device)
+	}
+	d := DeviceResult{Device: dv.Name, Backend: dv.Backend, Domain: dv.Domain, Layers: t.layers,
+		WeightBytes: t.weights, GatherBytes: t.gather, KVBytes: t.kv, StateBytes: t.state,
+		BytesPerToken: t.bytes(), ActiveParams: t.params}
+	if dom := s.Domain(dv.Domain); dom != nil {
+		d.BandwidthGBps, d.BandwidthSource = dom.BandwidthGBps, dom.BandwidthSource
+	}
+	if f, ok := lookupCompute(dv.Description); ok && dv.Type != hw.TypeCPU {
+		d.PeakTFLOPS, d.PeakSource = f.FP16TFLOPS, f.Source
+	}
+	// Without parameters the efficiency stays zero and the caller reports
+	// the device as unknown rather than borrowing another backend's.
+	if p, ok := backends[dv.Backend]; ok {
+		d.Efficiency, d.LayerOverheadMs, d.Calibrated = p.Efficiency, p.LayerOverheadMs, p.Calibrated
+	}
+	return d, nil
+}
+
+// usedBackends lists the backends of the devices that do work, once each,
+// in device order.
+func usedBackends(ds []DeviceResult) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if (d.Layers > 0 || d.WeightBytes+d.KVBytes+d.StateBytes > 0) && !seen[d.Backend] {
+			seen[d.Backend] = true
+			out = append(out, d.Backend)
+		}
+	}
+	return out
+}
