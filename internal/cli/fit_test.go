@@ -171,6 +171,10 @@ func TestPlanCommand(t *testing.T) {
 	if len(p.Chosen.Flags) == 0 || p.Chosen.Flags[0] != "-c" || len(p.Explain) == 0 {
 		t.Errorf("plan %+v", p)
 	}
+	code, out, _ = run(t, "plan", "--quiet", "--machine", "rtx-4090", path)
+	if code != 0 || !strings.Contains(out, "decode about ") || !strings.Contains(out, "llama-server -m ") {
+		t.Errorf("human plan output:\n%s", out)
+	}
 	if code, _, errs := run(t, "plan", "--quiet", "--goal", "fastest", path); code != 2 || !strings.Contains(errs, "--goal must be") {
 		t.Errorf("bad goal: exit %d %s", code, errs)
 	}

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/speed"
 )
 
 func runPlan(ctx context.Context, env Env, args []string) error {
@@ -76,18 +78,60 @@ Examples:
 	if p.Chosen == nil {
 		return fmt.Errorf("%s", strings.Join(p.Explain, "; "))
 	}
+	est := decodeEstimate(m, p.Chosen, snap)
 	switch {
 	case *printArgs:
 		fmt.Fprintln(env.Stdout, strings.Join(p.Chosen.Flags, " "))
 	case *asJSON:
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+		return enc.Encode(struct {
+			*plan.Plan
+			Speed []speed.Result `json:"speed"`
+		}{p, est})
 	default:
 		fmt.Fprintf(env.Stdout, "llama-server -m %s %s\n\n", h.Artifact.Ref, strings.Join(p.Chosen.Flags, " "))
 		for _, line := range p.Explain {
 			fmt.Fprintln(env.Stdout, "  "+line)
 		}
+		fmt.Fprintln(env.Stdout, "  "+speedLine(est))
 	}
 	return nil
+}
+
+// decodeEstimate estimates generation speed for the chosen plan with an
+// empty context and with one slot's context full.
+func decodeEstimate(m *arch.Model, c *plan.Candidate, s *hw.Snapshot) []speed.Result {
+	cpu, gpus := plan.Devices(s)
+	r, err := plan.Account(m, c.Profile, cpu, gpus)
+	if err != nil {
+		return nil
+	}
+	var out []speed.Result
+	for _, filled := range []int{0, c.CtxPerSlot} {
+		if e, err := speed.Estimate(m, r, s, filled); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func speedLine(est []speed.Result) string {
+	if len(est) != 2 || est[0].DecodeTPS == nil || est[1].DecodeTPS == nil {
+		var why []string
+		for _, e := range est {
+			why = append(why, e.Unknown...)
+		}
+		if len(why) == 0 {
+			return "decode speed: not estimated"
+		}
+		return "decode speed: unknown (" + why[0] + ")"
+	}
+	line := fmt.Sprintf("decode about %.0f tokens/s per slot with an empty context, %.0f with a full one", *est[0].DecodeTPS, *est[1].DecodeTPS)
+	if est[0].Calibrated {
+		line += fmt.Sprintf(" (the backend's model is within %.0f%% of published llama-bench results for a 7B model)", est[0].ErrorPct)
+	} else {
+		line += " (uncalibrated backend: rough)"
+	}
+	return line
 }
