@@ -191,7 +191,7 @@ func report(cases []conformance.Case, rows []row, incompatible map[string]int, e
 	b.WriteString("cases in `conformance/testdata/golden`, each a real llama.cpp load (node-llama-cpp\n")
 	b.WriteString("3.21.1, CPU backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written by\n")
 	b.WriteString("`internal/synth`. Figures are MiB as llama.cpp prints them.\n\n")
-	var replayed, replayedEqual, replayedUnder, rough, roughUnder int
+	var replayed, replayedEqual, replayedUnder, rough, roughEqual, roughClose, roughUnder int
 	worst := 0.0
 	for _, r := range rows {
 		if r.kind != "compute" || r.engine == 0 {
@@ -212,13 +212,19 @@ func report(cases []conformance.Case, rows []row, incompatible map[string]int, e
 			continue
 		}
 		rough++
+		if r.ok() {
+			roughEqual++
+		}
+		if d := float64(r.ours)/(1<<20) - r.engine; d >= -16 && d <= 16 || e >= -0.05 && e <= 0.05 {
+			roughClose++
+		}
 		if e < -0.02 {
 			roughUnder++
 		}
 	}
 	fmt.Fprintf(&b, "## Summary\n\n- cases: %d\n- model, KV, recurrent and output buffer groups equal to llama.cpp: %d of %d\n", len(cases), exact, total)
 	fmt.Fprintf(&b, "- compute buffers replayed from llama.cpp's graph (dense llama-family models on the CPU): %d, of which %d equal the printed figure and %d are more than 2%% under (worst %+.1f%%)\n", replayed, replayedEqual, replayedUnder, 100*worst)
-	fmt.Fprintf(&b, "- compute buffers estimated without a replay (GPU splits, other architectures): %d, of which %d are more than 2%% under; these are rough, and the buffer's note says so\n", rough, roughUnder)
+	fmt.Fprintf(&b, "- compute buffers estimated (device splits from a model of the scheduler, other architectures from the largest live tensors): %d, of which %d equal the printed figure, %d are within 5%% or 16 MiB, and %d are more than 2%% under; the buffer's note says which method\n", rough, roughEqual, roughClose, roughUnder)
 	if len(incompatible) > 0 {
 		keys := make([]string, 0, len(incompatible))
 		for k := range incompatible {

@@ -40,7 +40,7 @@ func Account(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, erro
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
-	r.Buffers = append(r.Buffers, computeBuffers(m, ctx, cpu, gpus, r.LayerDevice)...)
+	r.Buffers = append(r.Buffers, computeBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	return r, nil
 }
 
@@ -131,6 +131,12 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 	}
 	outDev := layerDev[m.NLayer]
 	for _, t := range m.Tensors {
+		if t.Unused {
+			// Never created by llama.cpp's loader, so in no buffer and
+			// outside the mapped span (llama-model-loader.cpp skips
+			// TENSOR_SKIP tensors before assigning a buffer type).
+			continue
+		}
 		dev := cpu.Name
 		if t.Layer >= 0 && t.Layer <= m.NLayer {
 			dev = layerDev[t.Layer]

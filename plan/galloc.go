@@ -25,10 +25,17 @@ type gtensor struct {
 	view   *gtensor // the tensor this one views (op == opView)
 	offs   int64    // view offset
 	layout layout   // compared for in-place reuse (ggml_are_same_layout)
-	// external tensors live in other buffers (weights, KV cache).
+	// external tensors live in other buffers (weights, KV cache); home is
+	// the device of that buffer, and isWeight marks model weights, which
+	// the scheduler may copy to a GPU to run an op there.
 	external bool
-	input    bool
-	output   bool
+	home     string
+	isWeight bool
+	// dev is the backend the scheduler runs this node on ("" before
+	// assignment).
+	dev    string
+	input  bool
+	output bool
 }
 
 // graph is a description of a ggml compute graph: leafs and nodes in the
@@ -156,6 +163,13 @@ type hnode struct {
 // size it needs.
 func reserve(g *graph, align int64) int64 {
 	a := newDynAlloc(align)
+	reserveOn(g, func(*gtensor) *dynAlloc { return a })
+	return a.maxSize
+}
+
+// reserveOn replays the allocator with one dynamic allocator per backend
+// buffer, chosen per tensor, as ggml_gallocr does with node buffer ids.
+func reserveOn(g *graph, allocFor func(*gtensor) *dynAlloc) {
 	h := map[*gtensor]*hnode{}
 	get := func(t *gtensor) *hnode {
 		n := h[t]
@@ -192,18 +206,18 @@ func reserve(g *graph, align int64) int64 {
 				}
 				n.addr = pn.addr
 				pn.allocated = false
-				a.shrink(pn.addr, p.bytes, t.bytes)
+				allocFor(p).shrink(pn.addr, p.bytes, t.bytes)
 				return
 			}
 		}
-		n.addr = a.alloc(t.bytes)
+		n.addr = allocFor(t).alloc(t.bytes)
 	}
 	free := func(t *gtensor) {
 		if t.output {
 			return
 		}
 		n := get(t)
-		a.release(n.addr, t.bytes)
+		allocFor(t).release(n.addr, t.bytes)
 		n.allocated = false
 	}
 	for _, l := range g.leafs {
@@ -245,5 +259,4 @@ func reserve(g *graph, align int64) int64 {
 			}
 		}
 	}
-	return a.maxSize
 }

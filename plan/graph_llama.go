@@ -1,12 +1,26 @@
 package plan
 
 import (
+	"strconv"
+
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 )
 
 // gb builds graph descriptions with ggml's shapes and sizes.
-type gb struct{ g graph }
+type gb struct {
+	g     graph
+	cpu   string
+	homes map[string]home // weights by GGUF name
+	kvDev []string        // each layer's KV cache device
+	names map[string]bool // the model's tensor names
+}
+
+// home is where a weight lives and its real size.
+type home struct {
+	device string
+	bytes  int64
+}
 
 func elems(ne [4]int64) int64 {
 	n := int64(1)
@@ -52,10 +66,34 @@ func (b *gb) input(name string, t gguf.GGMLType, ne [4]int64) *gtensor {
 	return x
 }
 
-// weight is a tensor held in a model buffer: external to the graph.
+// weight is a tensor held in a model buffer: external to the graph. Its
+// home is where the accountant placed it, when the graph is replayed for
+// a device split.
 func (b *gb) weight(name string, ne [4]int64) *gtensor {
 	w := b.f32(name, opNone, ne)
 	w.external = true
+	if h, ok := b.homes[name]; ok {
+		w.home, w.bytes, w.isWeight = h.device, h.bytes, true
+	} else {
+		w.home = b.cpu
+	}
+	return w
+}
+
+// has reports whether the model has a tensor of that name.
+func (b *gb) has(name string) bool {
+	_, ok := b.names[name]
+	return ok
+}
+
+// cache is a layer's K or V cache tensor, on the layer's KV device.
+func (b *gb) cache(il int, name string, ne [4]int64) *gtensor {
+	w := b.f32(name, opNone, ne)
+	w.external = true
+	w.home = b.cpu
+	if il < len(b.kvDev) {
+		w.home = b.kvDev[il]
+	}
 	return w
 }
 
@@ -64,7 +102,17 @@ func (b *gb) weight(name string, ne [4]int64) *gtensor {
 // build_attn and build_ffn) for one micro-batch of nTokens against a full
 // cache, in the order ggml records it.
 func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
-	b := &gb{}
+	return llamaGraphOn(m, c, nTokens, &gb{cpu: "CPU"})
+}
+
+// llamaGraphOn builds the graph with b's placement of weights and caches.
+func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
+	if b.names == nil {
+		b.names = map[string]bool{}
+		for _, t := range m.Tensors {
+			b.names[t.Name] = true
+		}
+	}
 	T := int64(nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)
@@ -103,14 +151,26 @@ func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 		headK := int64(l.KDim) / max(headsKV, 1)
 		headV := int64(l.VDim) / max(headsKV, 1)
 		inpSA := inpL
+		blk := "blk." + strconv.Itoa(il) + "."
 		cur := b.f32("norm", opInplace, [4]int64{embd, T}, inpL)
-		cur = b.f32("attn_norm", opInplace, [4]int64{embd, T}, cur, b.weight("attn_norm.weight", [4]int64{embd}))
-		q := b.f32("Qcur", opOther, [4]int64{heads * headK, T}, b.weight("wq", [4]int64{embd, heads * headK}), cur)
-		k := b.f32("Kcur", opOther, [4]int64{headsKV * headK, T}, b.weight("wk", [4]int64{embd, headsKV * headK}), cur)
-		v := b.f32("Vcur", opOther, [4]int64{headsKV * headV, T}, b.weight("wv", [4]int64{embd, headsKV * headV}), cur)
+		cur = b.f32("attn_norm", opInplace, [4]int64{embd, T}, cur, b.weight(blk+"attn_norm.weight", [4]int64{embd}))
+		q := b.f32("Qcur", opOther, [4]int64{heads * headK, T}, b.weight(blk+"attn_q.weight", [4]int64{embd, heads * headK}), cur)
+		k := b.f32("Kcur", opOther, [4]int64{headsKV * headK, T}, b.weight(blk+"attn_k.weight", [4]int64{embd, headsKV * headK}), cur)
+		v := b.f32("Vcur", opOther, [4]int64{headsKV * headV, T}, b.weight(blk+"attn_v.weight", [4]int64{embd, headsKV * headV}), cur)
+		if b.has(blk + "attn_q.bias") { // qwen2: projections with biases
+			q = b.f32("Qcur_b", opInplace, q.layout.ne, q, b.weight(blk+"attn_q.bias", [4]int64{heads * headK}))
+			k = b.f32("Kcur_b", opInplace, k.layout.ne, k, b.weight(blk+"attn_k.bias", [4]int64{headsKV * headK}))
+			v = b.f32("Vcur_b", opInplace, v.layout.ne, v, b.weight(blk+"attn_v.bias", [4]int64{headsKV * headV}))
+		}
 		q = b.view("Qcur_3d", q, [4]int64{headK, heads, T})
 		k = b.view("Kcur_3d", k, [4]int64{headK, headsKV, T})
 		v = b.view("Vcur_3d", v, [4]int64{headV, headsKV, T})
+		if b.has(blk + "attn_q_norm.weight") { // qwen3: per-head RMS norms of Q and K
+			q = b.f32("Qcur_normed", opInplace, q.layout.ne, q)
+			q = b.f32("Qcur_norm", opInplace, q.layout.ne, q, b.weight(blk+"attn_q_norm.weight", [4]int64{headK}))
+			k = b.f32("Kcur_normed", opInplace, k.layout.ne, k)
+			k = b.f32("Kcur_norm", opInplace, k.layout.ne, k, b.weight(blk+"attn_k_norm.weight", [4]int64{headK}))
+		}
 		q = b.f32("Qcur_rope", opInplace, [4]int64{headK, heads, T}, q, pos)
 		k = b.f32("Kcur_rope", opInplace, [4]int64{headK, headsKV, T}, k, pos)
 		// build_attn expands K last, so that RoPE on K can be fused with
@@ -118,8 +178,8 @@ func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 		b.g.expand(q)
 		b.g.expand(v)
 		b.g.expand(k)
-		cacheK := b.weight("cache_k", [4]int64{headK * headsKV, nKV, streams})
-		cacheV := b.weight("cache_v", [4]int64{headV * headsKV, nKV, streams})
+		cacheK := b.cache(il, "cache_k", [4]int64{headK * headsKV, nKV, streams})
+		cacheV := b.cache(il, "cache_v", [4]int64{headV * headsKV, nKV, streams})
 		b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), kIdx))
 		b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), vIdx))
 		kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
@@ -139,19 +199,19 @@ func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 			cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
 		}
 		b.g.expand(cur)
-		cur = b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight("wo", [4]int64{heads * headV, embd}), cur)
+		cur = b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur)
 		if il == len(m.Layers)-1 {
 			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, T}, cur, outIDs)
 			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, T}, inpSA, outIDs)
 		}
 		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
 		cur = b.f32("norm", opInplace, [4]int64{embd, T}, ffnInp)
-		cur = b.f32("ffn_norm", opInplace, [4]int64{embd, T}, cur, b.weight("ffn_norm.weight", [4]int64{embd}))
+		cur = b.f32("ffn_norm", opInplace, [4]int64{embd, T}, cur, b.weight(blk+"ffn_norm.weight", [4]int64{embd}))
 		ff := int64(l.FF)
-		up := b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight("up", [4]int64{embd, ff}), cur)
-		gate := b.f32("ffn_gate", opOther, [4]int64{ff, T}, b.weight("gate", [4]int64{embd, ff}), cur)
+		up := b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur)
+		gate := b.f32("ffn_gate", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur)
 		act := b.f32("ffn_swiglu", opOther, [4]int64{ff, T}, gate, up)
-		cur = b.f32("ffn_out", opOther, [4]int64{embd, T}, b.weight("down", [4]int64{ff, embd}), act)
+		cur = b.f32("ffn_out", opOther, [4]int64{embd, T}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act)
 		cur = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffnInp)
 		inpL = cur
 	}
