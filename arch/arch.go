@@ -88,6 +88,11 @@ type Tensor struct {
 	// Expert marks routed-expert weights (blk.N.ffn_*_exps), which MoE
 	// offload moves independently of their layer.
 	Expert bool
+	// Unused tensors are in the file but never loaded: the weights of
+	// NextN (multi-token prediction) blocks, which llama.cpp's loader
+	// creates with TENSOR_SKIP unless the MTP head is requested
+	// (llama_model_loader::create_tensor logs "model has unused tensor").
+	Unused bool
 }
 
 // InputLayer is the layer index of the token embedding, which llama.cpp
@@ -156,6 +161,12 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 	headKSWA, _ := h.opt("attention.key_length_swa", headK)
 	headVSWA, _ := h.opt("attention.value_length_swa", headV)
 	a.Window, _ = h.opt("attention.sliding_window", 0)
+	if fam.fixedWindow != 0 {
+		// llama4: any window but an explicit 0 becomes the hard-coded one.
+		if w, ok, _ := h.get("attention.sliding_window"); !ok || w != 0 {
+			a.Window = fam.fixedWindow
+		}
+	}
 	a.NExpert, _ = h.opt("expert_count", 0)
 	a.NExpertUsed, _ = h.opt("expert_used_count", 0)
 	a.NFFExpert, _ = h.opt("expert_feed_forward_length", 0)
@@ -190,9 +201,18 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 		}
 	}
 	a.Tensors, a.TiedOutput = assignTensors(m, a.NLayer)
+	// The last nextn_predict_layers blocks are MTP heads (block_count
+	// counts them: llama_hparams::n_layer() = n_layer_all - n_layer_nextn).
+	// Their weights are skipped; they still get a device, and whether
+	// they get a KV cache is the architecture's memory filter (glm4moe
+	// has none, so its cache covers every block).
+	nextn, _ := h.opt("nextn_predict_layers", 0)
 	for i := range a.Tensors {
 		if slices.Contains(fam.outputTensors, a.Tensors[i].Name) {
 			a.Tensors[i].Layer = a.NLayer
+		}
+		if l := a.Tensors[i].Layer; nextn > 0 && l >= a.NLayer-nextn && l < a.NLayer {
+			a.Tensors[i].Unused = true
 		}
 	}
 	return a, nil

@@ -143,3 +143,114 @@ func TestIncompatible(t *testing.T) {
 		}
 	}
 }
+
+func i32s(xs ...int32) gguf.Value {
+	vs := make([]gguf.Value, len(xs))
+	for i, x := range xs {
+		vs[i] = gguf.Int32Value(x)
+	}
+	v, _ := gguf.ArrayOf(gguf.Int32, vs...)
+	return v
+}
+
+// Hybrid Mamba-2 models: which layers keep a KV cache, which a recurrent
+// state, and which (Nemotron-H's MLP layers) neither.
+func TestHybridLayers(t *testing.T) {
+	ssm := map[string]gguf.Value{
+		"embedding_length": u32(1024), "attention.head_count": u32(8), "attention.key_length": u32(64),
+		"attention.value_length": u32(64), "ssm.conv_kernel": u32(4), "ssm.inner_size": u32(2048),
+		"ssm.state_size": u32(128), "ssm.group_count": u32(2), "ssm.time_step_rank": u32(32),
+	}
+	with := func(extra map[string]gguf.Value) map[string]gguf.Value {
+		out := map[string]gguf.Value{}
+		for k, v := range ssm {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	const r, s = 3 * (2048 + 2*2*128), 128 * 2048
+	kinds := func(m *Model) string {
+		var b strings.Builder
+		for _, l := range m.Layers {
+			c := "-"
+			switch {
+			case l.Recurrent && l.Attention == Full:
+				c = "B"
+			case l.Recurrent:
+				c = "M"
+			case l.Attention == Full:
+				c = "*"
+			}
+			if l.Recurrent && (l.RDim != r || l.SDim != s) {
+				t.Errorf("%s layer %d: state %d/%d", m.Arch, l.Index, l.RDim, l.SDim)
+			}
+			b.WriteString(c)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		arch string
+		kv   map[string]gguf.Value
+		want string
+	}{
+		{"granitehybrid", with(map[string]gguf.Value{"block_count": u32(4), "attention.head_count_kv": i32s(0, 2, 0, 0), "feed_forward_length": u32(4096)}), "M*MM"},
+		{"nemotron_h", with(map[string]gguf.Value{"block_count": u32(4), "attention.head_count_kv": i32s(0, 0, 2, 0), "feed_forward_length": i32s(0, 4096, 0, 4096)}), "M-*-"},
+		{"falcon-h1", with(map[string]gguf.Value{"block_count": u32(3), "attention.head_count_kv": u32(2), "feed_forward_length": u32(4096)}), "BBB"},
+	} {
+		m, err := build(t, tc.arch, tc.kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kinds(m); got != tc.want {
+			t.Errorf("%s: layers %s, want %s", tc.arch, got, tc.want)
+		}
+	}
+}
+
+// NextN blocks count in block_count; their weights are never loaded.
+func TestNextNUnused(t *testing.T) {
+	m, err := build(t, "glm4moe", map[string]gguf.Value{
+		"block_count": u32(3), "embedding_length": u32(1024), "attention.head_count": u32(8),
+		"attention.head_count_kv": u32(2), "nextn_predict_layers": u32(1),
+	}, "blk.1.attn_q.weight", "blk.2.attn_q.weight", "blk.2.nextn.eh_proj.weight", "output.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unused := map[string]bool{}
+	for _, tn := range m.Tensors {
+		unused[tn.Name] = tn.Unused
+	}
+	if unused["blk.1.attn_q.weight"] || !unused["blk.2.attn_q.weight"] || !unused["blk.2.nextn.eh_proj.weight"] || unused["output.weight"] {
+		t.Errorf("unused %v", unused)
+	}
+	if m.Layers[2].Attention != Full {
+		t.Errorf("the NextN block keeps its KV cache in glm4moe")
+	}
+}
+
+// Llama 4's chunked attention window is hard-coded (8192) unless the
+// metadata sets it to 0.
+func TestLlama4Chunked(t *testing.T) {
+	kv := map[string]gguf.Value{
+		"block_count": u32(8), "embedding_length": u32(5120), "attention.head_count": u32(40),
+		"attention.head_count_kv": u32(8), "attention.key_length": u32(128), "attention.value_length": u32(128),
+	}
+	m, err := build(t, "llama4", kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, l := range m.Layers {
+		kinds = append(kinds, l.Attention.String()[:1])
+	}
+	if got := strings.Join(kinds, ""); m.Window != 8192 || got != "sssfsssf" {
+		t.Errorf("window %d, pattern %s", m.Window, got)
+	}
+	kv["attention.sliding_window"] = u32(0)
+	if m, err = build(t, "llama4", kv); err != nil || m.Window != 0 || m.Layers[0].Attention != Full {
+		t.Errorf("window 0 disables chunking: %v %+v", err, m)
+	}
+}

@@ -14,6 +14,10 @@ type family struct {
 	// swaPattern n marks layer il sliding iff il%n < n-1 (llama.cpp's
 	// set_swa_pattern); 0 means the architecture has no hard-coded pattern.
 	swaPattern int
+	// fixedWindow is a sliding window llama.cpp hard-codes whatever the
+	// metadata says, unless attention.sliding_window is 0 (llama4's
+	// chunked attention, src/models/llama4.cpp).
+	fixedWindow int
 	// swaFromKey reads the per-layer pattern from
 	// attention.sliding_window_pattern when present.
 	swaFromKey bool
@@ -44,6 +48,16 @@ var families = map[string]family{
 	"qwen3moe":  {},
 	"deepseek2": {},
 	"phi3":      {},
+	// Hybrid Mamba-2 / attention (src/models/<arch>.cpp load_arch_hparams
+	// and llama_model::create_memory's hybrid layer filters).
+	"granitehybrid": {adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 })},
+	"nemotron_h":    {adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 && l.FF == 0 })},
+	"falcon-h1":     {adjust: recurrentWhere(func(Layer) bool { return true })},
+	// MoE with a NextN block (weights skipped, KV cache kept: see FromGGUF).
+	"glm4moe": {},
+	// Chunked attention on three layers of four; the chunked cache is
+	// sized like a sliding one (llama-kv-cache-iswa.cpp size_swa).
+	"llama4": {swaPattern: 4, fixedWindow: 8192},
 }
 
 // Known lists the architectures headroom models, sorted.
@@ -207,4 +221,27 @@ func lfm2(h hparams, m *Model) error {
 		}
 	}
 	return nil
+}
+
+// recurrentWhere gives the layers that rec selects a Mamba-2 state
+// (ssmDims), leaving their attention as the metadata set it. Granite 4.0-H
+// layers are recurrent iff they have no KV heads (granite-hybrid.cpp);
+// Nemotron-H's iff they have neither KV heads nor an FFN, its MLP-only
+// layers keeping no cache at all (nemotron-h.cpp); every Falcon-H1 layer
+// runs a Mamba-2 mixer beside its attention and keeps both a KV cache and a
+// recurrent state (create_memory's filters both return true for it).
+func recurrentWhere(rec func(Layer) bool) func(hparams, *Model) error {
+	return func(h hparams, m *Model) error {
+		r, s, err := ssmDims(h)
+		if err != nil {
+			return err
+		}
+		for i := range m.Layers {
+			if rec(m.Layers[i]) {
+				m.Layers[i].Recurrent = true
+				m.Layers[i].RDim, m.Layers[i].SDim = r, s
+			}
+		}
+		return nil
+	}
 }
