@@ -109,10 +109,15 @@ func (c *Case) validate() []string {
 	}
 
 	nLayer, ok := c.PrintInfoInt("n_layer")
+	if all, hasAll := c.PrintInfoInt("n_layer_all"); hasAll {
+		// With NextN (MTP) blocks, print_info's n_layer leaves them out;
+		// llama.cpp places all n_layer_all blocks and the output layer.
+		nLayer = all
+	}
 	if !ok {
 		fail("print_info lacks n_layer")
 	} else if len(f.Layers) != nLayer+1 {
-		fail("%d layer placements, want n_layer+1 = %d", len(f.Layers), nLayer+1)
+		fail("%d layer placements, want n_layer_all+1 = %d", len(f.Layers), nLayer+1)
 	}
 	for i, l := range f.Layers {
 		if l.Layer != i || l.Device == "" {

@@ -142,5 +142,72 @@ export const cases = [
     ...sweep("mamba2-130m", "Q8_0", recurrentSweep.filter((p) => p.flashAttention !== true)),
     ...sweep("qwen3-30b-a3b", "Q4_K_M", bigMoE),
     ...sweep("gpt-oss-20b", "MXFP4_MOE", bigMoE),
-    ...sweep("deepseek-v2-lite", "Q4_K_M", bigMoE)
+    ...sweep("deepseek-v2-lite", "Q4_K_M", bigMoE),
+
+    // More profiles for the first architectures.
+    ...sweep("qwen3-0.6b", "Q8_0", [
+        {contextSize: 32768},
+        {contextSize: 4096, sequences: 4},
+        {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+        vk(4, {sequences: 2}),
+        vk(999, {flashAttention: true, sequences: 4, mmap: false})
+    ]),
+    ...sweep("llama-3.2-1b", "Q8_0", [
+        {contextSize: 16384, flashAttention: true},
+        {contextSize: 4096, sequences: 2, cacheK: "q8_0"},
+        vk(8, {contextSize: 8192}),
+        vk(999, {sequences: 4})
+    ]),
+    ...sweep("lfm2-1.2b", "Q4_K_M", [
+        {contextSize: 4096, sequences: 4, flashAttention: true},
+        vk(999, {flashAttention: true})
+    ]),
+    ...sweep("gemma-3-4b", "Q4_K_M", [{contextSize: 4096, sequences: 2, flashAttention: true}, vk(999)]),
+    ...sweep("phi-3-mini-4k", "Q4_K_M", [{contextSize: 4096, sequences: 2}, vk(999, {flashAttention: true})]),
+    ...sweep("qwen2.5-7b", "Q4_K_M", [vk(8, {flashAttention: true})]),
+
+    // Gemma 2 (SWA 4096 on every other layer), OLMo 2, Command R7B (SWA on
+    // three of four layers), Qwen1.5-MoE (shared expert).
+    ...sweep("gemma-2-2b", "Q8_0", [
+        {contextSize: 4096},
+        {contextSize: 8192},
+        {contextSize: 4096, sequences: 4},
+        {contextSize: 4096, sequences: 4, flashAttention: true},
+        {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+        {contextSize: 8192, swaFull: true},
+        vk(4),
+        vk(999),
+        vk(999, {flashAttention: true, sequences: 4})
+    ]),
+    ...sweep("olmo-2-1b", "Q8_0", [
+        {contextSize: 4096},
+        {contextSize: 4096, sequences: 4, flashAttention: true},
+        {contextSize: 2048, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+        {contextSize: 4096, mmap: false},
+        vk(4),
+        vk(999),
+        vk(999, {flashAttention: true, sequences: 4})
+    ]),
+    ...sweep("command-r7b", "Q8_0", [
+        {contextSize: 4096},
+        {contextSize: 16384, sequences: 2, flashAttention: true},
+        {contextSize: 8192, swaFull: true},
+        vk(4),
+        vk(8, {flashAttention: true})
+    ]),
+    ...sweep("qwen1.5-moe-a2.7b", "Q4_K_M", bigMoE),
+
+    // Hybrid Mamba-2 / attention: a KV cache for the attention layers and
+    // recurrent state for the Mamba layers (both, on every Falcon-H1 layer).
+    ...sweep("granite-4.0-h-micro", "Q8_0", recurrentSweep),
+    ...sweep("nemotron-h-4b", "Q8_0", recurrentSweep),
+    ...sweep("falcon-h1-0.5b", "Q8_0", recurrentSweep),
+
+    // Big MoE with a skipped NextN block (GLM-4.5-Air) and with chunked
+    // attention (Llama 4 Scout): sparse files of 110+ GiB, Vulkan only, and
+    // Q8_0: their expert tensors exceed llvmpipe's 128 MiB limit and fall
+    // back to the CPU list, where Q4_K experts would be repacked into 35-43
+    // GiB of anonymous memory (seen: the load fails), Q8_0 ones are not.
+    ...sweep("glm-4.5-air", "Q8_0", bigMoE),
+    ...sweep("llama-4-scout", "Q8_0", bigMoE)
 ];

@@ -33,6 +33,8 @@ func commands() []command {
 		{"plan", "find the best slots, context, GPU layers and cache type, as llama-server flags", runPlan},
 		{"synth", "write a sparse GGUF shaped like a real model, for tests and demos", runSynth},
 		{"hw", "show this machine's memory domains and llama.cpp devices, or a preset's", runHW},
+		{"recommend", "rank the catalog's models for this machine: what fits, how to run it, what does not and why", runRecommend},
+		{"catalog", "catalog lock: pin every catalog variant to a Hub commit, sizes, sha256 and planner inputs", runCatalog},
 	}
 }
 

@@ -8,13 +8,22 @@ package synth
 // archBlocks maps general.architecture to the function that writes its
 // tensors; architectures not listed use the dense llama layout.
 var archBlocks = map[string]func(*tensors, Shape){
-	"qwen3moe":  denseBlocks,
-	"phi3":      phi3Blocks,
-	"gemma3":    gemma3Blocks,
-	"gpt-oss":   gptOSSBlocks,
-	"lfm2":      lfm2Blocks,
-	"mamba2":    mamba2Blocks,
-	"deepseek2": deepseek2Blocks,
+	"qwen3moe":      denseBlocks,
+	"phi3":          phi3Blocks,
+	"gemma3":        gemma3Blocks,
+	"gpt-oss":       gptOSSBlocks,
+	"lfm2":          lfm2Blocks,
+	"mamba2":        mamba2Blocks,
+	"deepseek2":     deepseek2Blocks,
+	"gemma2":        gemma3Blocks,
+	"olmo2":         olmo2Blocks,
+	"cohere2":       cohere2Blocks,
+	"qwen2moe":      qwen2moeBlocks,
+	"granitehybrid": hybridBlocks,
+	"nemotron_h":    hybridBlocks,
+	"falcon-h1":     falconH1Blocks,
+	"glm4moe":       glm4moeBlocks,
+	"llama4":        llama4Blocks,
 }
 
 // output writes the final norm and, unless the embedding is tied, the
@@ -97,7 +106,7 @@ func phi3Blocks(t *tensors, s Shape) {
 }
 
 // gemma3Blocks: post-attention and post-FFN norms around every sublayer, and
-// q/k norms; the output is tied to the embedding.
+// q/k norms (gemma3; gemma2 has none); the output is tied to the embedding.
 func gemma3Blocks(t *tensors, s Shape) {
 	headDim := s.headDim()
 	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
@@ -110,8 +119,10 @@ func gemma3Blocks(t *tensors, s Shape) {
 		t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
 		t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
 		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
-		t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
+		if s.QKNorm {
+			t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
+			t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
+		}
 		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
 		ffn(t, s, i, s.FF, "")
 		t.add(p+"post_ffw_norm.weight", roleF32, i, s.Embd)
@@ -230,6 +241,180 @@ func deepseek2Blocks(t *tensors, s Shape) {
 		}
 		experts(t, s, i)
 		ffn(t, s, i, m.FF*m.Shared, "_shexp")
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// attention writes q, k, v (and their biases when s.QKVBias) and the
+// output projection of layer i.
+func attention(t *tensors, s Shape, i int) {
+	p, headDim := blk(i), s.headDim()
+	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
+	t.add(p+"attn_q.weight", "attn_q", i, s.Embd, qDim)
+	t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
+	t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
+	if s.QKVBias {
+		t.add(p+"attn_q.bias", roleF32, i, qDim)
+		t.add(p+"attn_k.bias", roleF32, i, kvDim)
+		t.add(p+"attn_v.bias", roleF32, i, kvDim)
+	}
+	t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
+}
+
+// olmo2Blocks: no pre-norms; q and k are normalized over all heads at once
+// (q_norm of n_embd, k_norm of the KV width), and post-attention and
+// post-FFN norms close each sublayer.
+func olmo2Blocks(t *tensors, s Shape) {
+	kvDim := s.HeadsKV * s.headDim()
+	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		attention(t, s, i)
+		t.add(p+"attn_q_norm.weight", roleF32, i, s.Embd)
+		t.add(p+"attn_k_norm.weight", roleF32, i, kvDim)
+		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
+		ffn(t, s, i, s.FF, "")
+		t.add(p+"post_ffw_norm.weight", roleF32, i, s.Embd)
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// cohere2Blocks: one layer norm (weight only) feeds attention and the FFN in
+// parallel; the output is tied to the embedding.
+func cohere2Blocks(t *tensors, s Shape) {
+	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		attention(t, s, i)
+		t.add(p+"ffn_gate.weight", "ffn_gate", i, s.Embd, s.FF)
+		t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
+		t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// qwen2moeBlocks: routed experts plus one shared expert of MoE.SharedFF
+// columns behind a one-row sigmoid gate (ffn_gate_inp_shexp).
+func qwen2moeBlocks(t *tensors, s Shape) {
+	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		attention(t, s, i)
+		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		experts(t, s, i)
+		t.add(p+"ffn_gate_inp_shexp.weight", roleF32, i, s.Embd)
+		ffn(t, s, i, s.MoE.SharedFF, "_shexp")
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// mamba2Mixer writes one Mamba-2 mixer (as mamba2Blocks) without its norm.
+func mamba2Mixer(t *tensors, s Shape, i int) {
+	p, m := blk(i), s.SSM
+	convDim := m.Inner + 2*m.Groups*m.State
+	t.add(p+"ssm_in.weight", "attn_q", i, s.Embd, m.Inner+convDim+m.Heads)
+	t.add(p+"ssm_conv1d.weight", roleF32, i, m.ConvKernel, convDim)
+	t.add(p+"ssm_conv1d.bias", roleF32, i, convDim)
+	t.add(p+"ssm_dt.bias", roleF32, i, m.Heads)
+	t.add(p+"ssm_a", roleF32, i, 1, m.Heads)
+	t.add(p+"ssm_d", roleF32, i, 1, m.Heads)
+	t.add(p+"ssm_norm.weight", roleF32, i, m.Inner/m.Groups, m.Groups)
+	t.add(p+"ssm_out.weight", "attn_output", i, m.Inner, s.Embd)
+}
+
+// hybridBlocks: granitehybrid and nemotron_h, whose layers are Mamba-2 or
+// attention as SSM.Layers says. Granite follows every mixer with a SwiGLU
+// FFN; Nemotron-H has MLP-only layers ('-') of up and down projections
+// (squared ReLU, no gate) and no FFN elsewhere.
+func hybridBlocks(t *tensors, s Shape) {
+	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	for i, kind := range s.SSM.Layers {
+		p := blk(i)
+		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		switch kind {
+		case 'M':
+			mamba2Mixer(t, s, i)
+		case '*':
+			attention(t, s, i)
+		case '-':
+			t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
+			t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
+		}
+		if s.Arch == "granitehybrid" {
+			t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+			t.add(p+"ffn_gate.weight", "ffn_gate", i, s.Embd, s.FF)
+			t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
+			t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
+		}
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// falconH1Blocks: every layer runs a Mamba-2 mixer and attention in
+// parallel, then a SwiGLU FFN. llama.cpp names the FFN norm without a
+// ".weight" suffix (tn(LLM_TENSOR_FFN_NORM, i) in src/models/falcon-h1.cpp).
+func falconH1Blocks(t *tensors, s Shape) {
+	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		mamba2Mixer(t, s, i)
+		attention(t, s, i)
+		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.add(p+"ffn_norm", roleF32, i, s.Embd)
+		t.add(p+"ffn_gate.weight", "ffn_gate", i, s.Embd, s.FF)
+		t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
+		t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// glm4moeBlocks: biased q/k/v, a post-attention norm before the FFN, a
+// dense FFN on the leading layers and sigmoid-routed experts (with a
+// selection bias exp_probs_b) plus shared experts on the others; the last
+// MoE.NextN blocks are MTP heads with their own input fusion.
+func glm4moeBlocks(t *tensors, s Shape) {
+	m := s.MoE
+	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		attention(t, s, i)
+		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
+		if i < m.LeadingDense {
+			ffn(t, s, i, s.FF, "")
+		} else {
+			experts(t, s, i)
+			t.add(p+"exp_probs_b.bias", roleF32, i, m.Experts)
+			ffn(t, s, i, m.FF*m.Shared, "_shexp")
+		}
+		if i >= s.Layers-m.NextN {
+			t.add(p+"nextn.eh_proj.weight", "attn_q", i, 2*s.Embd, s.Embd)
+			t.add(p+"nextn.enorm.weight", roleF32, i, s.Embd)
+			t.add(p+"nextn.hnorm.weight", roleF32, i, s.Embd)
+			t.add(p+"nextn.shared_head_norm.weight", roleF32, i, s.Embd)
+		}
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// llama4Blocks: every MoE.Step-th layer has routed experts and one shared
+// expert of the expert width, the others a dense FFN of Shape.FF.
+func llama4Blocks(t *tensors, s Shape) {
+	m := s.MoE
+	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		attention(t, s, i)
+		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		if m.Step > 0 && (i+1)%m.Step == 0 {
+			experts(t, s, i)
+			ffn(t, s, i, m.FF, "_shexp")
+		} else {
+			ffn(t, s, i, s.FF, "")
+		}
 	}
 	output(t, s, "output_norm.weight")
 }

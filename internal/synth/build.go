@@ -38,7 +38,12 @@ func (s Shape) validate() error {
 		if s.SSM.Inner <= 0 || s.SSM.State <= 0 || s.SSM.Heads <= 0 || s.SSM.Groups <= 0 || s.SSM.ConvKernel <= 1 {
 			return fmt.Errorf("synth: shape %q has a zero SSM dimension", s.Name)
 		}
-		return nil
+		if s.SSM.Layers != "" && len(s.SSM.Layers) != s.Layers {
+			return fmt.Errorf("synth: shape %q has %d layer kinds for %d layers", s.Name, len(s.SSM.Layers), s.Layers)
+		}
+		if s.Heads == 0 {
+			return nil
+		}
 	}
 	if s.Heads <= 0 || s.HeadsKV <= 0 || s.FF <= 0 {
 		return fmt.Errorf("synth: shape %q has a zero dimension", s.Name)
@@ -88,13 +93,39 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	case s.MLA != nil:
 		// One compressed KV row per token, shared by every head.
 		u32("attention.head_count_kv", 1)
+	case s.SSM != nil && s.SSM.Layers != "":
+		// Hybrids mark their Mamba (and MLP) layers by a zero KV head
+		// count; nemotron_h also by a zero FFN width on the non-MLP ones.
+		kv := make([]int32, s.Layers)
+		ff := make([]int32, s.Layers)
+		for i, k := range s.SSM.Layers {
+			if k == '*' {
+				kv[i] = int32(s.HeadsKV)
+			}
+			if k == '-' {
+				ff[i] = int32(s.FF)
+			}
+		}
+		b.Set(a+".attention.head_count_kv", gguf.Int32sValue(kv))
+		if a == "nemotron_h" {
+			b.Set(a+".feed_forward_length", gguf.Int32sValue(ff))
+		}
 	default:
 		u32("attention.head_count_kv", s.HeadsKV)
 	}
 	if s.RopeTheta != 0 {
 		f32("rope.freq_base", s.RopeTheta)
 	}
-	f32("attention.layer_norm_rms_epsilon", s.NormEps)
+	if s.LayerNorm {
+		f32("attention.layer_norm_epsilon", s.NormEps)
+	} else {
+		f32("attention.layer_norm_rms_epsilon", s.NormEps)
+	}
+	if a == "nemotron_h" {
+		// Required by llama.cpp's loader as well (the MTP head's final
+		// layer norm), although the trunk uses RMS norms.
+		f32("attention.layer_norm_epsilon", s.NormEps)
+	}
 	switch {
 	case s.MLA != nil:
 		m := s.MLA
@@ -109,8 +140,11 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		u32("vocab_size", s.Vocab)
 	}
 	switch a {
-	case "llama", "mistral3", "phi3":
+	case "llama", "mistral3", "phi3", "llama4":
 		u32("rope.dimension_count", headDim)
+	case "glm4moe":
+		// partial_rotary_factor 0.5
+		u32("rope.dimension_count", headDim/2)
 	}
 
 	if m := s.MoE; m != nil {
@@ -125,6 +159,15 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		}
 		if m.WeightsScale != 0 {
 			f32("expert_weights_scale", m.WeightsScale)
+		}
+		if m.NextN > 0 {
+			u32("nextn_predict_layers", m.NextN)
+		}
+		if m.Step > 0 {
+			u32("interleave_moe_layer_step", m.Step)
+		}
+		if m.SharedFF > 0 {
+			u32("expert_shared_feed_forward_length", m.SharedFF)
 		}
 		if m.GatingFunc != 0 {
 			u32("expert_gating_func", m.GatingFunc)
@@ -176,6 +219,15 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	}
 	if s.AttnTemperature != 0 {
 		f32("attention.temperature_scale", s.AttnTemperature)
+	}
+	if s.LogitScale != 0 {
+		f32("logit_scale", s.LogitScale)
+	}
+	if s.AttnSoftcap != 0 {
+		f32("attn_logit_softcapping", s.AttnSoftcap)
+	}
+	if s.FinalSoftcap != 0 {
+		f32("final_logit_softcapping", s.FinalSoftcap)
 	}
 }
 

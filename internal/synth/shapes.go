@@ -91,4 +91,64 @@ var shapes = map[string]Shape{
 		Vocab: 50288, CtxTrain: 1048576, NormEps: 1e-5, TiedOutput: true, Tokenizer: "gpt2", TokenizerPre: "gpt-2",
 		SSM:    &SSM{ConvKernel: 4, Inner: 1536, State: 128, Groups: 1, Heads: 24},
 		Source: "state-spaces/mamba2-130m config.json (vocab 50277 padded to a multiple of 16)"},
+
+	// Gemma 2: alternating sliding (4096) and global layers, logit
+	// soft-capping, no q/k norms.
+	"gemma-2-2b": {Name: "Gemma-2-2B", Arch: "gemma2", Layers: 26, Embd: 2304, Heads: 8, HeadsKV: 4, HeadDim: 256, FF: 9216,
+		Vocab: 256000, CtxTrain: 8192, RopeTheta: 10000, NormEps: 1e-6, TiedOutput: true, Tokenizer: "llama",
+		SWA: &SWA{Window: 4096}, AttnSoftcap: 50, FinalSoftcap: 30,
+		Source: "google/gemma-2-2b config.json"},
+	// OLMo 2: post-norms only, q/k norms over the whole projection.
+	"olmo-2-1b": {Name: "OLMo-2-1B", Arch: "olmo2", Layers: 16, Embd: 2048, Heads: 16, HeadsKV: 16, FF: 8192,
+		Vocab: 100352, CtxTrain: 4096, RopeTheta: 500000, NormEps: 1e-6, Tokenizer: "gpt2", TokenizerPre: "dbrx",
+		Source: "allenai/OLMo-2-0425-1B config.json"},
+	// Command R7B: three sliding (4096) layers to one global, layer norm,
+	// parallel attention and FFN, tied output.
+	"command-r7b": {Name: "Command-R7B", Arch: "cohere2", Layers: 32, Embd: 4096, Heads: 32, HeadsKV: 8, FF: 14336,
+		Vocab: 256000, CtxTrain: 131072, RopeTheta: 50000, NormEps: 1e-5, TiedOutput: true, Tokenizer: "gpt2", TokenizerPre: "command-r",
+		SWA: &SWA{Window: 4096}, LayerNorm: true, LogitScale: 0.25,
+		Source: "CohereForAI/c4ai-command-r7b-12-2024 config.json (sliding_window 4096, sliding_window_pattern 4)"},
+	// Qwen1.5-MoE: 60 routed experts and a gated shared expert.
+	"qwen1.5-moe-a2.7b": {Name: "Qwen1.5-MoE-A2.7B", Arch: "qwen2moe", Layers: 24, Embd: 2048, Heads: 16, HeadsKV: 16, FF: 5632,
+		Vocab: 151936, CtxTrain: 8192, RopeTheta: 1000000, NormEps: 1e-6, QKVBias: true, Tokenizer: "gpt2",
+		MoE:    &MoE{Experts: 60, Used: 4, FF: 1408, SharedFF: 5632},
+		Source: "Qwen/Qwen1.5-MoE-A2.7B config.json"},
+
+	// Hybrid Mamba-2 / attention.
+	// Four attention layers among 40; every layer has a SwiGLU FFN
+	// (shared_intermediate_size 8192), no MoE, tied output. The positions
+	// of the attention layers are not taken from the config here (spread
+	// evenly); the cache size depends only on their count.
+	"granite-4.0-h-micro": {Name: "Granite-4.0-H-Micro", Arch: "granitehybrid", Layers: 40, Embd: 2048, Heads: 32, HeadsKV: 8, FF: 8192,
+		Vocab: 100352, CtxTrain: 131072, NormEps: 1e-5, TiedOutput: true, Tokenizer: "gpt2", TokenizerPre: "dbrx",
+		SSM: &SSM{ConvKernel: 4, Inner: 4096, State: 128, Groups: 1, Heads: 64,
+			Layers: "MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*MMMMMMMMM*"},
+		Source: "ibm-granite/granite-4.0-h-micro config.json (mamba_n_heads 64 x mamba_d_head 64, d_state 128, 1 group; attention positions assumed)"},
+	// 24 Mamba-2, 4 attention and 24 MLP-only layers
+	// (hybrid_override_pattern), squared-ReLU MLPs without a gate.
+	"nemotron-h-4b": {Name: "Nemotron-H-4B", Arch: "nemotron_h", Layers: 52, Embd: 3072, Heads: 32, HeadsKV: 8, HeadDim: 128, FF: 12288,
+		Vocab: 131072, CtxTrain: 8192, RopeTheta: 10000, NormEps: 1e-5, Tokenizer: "gpt2",
+		SSM: &SSM{ConvKernel: 4, Inner: 7168, State: 128, Groups: 8, Heads: 112,
+			Layers: "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"},
+		Source: "nvidia/Nemotron-H-4B-Base-8K config.json (112 Mamba heads x 64, 8 groups)"},
+	// Every layer runs a Mamba-2 mixer and attention side by side.
+	"falcon-h1-0.5b": {Name: "Falcon-H1-0.5B", Arch: "falcon-h1", Layers: 36, Embd: 1024, Heads: 8, HeadsKV: 2, HeadDim: 64, FF: 2048,
+		Vocab: 32784, CtxTrain: 16384, RopeTheta: 100000000000, NormEps: 1e-5, Tokenizer: "gpt2",
+		SSM:    &SSM{ConvKernel: 4, Inner: 1536, State: 128, Groups: 1, Heads: 24},
+		Source: "tiiuae/Falcon-H1-0.5B-Base config.json (mamba_d_ssm 1536, 24 heads x 64, d_state 128, 1 group)"},
+
+	// GLM-4.5-Air: 46 layers plus one NextN (MTP) block, the first layer
+	// dense, 128 routed experts (8 used, sigmoid) and one shared expert,
+	// biased q/k/v, half-rotary heads.
+	"glm-4.5-air": {Name: "GLM-4.5-Air", Arch: "glm4moe", Layers: 47, Embd: 4096, Heads: 96, HeadsKV: 8, HeadDim: 128, FF: 10944,
+		Vocab: 151552, CtxTrain: 131072, RopeTheta: 1000000, NormEps: 1e-5, QKVBias: true, Tokenizer: "gpt2", TokenizerPre: "glm4",
+		MoE:    &MoE{Experts: 128, Used: 8, FF: 1408, Shared: 1, LeadingDense: 1, NextN: 1, GatingFunc: 2, WeightsScale: 1},
+		Source: "zai-org/GLM-4.5-Air config.json (num_hidden_layers 46 + num_nextn_predict_layers 1)"},
+	// Llama 4 Scout: 16 routed experts (1 used) and a shared expert on
+	// every layer; llama.cpp hard-codes chunked attention (8192) on three
+	// layers of four.
+	"llama-4-scout": {Name: "Llama-4-Scout-17B-16E", Arch: "llama4", Layers: 48, Embd: 5120, Heads: 40, HeadsKV: 8, HeadDim: 128, FF: 16384,
+		Vocab: 202048, CtxTrain: 10485760, RopeTheta: 500000, NormEps: 1e-5, Tokenizer: "gpt2", TokenizerPre: "llama4",
+		MoE:    &MoE{Experts: 16, Used: 1, FF: 8192, Step: 1},
+		Source: "meta-llama/Llama-4-Scout-17B-16E config.json (text_config)"},
 }

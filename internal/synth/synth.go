@@ -55,6 +55,14 @@ type Shape struct {
 	// AttnTemperature is mistral3's attention.temperature_scale (Llama 4
 	// style scaling of queries with position); 0 leaves the key out.
 	AttnTemperature float32
+	// LayerNorm writes attention.layer_norm_epsilon (cohere2's plain layer
+	// norm) instead of attention.layer_norm_rms_epsilon.
+	LayerNorm bool
+	// LogitScale is cohere2's logit_scale (required there); 0 leaves it out.
+	LogitScale float32
+	// AttnSoftcap and FinalSoftcap are gemma2's logit soft-capping values;
+	// 0 leaves the keys out.
+	AttnSoftcap, FinalSoftcap float32
 }
 
 // MoE describes the expert layers. llama.cpp stores each layer's experts as
@@ -71,6 +79,15 @@ type MoE struct {
 	LeadingDense int
 	// Biases adds the router and expert biases of gpt-oss.
 	Biases bool
+	// NextN is nextn_predict_layers: the last NextN of Shape.Layers are
+	// multi-token-prediction blocks (glm4moe), which llama.cpp skips unless
+	// asked to load the MTP head.
+	NextN int
+	// Step is interleave_moe_layer_step (llama4); 0 leaves it out.
+	Step int
+	// SharedFF is expert_shared_feed_forward_length: qwen2moe's one shared
+	// expert of this width, with a sigmoid gate ffn_gate_inp_shexp.
+	SharedFF int
 	// GatingFunc is expert_gating_func (1 softmax, 2 sigmoid); 0 leaves the
 	// key out. WeightsScale is expert_weights_scale; 0 leaves it out.
 	GatingFunc   int
@@ -112,6 +129,11 @@ type SSM struct {
 	State      int // d_state
 	Groups     int // n_groups
 	Heads      int // time_step_rank (n_heads)
+	// Layers is the block kind of each layer of a hybrid model, one
+	// character a layer, as Nemotron-H's hybrid_override_pattern writes
+	// it: 'M' a Mamba-2 mixer, '*' attention, '-' an MLP alone. Empty for
+	// pure Mamba (mamba2) and for falcon-h1, whose every layer has both.
+	Layers string
 }
 
 // Rope is rope scaling as written in the GGUF.

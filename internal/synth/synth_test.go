@@ -41,6 +41,17 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		{"ministral-3-3b", 3429006336},
 		// Computed: 24 x 3,765,320 per layer + the 50288 x 768 embedding.
 		{"mamba2-130m", 128989632},
+		{"gemma-2-2b", 2614341888},
+		{"olmo-2-1b", 1484916736},
+		{"qwen1.5-moe-a2.7b", 14315784192},
+		// Computed from the config (no exact published count at hand).
+		{"command-r7b", 8028033024},
+		{"granite-4.0-h-micro", 3191396096},
+		{"nemotron-h-4b", 4489223040},
+		{"falcon-h1-0.5b", 521466400},
+		// Text model with the NextN block (the published 110B includes it).
+		{"glm-4.5-air", 109227310848},
+		{"llama-4-scout", 107769861120},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.name, Q4_K_M)
@@ -93,6 +104,21 @@ func TestArchitectureQuirks(t *testing.T) {
 		{"mamba2-130m", Q8_0, "blk.0.ssm_a", gguf.TypeF32, []uint64{1, 24}},
 		{"mamba2-130m", Q8_0, "blk.0.ssm_norm.weight", gguf.TypeF32, []uint64{1536, 1}},
 		{"ministral-3-3b", Q4_K_M, "blk.0.attn_q.weight", gguf.TypeQ4_K, []uint64{3072, 4096}},
+		{"olmo-2-1b", Q8_0, "blk.0.attn_k_norm.weight", gguf.TypeF32, []uint64{2048}},
+		{"olmo-2-1b", Q8_0, "blk.0.post_ffw_norm.weight", gguf.TypeF32, []uint64{2048}},
+		{"qwen1.5-moe-a2.7b", Q4_K_M, "blk.0.ffn_gate_inp_shexp.weight", gguf.TypeF32, []uint64{2048}},
+		{"qwen1.5-moe-a2.7b", Q4_K_M, "blk.0.ffn_up_shexp.weight", gguf.TypeQ4_K, []uint64{2048, 5632}},
+		{"nemotron-h-4b", Q8_0, "blk.0.ssm_in.weight", gguf.TypeQ8_0, []uint64{3072, 16496}},
+		{"nemotron-h-4b", Q8_0, "blk.1.ffn_up.weight", gguf.TypeQ8_0, []uint64{3072, 12288}},
+		{"nemotron-h-4b", Q8_0, "blk.7.attn_k.weight", gguf.TypeQ8_0, []uint64{3072, 1024}},
+		{"falcon-h1-0.5b", Q8_0, "blk.0.ffn_norm", gguf.TypeF32, []uint64{1024}},
+		{"falcon-h1-0.5b", Q8_0, "blk.0.attn_q.weight", gguf.TypeQ8_0, []uint64{1024, 512}},
+		{"granite-4.0-h-micro", Q8_0, "blk.9.attn_v.weight", gguf.TypeQ8_0, []uint64{2048, 512}},
+		{"glm-4.5-air", Q4_K_M, "blk.46.nextn.eh_proj.weight", gguf.TypeQ4_K, []uint64{8192, 4096}},
+		{"glm-4.5-air", Q4_K_M, "blk.1.exp_probs_b.bias", gguf.TypeF32, []uint64{128}},
+		{"glm-4.5-air", Q4_K_M, "blk.0.ffn_gate.weight", gguf.TypeQ4_K, []uint64{4096, 10944}},
+		{"llama-4-scout", Q4_K_M, "blk.0.ffn_up_shexp.weight", gguf.TypeQ4_K, []uint64{5120, 8192}},
+		{"llama-4-scout", Q4_K_M, "blk.0.ffn_gate_exps.weight", gguf.TypeQ4_K, []uint64{5120, 8192, 16}},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.shape, tc.quant)
@@ -182,6 +208,13 @@ func TestArchitectureMetadata(t *testing.T) {
 		{"mamba2-130m", "mamba2.ssm.time_step_rank", "24"},
 		{"ministral-3-3b", "mistral3.attention.key_length", "128"},
 		{"phi-3-mini-4k", "phi3.rope.dimension_count", "96"},
+		{"command-r7b", "cohere2.attention.layer_norm_epsilon", "1e-05"},
+		{"command-r7b", "cohere2.logit_scale", "0.25"},
+		{"nemotron-h-4b", "nemotron_h.attention.head_count_kv", "[0 0 0 0 0 0 0 8 0 0 0 0 0 0 0 0 0 0 8 0 0 0 0 0 0 0 0 0 0 8 0 0 0 0 0 0 0 0 0 0 8 0 0 0 0 0 0 0 0 0 0 0]"},
+		{"qwen1.5-moe-a2.7b", "qwen2moe.expert_shared_feed_forward_length", "5632"},
+		{"glm-4.5-air", "glm4moe.nextn_predict_layers", "1"},
+		{"glm-4.5-air", "glm4moe.rope.dimension_count", "64"},
+		{"llama-4-scout", "llama4.interleave_moe_layer_step", "1"},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.shape, Q4_K_M)

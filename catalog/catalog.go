@@ -1,0 +1,255 @@
+// Package catalog is headroom's curated list of model configurations: which
+// exact artifacts (repository, quantization, files) to consider, what their
+// architecture is, what they can do, under which license, and how good they
+// are by a cited measurement. It also pins those artifacts to immutable Hub
+// commits (the lock, see lock.go) and ranks them for a machine (recommend.go).
+//
+// An entry identifies a configuration, not a friendly name: a variant is one
+// quantized artifact, and a verdict is always about one variant on one plan.
+package catalog
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/source"
+)
+
+//go:embed catalog.json
+var catalogJSON []byte
+
+// Catalog is the file catalog.json.
+type Catalog struct {
+	About []string `json:"about"`
+	// Licenses are the license ids entries may use, with a description.
+	Licenses map[string]string `json:"licenses"`
+	Entries  []Entry           `json:"entries"`
+}
+
+// Architecture classes.
+const (
+	ClassDense  = "dense"
+	ClassMoE    = "moe"
+	ClassHybrid = "hybrid" // attention mixed with recurrent or convolution layers
+	ClassSSM    = "ssm"    // state-space layers only
+)
+
+// Capabilities an entry may declare.
+var knownCapabilities = []string{"tools", "vision", "reasoning", "embedding"}
+
+// Entry is one model configuration family member: a checkpoint with its
+// variants.
+type Entry struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Family string `json:"family"`
+	Class  Class  `json:"class"`
+	// Config is the public configuration the hyperparameters come from.
+	Config string `json:"config"`
+	// Shape is the architecture as synth builds it, by value or by
+	// reference to one of synth's built-in shapes.
+	Shape ShapeSpec `json:"shape"`
+	// CtxTrained is the trained (maximum supported) context in tokens.
+	CtxTrained   int      `json:"ctx_trained"`
+	Capabilities []string `json:"capabilities"`
+	License      string   `json:"license"`
+	// Quality is null when no cited measurement is known.
+	Quality   *Quality   `json:"quality"`
+	Variants  []Variant  `json:"variants"`
+	Projector *Projector `json:"projector,omitempty"`
+	Draft     *Draft     `json:"draft,omitempty"`
+	Notes     []string   `json:"notes,omitempty"`
+}
+
+// Class is the architecture class and parameter counts as the model card
+// states them (in billions); the derived header's own counts are checked
+// against them by the tests.
+type Class struct {
+	Kind         string   `json:"kind"`
+	ParamsB      float64  `json:"params_b"`
+	ActiveParams *float64 `json:"active_params_b,omitempty"`
+}
+
+// Quality is a score with its provenance.
+type Quality struct {
+	Score float64 `json:"score"`
+	// Benchmark names the benchmark or leaderboard and its metric.
+	Benchmark string `json:"benchmark"`
+	Source    string `json:"source"` // URL
+	Date      string `json:"date"`   // YYYY-MM-DD of the measurement or publication
+	// MeasuredOn says which variant (precision, quantization) was measured.
+	MeasuredOn string `json:"measured_on"`
+}
+
+// Variant is one quantized artifact of an entry.
+type Variant struct {
+	Quant string `json:"quant"`
+	// Ref is the Hugging Face reference the lock resolves:
+	// hf:OWNER/REPO:QUANT or hf:OWNER/REPO/FILE.gguf. It names no commit;
+	// the commit comes from the lock.
+	Ref string `json:"ref"`
+}
+
+// Projector is the multimodal projector an entry needs for vision. The
+// lock resolves it the way llama.cpp's -hf picks one from the variant's
+// repository.
+type Projector struct {
+	Note string `json:"note"`
+}
+
+// Draft is a reviewed speculative-decoding draft: another entry's variant
+// whose tokenizer matches.
+type Draft struct {
+	Entry    string `json:"entry"`
+	Quant    string `json:"quant"`
+	Reviewed string `json:"reviewed"`
+}
+
+// Load parses the embedded catalog and validates it.
+func Load() (*Catalog, error) { return Parse(catalogJSON) }
+
+// Parse reads a catalog file and validates it.
+func Parse(data []byte) (*Catalog, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var c Catalog
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Entry finds an entry by id.
+func (c *Catalog) Entry(id string) *Entry {
+	for i := range c.Entries {
+		if c.Entries[i].ID == id {
+			return &c.Entries[i]
+		}
+	}
+	return nil
+}
+
+// Variant finds a variant of the entry by quantization.
+func (e *Entry) Variant(quant string) *Variant {
+	for i := range e.Variants {
+		if strings.EqualFold(e.Variants[i].Quant, quant) {
+			return &e.Variants[i]
+		}
+	}
+	return nil
+}
+
+var (
+	idRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
+	dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+)
+
+// Validate checks the rules every entry must follow: unique ids, a known
+// class, license and capabilities, every variant's quantization a recipe
+// headroom can derive, a Hugging Face reference without a pinned commit, a
+// shape that builds, and provenance for every score.
+func (c *Catalog) Validate() error {
+	var errs []string
+	bad := func(id, format string, args ...any) {
+		errs = append(errs, id+": "+fmt.Sprintf(format, args...))
+	}
+	seen := map[string]bool{}
+	for _, e := range c.Entries {
+		id := e.ID
+		if !idRE.MatchString(id) {
+			bad(id, "id must be lower-case letters, digits, '.' and '-'")
+		}
+		if seen[id] {
+			bad(id, "duplicate id")
+		}
+		seen[id] = true
+		if e.Name == "" || e.Family == "" || e.Config == "" {
+			bad(id, "name, family and config are required")
+		}
+		switch e.Class.Kind {
+		case ClassDense, ClassHybrid, ClassSSM:
+			if e.Class.ActiveParams != nil {
+				bad(id, "only MoE entries have active parameters")
+			}
+		case ClassMoE:
+			if e.Class.ActiveParams == nil || *e.Class.ActiveParams <= 0 || *e.Class.ActiveParams >= e.Class.ParamsB {
+				bad(id, "an MoE entry needs active parameters between 0 and its total")
+			}
+		default:
+			bad(id, "class %q is not dense, moe, hybrid or ssm", e.Class.Kind)
+		}
+		if e.Class.ParamsB <= 0 {
+			bad(id, "params_b must be positive")
+		}
+		if e.CtxTrained <= 0 {
+			bad(id, "ctx_trained must be positive")
+		}
+		if _, ok := c.Licenses[e.License]; !ok {
+			bad(id, "license %q is not in the catalog's license list", e.License)
+		}
+		for _, cp := range e.Capabilities {
+			if !slices.Contains(knownCapabilities, cp) {
+				bad(id, "capability %q is not one of %s", cp, strings.Join(knownCapabilities, ", "))
+			}
+		}
+		if q := e.Quality; q != nil {
+			if q.Benchmark == "" || q.Source == "" || !dateRE.MatchString(q.Date) || q.MeasuredOn == "" {
+				bad(id, "a quality score needs benchmark, source, date (YYYY-MM-DD) and measured_on")
+			}
+		}
+		s, err := e.Shape.Resolve()
+		if err != nil {
+			bad(id, "%v", err)
+		} else if s.CtxTrain != e.CtxTrained {
+			bad(id, "ctx_trained %d differs from the shape's %d", e.CtxTrained, s.CtxTrain)
+		}
+		if len(e.Variants) == 0 {
+			bad(id, "no variants")
+		}
+		quants := map[string]bool{}
+		for _, v := range e.Variants {
+			if _, err := synth.ParseQuant(v.Quant); err != nil {
+				bad(id, "variant %q: not a recipe headroom can derive (F16, Q8_0, Q4_K_M, MXFP4_MOE)", v.Quant)
+			}
+			if quants[v.Quant] {
+				bad(id, "variant %q listed twice", v.Quant)
+			}
+			quants[v.Quant] = true
+			r, err := source.ParseRef(v.Ref)
+			switch {
+			case err != nil:
+				bad(id, "variant %s: %v", v.Quant, err)
+			case r.Kind != source.KindHF:
+				bad(id, "variant %s: ref must be an hf: reference", v.Quant)
+			case r.Revision != source.DefaultRevision:
+				bad(id, "variant %s: ref must not pin a revision; commits come from the lock", v.Quant)
+			}
+		}
+	}
+	for _, e := range c.Entries {
+		if d := e.Draft; d != nil {
+			de := c.Entry(d.Entry)
+			switch {
+			case de == nil:
+				bad(e.ID, "draft entry %q is not in the catalog", d.Entry)
+			case de.Variant(d.Quant) == nil:
+				bad(e.ID, "draft %s has no variant %s", d.Entry, d.Quant)
+			case d.Reviewed == "":
+				bad(e.ID, "a draft needs a review note")
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("catalog: %d problems: %s", len(errs), strings.Join(errs, "; "))
+	}
+	return nil
+}

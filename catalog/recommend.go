@@ -1,0 +1,497 @@
+package catalog
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/speed"
+)
+
+// Ranking goals.
+const (
+	GoalQuality  = "quality"
+	GoalSpeed    = "speed"
+	GoalBalanced = "balanced"
+	GoalContext  = "context"
+)
+
+// Provenance of a variant's planner inputs.
+const (
+	ProvenanceDerived   = "derived"   // synthesized from the entry's shape and quant recipe
+	ProvenanceInspected = "inspected" // read from the locked file's GGUF header
+)
+
+// Options select and rank configurations.
+type Options struct {
+	Goal string
+	// Capabilities an entry must all have.
+	Capabilities []string
+	// Licenses, when not empty, are the licenses accepted.
+	Licenses []string
+	// MinCtx is the least context per slot a plan must give; entries
+	// trained on less are left out.
+	MinCtx   int
+	Parallel int
+	// FitTarget is the memory left free in every domain.
+	FitTarget int64
+	// Exact is how many of the best-ranked fitting configurations get
+	// plan.Search's full answer instead of the screen's estimate; a
+	// negative value plans every one.
+	Exact int
+}
+
+// DefaultOptions ranks by balanced for one conversation of at least 4096
+// tokens, with plan.Search's exact plan for the top configuration.
+func DefaultOptions() Options {
+	return Options{Goal: GoalBalanced, MinCtx: 4096, Parallel: 1, FitTarget: 1024 << 20, Exact: 1}
+}
+
+// Row is one configuration's recommendation.
+type Row struct {
+	Rank         int      `json:"rank"` // 1-based among enabled rows; 0 when disabled
+	Entry        string   `json:"entry"`
+	Name         string   `json:"name"`
+	Class        string   `json:"class"`
+	ParamsB      float64  `json:"params_b"`
+	ActiveB      *float64 `json:"active_params_b,omitempty"`
+	Quant        string   `json:"quant"`
+	Ref          string   `json:"ref"`
+	Provenance   string   `json:"provenance"`
+	Commit       string   `json:"commit,omitempty"`
+	SizeBytes    int64    `json:"size_bytes"`
+	SizeSource   string   `json:"size_source"` // "hub" or "derived"
+	Capabilities []string `json:"capabilities"`
+	License      string   `json:"license"`
+	CtxTrained   int      `json:"ctx_trained"`
+	Quality      *Quality `json:"quality"`
+	Verdict      string   `json:"verdict"`
+	Enabled      bool     `json:"enabled"`
+	Reason       string   `json:"reason"`
+	Plan         *RowPlan `json:"plan"`
+	Limiting     *Limit   `json:"limiting"`
+	Projector    string   `json:"projector,omitempty"`
+	Draft        string   `json:"draft,omitempty"`
+	// Speed is the place for decode and prefill estimates; null until the
+	// speed package provides them.
+	Speed *Speed `json:"speed"`
+
+	costs costs
+	model *arch.Model
+}
+
+// Speed is the speed package's estimate for a row's plan, one sequence at
+// an empty context. A nil figure is unknown, never guessed.
+type Speed struct {
+	DecodeTokensPerSec  *float64 `json:"decode_tokens_per_sec"`
+	PrefillTokensPerSec *float64 `json:"prefill_tokens_per_sec"`
+	// Calibrated says whether every backend involved was fitted to
+	// published llama-bench results.
+	Calibrated bool `json:"calibrated"`
+}
+
+// EstimateSpeed fills Speed for the first n enabled rows that have a plan,
+// by accounting the plan and estimating decode and prefill speed. It is
+// kept out of Recommend because accounting every row costs milliseconds
+// each.
+func EstimateSpeed(rows []Row, snap *hw.Snapshot, n int) {
+	cpu, gpus := plan.Devices(snap)
+	for i := range rows {
+		r := &rows[i]
+		if n <= 0 {
+			return
+		}
+		if !r.Enabled || r.Plan == nil || r.model == nil {
+			continue
+		}
+		n--
+		p := plan.Defaults()
+		p.Parallel = max(r.Plan.Slots, 1)
+		p.Ctx = r.Plan.CtxPerSlot * p.Parallel
+		p.GPULayers = r.Plan.GPULayers
+		if r.Plan.CacheType != "" && r.Plan.CacheType != "f16" {
+			p.CacheK, p.CacheV, p.FlashAttn = r.Plan.CacheType, r.Plan.CacheType, plan.FlashOn
+		}
+		res, err := plan.Account(r.model, p, cpu, gpus)
+		if err != nil {
+			continue
+		}
+		e, err := speed.Estimate(r.model, res, snap, 0)
+		if err != nil {
+			continue
+		}
+		r.Speed = &Speed{DecodeTokensPerSec: e.DecodeTPS, PrefillTokensPerSec: e.PrefillTPS, Calibrated: e.Calibrated}
+	}
+}
+
+// RowPlan is the serving plan behind a verdict.
+type RowPlan struct {
+	// Source is "search" (plan.Search, every buffer accounted) or
+	// "estimate" (the screen's closed form).
+	Source      string   `json:"source"`
+	CtxPerSlot  int      `json:"ctx_per_slot"`
+	Slots       int      `json:"slots"`
+	GPULayers   int      `json:"gpu_layers"`
+	LayersTotal int      `json:"layers_total"` // blocks plus the output layer
+	CacheType   string   `json:"cache_type"`
+	Flags       []string `json:"flags,omitempty"`
+}
+
+// Limit is the resource that keeps a configuration from fitting.
+type Limit struct {
+	Domain    string `json:"domain"`
+	Shortfall int64  `json:"shortfall_bytes"`
+}
+
+// modelCache holds planner inputs already built in this process: derived
+// headers cost milliseconds each to synthesize, and they never change.
+var modelCache sync.Map // key -> *cachedModel
+
+type cachedModel struct {
+	once sync.Once
+	m    *arch.Model
+	err  error
+	size int64
+	c    costs
+}
+
+func loadModel(key string, build func() (*arch.Model, int64, error)) *cachedModel {
+	v, _ := modelCache.LoadOrStore(key, &cachedModel{})
+	cm := v.(*cachedModel)
+	cm.once.Do(func() {
+		cm.m, cm.size, cm.err = build()
+		if cm.err == nil {
+			cm.c = costsOf(cm.m)
+		}
+	})
+	return cm
+}
+
+// Model returns the planner's model of a variant: from the lock when the
+// variant is locked (inspected), else derived from the entry's shape and
+// recipe. An incompatible architecture is returned as arch's error.
+func Model(e *Entry, v Variant, lock *LockFile) (m *arch.Model, provenance string, size int64, err error) {
+	cm, prov := model(e, v, lock)
+	return cm.m, prov, cm.size, cm.err
+}
+
+func model(e *Entry, v Variant, lock *LockFile) (*cachedModel, string) {
+	if pkg, _ := lock.Lookup(e.ID, v); pkg != nil {
+		id := PackageID(pkg.Repo, pkg.Commit, pkg.Files[0].Name)
+		return loadModel("inspected/"+id, func() (*arch.Model, int64, error) {
+			m, err := pkg.Inputs.Arch()
+			return m, pkg.Size(), err
+		}), ProvenanceInspected
+	}
+	return loadModel("derived/"+e.ID+"/"+v.Quant, func() (*arch.Model, int64, error) {
+		s, err := e.Shape.Resolve()
+		if err != nil {
+			return nil, 0, err
+		}
+		g, err := DeriveModel(s, synth.Quant(v.Quant))
+		if err != nil {
+			return nil, 0, err
+		}
+		m, err := arch.FromGGUF(g)
+		return m, g.Size(), err
+	}), ProvenanceDerived
+}
+
+func planGoal(goal string) string {
+	switch goal {
+	case GoalSpeed:
+		return plan.GoalSpeed
+	case GoalContext:
+		return plan.GoalContext
+	}
+	return plan.GoalBalanced
+}
+
+// Recommend assesses every catalog configuration that passes the filters
+// on the machine and ranks them: fitting ones by the goal, then the ones
+// that do not fit (disabled, with the limiting domain and shortfall), then
+// incompatible ones. A disabled configuration never ranks above a fitting
+// one.
+func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Row, error) {
+	if o.Parallel < 1 {
+		o.Parallel = 1
+	}
+	if o.MinCtx <= 0 {
+		o.MinCtx = 4096
+	}
+	switch o.Goal {
+	case "":
+		o.Goal = GoalBalanced
+	case GoalQuality, GoalSpeed, GoalBalanced, GoalContext:
+	default:
+		return nil, fmt.Errorf("goal must be quality, speed, balanced or context, not %q", o.Goal)
+	}
+	var rows []Row
+	for i := range cat.Entries {
+		e := &cat.Entries[i]
+		if !wanted(e, o) {
+			continue
+		}
+		for _, v := range e.Variants {
+			r := Row{Entry: e.ID, Name: e.Name, Class: e.Class.Kind, ParamsB: e.Class.ParamsB, ActiveB: e.Class.ActiveParams,
+				Quant: v.Quant, Ref: v.Ref, Capabilities: e.Capabilities, License: e.License, CtxTrained: e.CtxTrained, Quality: e.Quality}
+			if r.Capabilities == nil {
+				r.Capabilities = []string{}
+			}
+			if e.Projector != nil {
+				r.Projector = "needed for images: " + e.Projector.Note
+			}
+			if d := e.Draft; d != nil {
+				r.Draft = d.Entry + " " + d.Quant + " (" + d.Reviewed + ")"
+			}
+			if pkg, lv := lock.Lookup(e.ID, v); pkg != nil {
+				r.Commit = pkg.Commit
+				if lv.Projector != nil {
+					r.Projector = lv.Projector.Name
+				}
+			}
+			rows = append(rows, r)
+		}
+	}
+	// Planner inputs, in parallel: the first call in a process derives
+	// every header.
+	workers := runtime.GOMAXPROCS(0)
+	parallel(len(rows), workers, func(i int) {
+		r := &rows[i]
+		e := cat.Entry(r.Entry)
+		cm, prov := model(e, *e.Variant(r.Quant), lock)
+		r.Provenance, r.SizeBytes, r.model, r.costs = prov, cm.size, cm.m, cm.c
+		r.SizeSource = map[string]string{ProvenanceDerived: "derived", ProvenanceInspected: "hub"}[prov]
+		switch {
+		case cm.err != nil && arch.IsIncompatible(cm.err):
+			r.Verdict, r.Reason = plan.Incompatible, strings.TrimPrefix(cm.err.Error(), "incompatible: ")
+		case cm.err != nil:
+			r.Verdict, r.Reason = plan.Incompatible, cm.err.Error()
+		}
+	})
+	mc := newMachine(snap, o.FitTarget)
+	_, gpus := plan.Devices(snap)
+	goal := planGoal(o.Goal)
+	for i := range rows {
+		r := &rows[i]
+		if r.Verdict != "" {
+			continue
+		}
+		est := screen(r.costs, mc, goal, o.Parallel, o.MinCtx)
+		total := r.costs.layers + 1
+		ngl := est.gpuLayers
+		if mc.unified && len(gpus) > 0 {
+			ngl = total
+		}
+		if !est.fits {
+			r.Verdict = plan.DoesNotFit
+			r.Limiting = &Limit{Domain: est.limiting, Shortfall: est.shortfall}
+			r.Reason = fmt.Sprintf("does not fit (estimate): %s short by %s at %d cells", est.limiting, gib(est.shortfall), est.ctx)
+			continue
+		}
+		r.Verdict, r.Enabled = plan.Fits, true
+		r.Plan = &RowPlan{Source: "estimate", CtxPerSlot: est.ctx, Slots: o.Parallel, GPULayers: ngl, LayersTotal: total, CacheType: "f16"}
+		r.Reason = "fits (estimate)"
+	}
+	rank(rows, o.Goal)
+	// Exact plans for the best-ranked fitting configurations.
+	var top []int
+	for i := range rows {
+		if rows[i].Enabled && (o.Exact < 0 || len(top) < o.Exact) {
+			top = append(top, i)
+		}
+	}
+	so := plan.DefaultSearch()
+	so.Goal, so.Parallel, so.MinCtx, so.FitTarget = goal, o.Parallel, o.MinCtx, o.FitTarget
+	var mu sync.Mutex
+	var firstErr error
+	parallel(len(top), workers, func(k int) {
+		r := &rows[top[k]]
+		p, err := plan.Search(r.model, snap, so)
+		if err != nil {
+			mu.Lock()
+			firstErr = err
+			mu.Unlock()
+			return
+		}
+		if p.Chosen == nil {
+			r.Verdict, r.Enabled, r.Plan = plan.DoesNotFit, false, nil
+			r.Reason = "does not fit: " + strings.Join(p.Explain, "; ")
+			if r.Limiting == nil {
+				r.Limiting = &Limit{Domain: mc.sysID}
+			}
+			return
+		}
+		c := p.Chosen
+		r.Plan = &RowPlan{Source: "search", CtxPerSlot: c.CtxPerSlot, Slots: c.Profile.Parallel, GPULayers: c.GPULayers,
+			LayersTotal: r.costs.layers + 1, CacheType: c.Profile.CacheK, Flags: c.Flags}
+		if c.Result != nil {
+			r.Reason = c.Result.Reason
+		}
+	})
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if len(top) > 0 {
+		rank(rows, o.Goal)
+	}
+	n := 0
+	for i := range rows {
+		if rows[i].Enabled {
+			n++
+			rows[i].Rank = n
+		}
+	}
+	return rows, nil
+}
+
+func wanted(e *Entry, o Options) bool {
+	for _, c := range o.Capabilities {
+		if !slices.Contains(e.Capabilities, c) {
+			return false
+		}
+	}
+	if len(o.Licenses) > 0 && !slices.Contains(o.Licenses, e.License) {
+		return false
+	}
+	return e.CtxTrained >= o.MinCtx
+}
+
+// rank orders rows: fitting ones by the goal, then those that do not fit
+// (smallest shortfall first), then incompatible ones; ties keep catalog
+// order.
+//
+// quality: the cited score, higher first; configurations without a score
+// come after all scored ones; among equal scores (or none), larger models
+// first (more active parameters for MoE), then the higher-fidelity
+// quantization, then more context. This is a tie-break, not a quality
+// claim: the output shows the score as null.
+// speed: more of the model on the GPU, then fewer active parameters (less
+// to read per token), then a smaller file. Until the speed package lands
+// this is the plan's GPU layers, not an estimate of tokens per second.
+// balanced: GPU share, then context, then model size.
+// context: context per slot, then GPU share, then model size.
+func rank(rows []Row, goal string) {
+	tier := func(r *Row) int {
+		switch {
+		case r.Enabled:
+			return 0
+		case r.Verdict == plan.DoesNotFit:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := &rows[i], &rows[j]
+		if ta, tb := tier(a), tier(b); ta != tb {
+			return ta < tb
+		}
+		if tier(a) == 1 {
+			return a.Limiting.Shortfall < b.Limiting.Shortfall
+		}
+		if tier(a) == 2 {
+			return false
+		}
+		gpuA, gpuB := gpuShare(a), gpuShare(b)
+		sizeA, sizeB := activeB(a), activeB(b)
+		switch goal {
+		case GoalQuality:
+			qa, qb := a.Quality != nil, b.Quality != nil
+			if qa != qb {
+				return qa
+			}
+			if qa && a.Quality.Score != b.Quality.Score {
+				return a.Quality.Score > b.Quality.Score
+			}
+			if sizeA != sizeB {
+				return sizeA > sizeB
+			}
+			if fa, fb := fidelity(a.Quant), fidelity(b.Quant); fa != fb {
+				return fa > fb
+			}
+			return a.Plan.CtxPerSlot > b.Plan.CtxPerSlot
+		case GoalSpeed:
+			if gpuA != gpuB {
+				return gpuA > gpuB
+			}
+			if sizeA != sizeB {
+				return sizeA < sizeB
+			}
+			return a.SizeBytes < b.SizeBytes
+		case GoalContext:
+			if a.Plan.CtxPerSlot != b.Plan.CtxPerSlot {
+				return a.Plan.CtxPerSlot > b.Plan.CtxPerSlot
+			}
+			if gpuA != gpuB {
+				return gpuA > gpuB
+			}
+			return sizeA > sizeB
+		}
+		if gpuA != gpuB {
+			return gpuA > gpuB
+		}
+		if a.Plan.CtxPerSlot != b.Plan.CtxPerSlot {
+			return a.Plan.CtxPerSlot > b.Plan.CtxPerSlot
+		}
+		return sizeA > sizeB
+	})
+}
+
+// gpuShare is the fraction of layers on the GPU, in tenths so that near
+// equal splits tie (1 without any GPU, where nothing can be offloaded).
+func gpuShare(r *Row) int {
+	if r.Plan.LayersTotal == 0 {
+		return 0
+	}
+	return 10 * r.Plan.GPULayers / r.Plan.LayersTotal
+}
+
+func activeB(r *Row) float64 {
+	if r.ActiveB != nil {
+		return *r.ActiveB
+	}
+	return r.ParamsB
+}
+
+// fidelity orders recipes by bits per weight.
+func fidelity(q string) int {
+	switch q {
+	case "F16":
+		return 3
+	case "Q8_0":
+		return 2
+	}
+	return 1
+}
+
+func parallel(n, workers int, f func(int)) {
+	if n == 0 {
+		return
+	}
+	workers = max(1, min(workers, n))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }

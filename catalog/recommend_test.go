@@ -1,0 +1,147 @@
+package catalog
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+func machine_(t testing.TB, preset string) *hw.Snapshot {
+	t.Helper()
+	s, err := hw.LoadMachine(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func emptyLock(t testing.TB) *LockFile {
+	t.Helper()
+	l, err := LoadLock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Packages) != 0 || len(l.Variants) != 0 {
+		t.Fatalf("the committed lock must be empty until a lock run reaches the Hub")
+	}
+	return l
+}
+
+func TestRecommendOrder(t *testing.T) {
+	cat, lock := mustLoad(t), emptyLock(t)
+	for _, tc := range []struct {
+		preset, goal string
+	}{{"rtx-4090", GoalBalanced}, {"rtx-4090", GoalQuality}, {"cpu-32", GoalSpeed}, {"m4-max-64", GoalContext}, {"rtx-3060-12", GoalQuality}} {
+		t.Run(tc.preset+"/"+tc.goal, func(t *testing.T) {
+			o := DefaultOptions()
+			o.Goal, o.Exact = tc.goal, 1
+			rows, err := Recommend(cat, lock, machine_(t, tc.preset), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seenDisabled, fits, notFit := false, 0, 0
+			for i, r := range rows {
+				if r.Provenance != ProvenanceDerived || r.SizeSource != "derived" || r.Commit != "" {
+					t.Errorf("%s %s: provenance %q, size %q, commit %q with an empty lock", r.Entry, r.Quant, r.Provenance, r.SizeSource, r.Commit)
+				}
+				if r.Speed != nil {
+					t.Errorf("%s: Recommend itself estimates no speed (EstimateSpeed does)", r.Entry)
+				}
+				switch {
+				case r.Enabled:
+					fits++
+					if seenDisabled {
+						t.Errorf("row %d (%s %s) fits but ranks below a disabled one", i, r.Entry, r.Quant)
+					}
+					if r.Verdict != plan.Fits || r.Plan == nil || r.Rank != fits || r.Limiting != nil {
+						t.Errorf("%s %s: enabled row %+v", r.Entry, r.Quant, r)
+					}
+				default:
+					seenDisabled = true
+					if r.Rank != 0 || r.Plan != nil {
+						t.Errorf("%s %s: a disabled row has rank %d and plan %v", r.Entry, r.Quant, r.Rank, r.Plan)
+					}
+					if r.Verdict == plan.DoesNotFit {
+						notFit++
+						if r.Limiting == nil || r.Limiting.Domain == "" {
+							t.Errorf("%s %s: no limiting domain", r.Entry, r.Quant)
+						}
+					}
+				}
+			}
+			if fits == 0 || notFit == 0 {
+				t.Errorf("%d fit and %d do not; a preset should show both", fits, notFit)
+			}
+			if rows[0].Plan.Source != "search" {
+				t.Errorf("the top row's plan is %q, want search", rows[0].Plan.Source)
+			}
+		})
+	}
+}
+
+func TestRecommendFilters(t *testing.T) {
+	cat, lock := mustLoad(t), emptyLock(t)
+	snap := machine_(t, "rtx-4090")
+	for _, tc := range []struct {
+		name string
+		o    func(*Options)
+		ok   func(Row) bool
+	}{
+		{"vision", func(o *Options) { o.Capabilities = []string{"vision"} }, func(r Row) bool { return slices.Contains(r.Capabilities, "vision") }},
+		{"min-ctx", func(o *Options) { o.MinCtx = 32768 }, func(r Row) bool { return r.CtxTrained >= 32768 && (r.Plan == nil || r.Plan.CtxPerSlot >= 32768) }},
+		{"license", func(o *Options) { o.Licenses = []string{"apache-2.0", "mit"} }, func(r Row) bool { return r.License == "apache-2.0" || r.License == "mit" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			o.Exact = 0
+			tc.o(&o)
+			rows, err := Recommend(cat, lock, snap, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) == 0 {
+				t.Fatal("the filter left nothing")
+			}
+			for _, r := range rows {
+				if !tc.ok(r) {
+					t.Errorf("%s %s passed the filter", r.Entry, r.Quant)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRecommend ranks the whole catalog on an RTX 4090 preset as
+// 'headroom recommend' does by default: the screen for every
+// configuration and plan.Search for the top one. Derived headers are
+// built once per process (the first call pays ~1 s for all of them) and
+// are warm here, as they are for a server; the search is not cached.
+func BenchmarkRecommend(b *testing.B) {
+	benchRecommend(b, "rtx-4090", DefaultOptions().Exact)
+}
+
+// BenchmarkRecommendScreen is the same without any plan.Search.
+func BenchmarkRecommendScreen(b *testing.B) { benchRecommend(b, "rtx-4090", 0) }
+
+// BenchmarkRecommendCPU is the default on a CPU-only preset, where the
+// accountant replays llama.cpp's graph allocator for dense models.
+func BenchmarkRecommendCPU(b *testing.B) { benchRecommend(b, "cpu-32", DefaultOptions().Exact) }
+
+func benchRecommend(b *testing.B, preset string, exact int) {
+	cat, lock := mustLoad(b), emptyLock(b)
+	snap := machine_(b, preset)
+	o := DefaultOptions()
+	o.Exact = exact
+	if _, err := Recommend(cat, lock, snap, o); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Recommend(cat, lock, snap, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
