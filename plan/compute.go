@@ -102,6 +102,20 @@ func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Devi
 	for _, d := range layerDev {
 		used[d] = true
 	}
+	// The output projection runs where its weight lives, which is the CPU
+	// when the output layer stays there or the weight is too large for
+	// the device.
+	outHome := weightHomes(m, p, cpu, gpus, layerDev)["output.weight"].device
+	if outHome == "" {
+		outHome = layerDev[m.NLayer]
+	}
+	used[outHome] = true
+	// With layers in host memory and a batch of 32 or more, the scheduler
+	// offloads their matrix multiplications to the first GPU, which then
+	// needs a compute buffer even with no layer of its own.
+	if used[cpu.Name] && c.NUBatch >= 32 {
+		used[gpus[0].Name] = true
+	}
 	for _, g := range gpus {
 		if used[g.Name] {
 			out = append(out, Buffer{Device: g.Name, BufferType: g.Name, Kind: "compute", Bytes: peak, Note: computeNote})
