@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/internal/synth"
 )
 
@@ -21,27 +20,11 @@ func model(t testing.TB, shape string, q synth.Quant) *arch.Model {
 // file: header bytes, then zeros, so even a 70B shape costs a few MiB.
 func shapeQuantModel(t testing.TB, s synth.Shape, q synth.Quant) *arch.Model {
 	t.Helper()
-	b, err := synth.Build(s, q)
+	m, err := synth.Model(s, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, size, err := b.ReaderAt()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Read(r, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gm, err := gguf.NewModel(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := arch.FromGGUF(gm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return m
 }
 
 // mib converts llama.cpp's printed "%8.2f MiB" back to the bytes range it

@@ -1,7 +1,6 @@
 package speed
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -16,31 +15,11 @@ import (
 // header bytes, then zeros, so a 70B shape costs a few MiB.
 func shapeModel(t testing.TB, s synth.Shape, q synth.Quant) *arch.Model {
 	t.Helper()
-	b, err := synth.Build(s, q)
+	m, err := synth.Model(s, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hdr bytes.Buffer
-	if err := b.WriteHeader(&hdr); err != nil {
-		t.Fatal(err)
-	}
-	layout, err := b.Layout()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Read(zeroTail{hdr.Bytes()}, layout.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gm, err := gguf.NewModel(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := arch.FromGGUF(gm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return m
 }
 
 // namedModel builds one of synth's built-in shapes.
@@ -51,18 +30,6 @@ func namedModel(t testing.TB, name string, q synth.Quant) *arch.Model {
 		t.Fatalf("no shape %s", name)
 	}
 	return shapeModel(t, s, q)
-}
-
-// zeroTail is a file of header bytes followed by zeros.
-type zeroTail struct{ hdr []byte }
-
-func (z zeroTail) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	if off < int64(len(z.hdr)) {
-		n = copy(p, z.hdr[off:])
-	}
-	clear(p[n:])
-	return len(p), nil
 }
 
 // retypeQ4_0 turns an F16 model into the layout llama.cpp's quantizer
