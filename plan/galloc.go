@@ -36,6 +36,9 @@ type gtensor struct {
 	dev    string
 	input  bool
 	output bool
+	// gather marks GET_ROWS, which GPU backends never take from the host
+	// by op offload (a lookup reads a few rows, a copy would move them all).
+	gather bool
 }
 
 // graph is a description of a ggml compute graph: leafs and nodes in the

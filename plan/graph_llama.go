@@ -126,6 +126,7 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	// it first and never frees it.
 	vecEmbd := b.input("inp_embd", gguf.TypeF32, [4]int64{embd, T})
 	inpL := b.f32("embd", opOther, [4]int64{embd, T}, tokEmbd, tokens)
+	inpL.gather = true
 	b.g.expand(inpL)
 	b.g.expand(vecEmbd)
 	pos := b.input("inp_pos", gguf.TypeI32, [4]int64{T})

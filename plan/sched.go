@@ -82,7 +82,7 @@ func assign(g *graph, o schedOptions) {
 				n.dev = owner.home
 			case isGPU(owner.home):
 				n.dev = owner.home
-			case o.offload && len(o.gpus) > 0 && n.name != "embd" &&
+			case o.offload && len(o.gpus) > 0 && !n.gather &&
 				(o.maxAlloc[o.gpus[0]] == 0 || owner.bytes <= o.maxAlloc[o.gpus[0]]):
 				n.dev = o.gpus[0]
 			default:
