@@ -97,21 +97,16 @@ type Speed struct {
 	Calibrated bool `json:"calibrated"`
 }
 
-// EstimateSpeed fills Speed for the first n enabled rows that have a plan,
-// by accounting the plan and estimating decode and prefill speed. It is
-// kept out of Recommend because accounting every row costs milliseconds
-// each.
-func EstimateSpeed(rows []Row, snap *hw.Snapshot, n int) {
+// estimateSpeed fills Speed for every enabled row with a plan: where the
+// plan puts each layer and cache (plan.Place, without the compute replay)
+// and the speed package's estimate of decode and prefill.
+func estimateSpeed(rows []Row, snap *hw.Snapshot) {
 	cpu, gpus := plan.Devices(snap)
 	for i := range rows {
 		r := &rows[i]
-		if n <= 0 {
-			return
-		}
 		if !r.Enabled || r.Plan == nil || r.model == nil {
 			continue
 		}
-		n--
 		p := plan.Defaults()
 		p.Parallel = max(r.Plan.Slots, 1)
 		p.Ctx = r.Plan.CtxPerSlot * p.Parallel
@@ -119,7 +114,7 @@ func EstimateSpeed(rows []Row, snap *hw.Snapshot, n int) {
 		if r.Plan.CacheType != "" && r.Plan.CacheType != "f16" {
 			p.CacheK, p.CacheV, p.FlashAttn = r.Plan.CacheType, r.Plan.CacheType, plan.FlashOn
 		}
-		res, err := plan.Account(r.model, p, cpu, gpus)
+		res, err := plan.Place(r.model, p, cpu, gpus)
 		if err != nil {
 			continue
 		}
@@ -300,6 +295,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		r.Plan = &RowPlan{Source: "estimate", CtxPerSlot: est.ctx, Slots: o.Parallel, GPULayers: ngl, LayersTotal: total, CacheType: "f16"}
 		r.Reason = "fits (estimate)"
 	}
+	estimateSpeed(rows, snap)
 	rank(rows, o.Goal)
 	// Exact plans for the best-ranked fitting configurations.
 	var top []int
@@ -340,6 +336,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		return nil, firstErr
 	}
 	if len(top) > 0 {
+		estimateSpeed(rows, snap)
 		rank(rows, o.Goal)
 	}
 	n := 0
@@ -373,10 +370,11 @@ func wanted(e *Entry, o Options) bool {
 // first (more active parameters for MoE), then the higher-fidelity
 // quantization, then more context. This is a tie-break, not a quality
 // claim: the output shows the score as null.
-// speed: more of the model on the GPU, then fewer active parameters (less
-// to read per token), then a smaller file. Until the speed package lands
-// this is the plan's GPU layers, not an estimate of tokens per second.
-// balanced: GPU share, then context, then model size.
+// speed: the estimated decode speed (known estimates first), then model
+// size.
+// balanced: configurations that decode at least usableTPS tokens per
+// second first, best quality among them (cited score, else model size and
+// quantization fidelity), then context; slower ones after, fastest first.
 // context: context per slot, then GPU share, then model size.
 func rank(rows []Row, goal string) {
 	tier := func(r *Row) int {
@@ -418,13 +416,15 @@ func rank(rows []Row, goal string) {
 			}
 			return a.Plan.CtxPerSlot > b.Plan.CtxPerSlot
 		case GoalSpeed:
-			if gpuA != gpuB {
-				return gpuA > gpuB
+			da, ka := decode(a)
+			db, kb := decode(b)
+			if ka != kb {
+				return ka
 			}
-			if sizeA != sizeB {
-				return sizeA < sizeB
+			if da != db {
+				return da > db
 			}
-			return a.SizeBytes < b.SizeBytes
+			return sizeA > sizeB
 		case GoalContext:
 			if a.Plan.CtxPerSlot != b.Plan.CtxPerSlot {
 				return a.Plan.CtxPerSlot > b.Plan.CtxPerSlot
@@ -434,14 +434,41 @@ func rank(rows []Row, goal string) {
 			}
 			return sizeA > sizeB
 		}
-		if gpuA != gpuB {
-			return gpuA > gpuB
+		da, _ := decode(a)
+		db, _ := decode(b)
+		if ua, ub := da >= usableTPS, db >= usableTPS; ua != ub {
+			return ua
+		} else if !ua && da != db {
+			return da > db
 		}
-		if a.Plan.CtxPerSlot != b.Plan.CtxPerSlot {
-			return a.Plan.CtxPerSlot > b.Plan.CtxPerSlot
+		qa, qb := a.Quality != nil, b.Quality != nil
+		if qa != qb {
+			return qa
 		}
-		return sizeA > sizeB
+		if qa && a.Quality.Score != b.Quality.Score {
+			return a.Quality.Score > b.Quality.Score
+		}
+		if a.ParamsB != b.ParamsB {
+			return a.ParamsB > b.ParamsB
+		}
+		if fa, fb := fidelity(a.Quant), fidelity(b.Quant); fa != fb {
+			return fa > fb
+		}
+		return a.Plan.CtxPerSlot > b.Plan.CtxPerSlot
 	})
+}
+
+// usableTPS is the decode speed below which a configuration, however
+// good, ranks after every faster one in the balanced goal: slower than
+// this, a reply of a few hundred tokens takes most of a minute.
+const usableTPS = 10
+
+// decode is a row's estimated decode speed, and whether it is known.
+func decode(r *Row) (float64, bool) {
+	if r.Speed == nil || r.Speed.DecodeTokensPerSec == nil {
+		return 0, false
+	}
+	return *r.Speed.DecodeTokensPerSec, true
 }
 
 // gpuShare is the fraction of layers on the GPU, in tenths so that near

@@ -46,8 +46,8 @@ func TestRecommendOrder(t *testing.T) {
 				if r.Provenance != ProvenanceDerived || r.SizeSource != "derived" || r.Commit != "" {
 					t.Errorf("%s %s: provenance %q, size %q, commit %q with an empty lock", r.Entry, r.Quant, r.Provenance, r.SizeSource, r.Commit)
 				}
-				if r.Speed != nil {
-					t.Errorf("%s: Recommend itself estimates no speed (EstimateSpeed does)", r.Entry)
+				if r.Enabled && r.Speed == nil {
+					t.Errorf("%s %s: a fitting row has no speed estimate", r.Entry, r.Quant)
 				}
 				switch {
 				case r.Enabled:
@@ -68,6 +68,22 @@ func TestRecommendOrder(t *testing.T) {
 						if r.Limiting == nil || r.Limiting.Domain == "" {
 							t.Errorf("%s %s: no limiting domain", r.Entry, r.Quant)
 						}
+					}
+				}
+			}
+			// The goal orders the fitting rows: by decode speed for speed,
+			// usable speed first for balanced.
+			for i := 1; i < len(rows) && rows[i].Enabled; i++ {
+				da, ka := decode(&rows[i-1])
+				db, kb := decode(&rows[i])
+				switch tc.goal {
+				case GoalSpeed:
+					if kb && (!ka || db > da) {
+						t.Errorf("speed goal: %s (%.1f tok/s) ranks above %s (%.1f)", rows[i-1].Entry, da, rows[i].Entry, db)
+					}
+				case GoalBalanced:
+					if da < usableTPS && db >= usableTPS {
+						t.Errorf("balanced goal: %s at %.1f tok/s ranks above %s at %.1f", rows[i-1].Entry, da, rows[i].Entry, db)
 					}
 				}
 			}

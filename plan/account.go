@@ -29,18 +29,28 @@ type Result struct {
 
 // Account places the model on the CPU and GPUs and lists every buffer.
 func Account(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error) {
+	r, err := Place(m, p, cpu, gpus)
+	if err != nil {
+		return nil, err
+	}
+	r.Buffers = append(r.Buffers, computeBuffers(m, r.Context, p, cpu, gpus, r.LayerDevice)...)
+	return r, nil
+}
+
+// Place is Account without compute buffers: layer placement, weights,
+// caches and the output buffer. It is for estimates that need where
+// things live but not the graph replay (speed, ranking many candidates).
+func Place(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error) {
 	ctx, err := resolveContext(p, m.CtxTrain, true)
 	if err != nil {
 		return nil, err
 	}
 	r := &Result{Context: ctx}
 	r.LayerDevice = placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
-	w := weights(m, p, cpu, gpus, r.LayerDevice)
-	r.Buffers = append(r.Buffers, w...)
+	r.Buffers = append(r.Buffers, weights(m, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
-	r.Buffers = append(r.Buffers, computeBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	return r, nil
 }
 

@@ -32,8 +32,9 @@ them inspected.
 
 Goals: quality (the cited score; null scores after known ones), speed (GPU
 share, then fewer active parameters), balanced (GPU share, then context),
-context (context per slot). The first rows carry an estimated decode speed
-(docs/speed.md); speed does not yet take part in the ranking.
+context (context per slot). Every fitting row carries an estimated decode
+speed (docs/speed.md); balanced puts configurations of at least 10 tokens/s
+first, best quality (model size while no score is cited) among them.
 
 Examples:
   headroom recommend
@@ -82,9 +83,6 @@ Examples:
 		return err
 	}
 	rows, err := catalog.Recommend(cat, lock, snap, o)
-	if err == nil {
-		catalog.EstimateSpeed(rows, snap, speedRows)
-	}
 	if err != nil {
 		return err
 	}
@@ -96,7 +94,7 @@ Examples:
 			Machine string        `json:"machine"`
 			Speed   string        `json:"speed"`
 			Rows    []catalog.Row `json:"configurations"`
-		}{o.Goal, machineName(*machine), fmt.Sprintf("decode speed estimated for the first %d fitting rows, one sequence, empty context (docs/speed.md)", speedRows), rows})
+		}{o.Goal, machineName(*machine), "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", rows})
 	}
 	printRecommend(env.Stdout, rows, o, machineName(*machine), *all)
 	return nil
@@ -169,7 +167,7 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, machine 
 		}
 	}
 	fmt.Fprintln(w, "\n~ estimate (closed form; --exact N plans more buffer by buffer). inputs: derived = from the public config and quant recipe, inspected = from the locked GGUF header.")
-	fmt.Fprintf(w, "tok/s: estimated decode speed of one sequence at an empty context for the first %d rows (? uncalibrated backend, - not estimated; docs/speed.md).\n", speedRows)
+	fmt.Fprintln(w, "tok/s: estimated decode speed of one sequence at an empty context (? uncalibrated backend; docs/speed.md).")
 }
 
 func disabledWhy(r catalog.Row) string {
@@ -231,10 +229,6 @@ standard output); commit it as catalog/lock.json to ship it.`)
 	}
 	return f.Close()
 }
-
-// speedRows is how many top rows get a speed estimate (each costs an
-// accounting of the plan).
-const speedRows = 12
 
 func decodeCell(s *catalog.Speed) string {
 	switch {

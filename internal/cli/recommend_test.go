@@ -53,7 +53,7 @@ func TestRecommendJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(got.Speed, "decode speed estimated for the first") || len(got.Rows) == 0 {
+	if !strings.HasPrefix(got.Speed, "decode speed estimated for every fitting row") || len(got.Rows) == 0 {
 		t.Fatalf("speed %q, %d rows", got.Speed, len(got.Rows))
 	}
 	withSpeed := 0
