@@ -63,6 +63,10 @@ type ProbeOptions struct {
 	// native evidence of what the engine will see. Empty means
 	// "llama-server" on PATH; "-" skips it.
 	LlamaServer string
+	// MeasureBandwidth, when set, is called for a system or unified
+	// domain whose bandwidth no specification gave (MeasureBandwidth in
+	// this package is the real one); nil leaves it unknown.
+	MeasureBandwidth func(context.Context) (gbps float64, how string, err error)
 }
 
 // Probe takes a snapshot of this machine. Each probe is small and
@@ -112,6 +116,20 @@ func Probe(ctx context.Context, opts ProbeOptions) (*Snapshot, error) {
 	}
 	s := m.assemble()
 	s.Host, s.Taken = opts.Host, opts.Now.UTC().Truncate(time.Second)
+	if opts.MeasureBandwidth != nil {
+		for i := range s.Domains {
+			d := &s.Domains[i]
+			if d.BandwidthGBps != 0 || (d.Kind != KindSystem && d.Kind != KindUnified) {
+				continue
+			}
+			gbps, how, err := opts.MeasureBandwidth(ctx)
+			if err != nil {
+				s.Notes = append(s.Notes, fmt.Sprintf("%s bandwidth unknown: %v", d.ID, err))
+				continue
+			}
+			d.BandwidthGBps, d.BandwidthSource = float64(int(gbps*10))/10, how
+		}
+	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("hw: the probed snapshot is inconsistent (a bug): %w", err)
 	}

@@ -266,3 +266,34 @@ func TestParseMac(t *testing.T) {
 		t.Errorf("vm_stat without a page size should not be read")
 	}
 }
+
+// A measured bandwidth fills only domains no specification covered, and
+// says where it came from.
+func TestProbeMeasuresUnknownBandwidth(t *testing.T) {
+	dir := filepath.Join("testdata", "probe", "cpu-cgroup2")
+	calls := 0
+	s, err := Probe(context.Background(), ProbeOptions{
+		Root: os.DirFS(filepath.Join(dir, "root")), Runner: fakeRunner{filepath.Join(dir, "cmd")}, GOOS: "linux", Host: "t",
+		MeasureBandwidth: func(context.Context) (float64, string, error) {
+			calls++
+			return 41.27, "measured here: test", nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Domain("ram")
+	if calls != 1 || d.BandwidthGBps != 41.2 || d.BandwidthSource != "measured here: test" {
+		t.Errorf("calls %d, bandwidth %g from %q", calls, d.BandwidthGBps, d.BandwidthSource)
+	}
+}
+
+func TestMeasureBandwidth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 256 MiB")
+	}
+	gbps, how, err := MeasureBandwidth(context.Background())
+	if err != nil || gbps <= 0.1 || !strings.Contains(how, "measured here") {
+		t.Errorf("%g GB/s, %q, %v", gbps, how, err)
+	}
+}

@@ -157,7 +157,7 @@ func loadMachine(ctx context.Context, ref string) (*hw.Snapshot, error) {
 	if ref != "" {
 		return hw.LoadMachine(ref)
 	}
-	return hw.Probe(ctx, hw.ProbeOptions{})
+	return hw.Probe(ctx, hw.ProbeOptions{MeasureBandwidth: hw.MeasureBandwidth})
 }
 
 func runFit(ctx context.Context, env Env, args []string) error {

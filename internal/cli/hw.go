@@ -63,7 +63,7 @@ Examples:
 	if *machine != "" {
 		s, err = hw.LoadMachine(*machine)
 	} else {
-		s, err = hw.Probe(ctx, hw.ProbeOptions{LlamaServer: *llama})
+		s, err = hw.Probe(ctx, hw.ProbeOptions{LlamaServer: *llama, MeasureBandwidth: hw.MeasureBandwidth})
 	}
 	if err != nil {
 		return err
