@@ -1,0 +1,78 @@
+package plan
+
+import (
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+)
+
+// LlamaFit is the result llama.cpp's own --fit would reach, by its rules
+// (common/fit.cpp), with headroom's accountant in place of its virtual
+// loads. It exists to compare plans: headroom's must keep at least the
+// context and GPU layers llama.cpp's fit keeps.
+type LlamaFit struct {
+	Ctx       int  `json:"ctx"`
+	GPULayers int  `json:"gpu_layers"`
+	Fits      bool `json:"fits"`
+}
+
+// FitLikeLlamaCpp applies llama.cpp's fit steps for a model left at its
+// defaults (-c 0, -ngl auto): keep the trained context and every layer if
+// that leaves the target free; otherwise reduce the context, in steps of
+// 256 cells per stream but not below the minimum, with every layer on the
+// GPUs; otherwise, at the minimum context, fill layers back to front. Where
+// llama.cpp interpolates between measurements, this searches exactly, so it
+// finds at least what llama.cpp finds.
+func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target int64) LlamaFit {
+	cpu, gpus := Devices(s)
+	base := Defaults()
+	base.Parallel, base.KVUnified = max(parallel, 1), false
+	all := GPULayersAuto
+	if len(gpus) == 0 {
+		all = 0
+	}
+	fits := func(ctx, ngl int) bool {
+		p := base
+		p.Ctx, p.GPULayers = ctx*base.Parallel, ngl
+		a, err := assessOnce(m, p, s, cpu, gpus)
+		return err == nil && a.Verdict == Fits && minMargin(a) >= target
+	}
+	train := m.CtxTrain
+	if train <= 0 {
+		train = minCtx
+	}
+	minCtx = min(minCtx, train)
+	full := m.NLayer + 1
+	if len(gpus) == 0 {
+		full = 0
+	}
+	if fits(train, all) {
+		return LlamaFit{Ctx: train, GPULayers: full, Fits: true}
+	}
+	// Reduce the context with every layer on the GPUs.
+	lo, hi := minCtx/256, train/256
+	if fits(lo*256, all) {
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if fits(mid*256, all) {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		return LlamaFit{Ctx: lo * 256, GPULayers: full, Fits: true}
+	}
+	// Fill layers at the minimum context.
+	nlo, nhi := -1, full
+	for nlo < nhi {
+		mid := (nlo + nhi + 1) / 2
+		if fits(minCtx, mid) {
+			nlo = mid
+		} else {
+			nhi = mid - 1
+		}
+	}
+	if nlo < 0 {
+		return LlamaFit{Ctx: minCtx}
+	}
+	return LlamaFit{Ctx: minCtx, GPULayers: nlo, Fits: true}
+}
