@@ -57,3 +57,29 @@ func BenchmarkFit120BMoE(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlan120BMoE searches the best plan for a gpt-oss-120b-shaped
+// model over two RTX 3090s and system RAM.
+func BenchmarkPlan120BMoE(b *testing.B) {
+	s, ok := synth.Lookup("gpt-oss-20b")
+	if !ok {
+		b.Skip("no gpt-oss shape")
+	}
+	s.Name, s.Layers = "gpt-oss-120b", 36
+	moe := *s.MoE
+	moe.Experts = 128
+	s.MoE = &moe
+	m := shapeQuantModel(b, s, synth.MXFP4_MOE)
+	snap, err := hw.LoadMachine("2x-rtx-3090")
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := DefaultSearch()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := Search(m, snap, o)
+		if err != nil || p.Chosen == nil {
+			b.Fatalf("%v %v", err, p)
+		}
+	}
+}

@@ -247,7 +247,15 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		align[g.Name] = g.alignment()
 	}
 	peak := map[string]int64{}
-	for _, tokens := range []int{c.NUBatch, c.NSeq} {
+	// As on the CPU, the one-token-per-sequence graph only matters when
+	// there are more sequences than micro-batch tokens: every tensor the
+	// allocator places grows with the token count, and without op offload
+	// it copies no weights.
+	graphs := []int{c.NUBatch}
+	if c.NSeq > c.NUBatch {
+		graphs = append(graphs, c.NSeq)
+	}
+	for _, tokens := range graphs {
 		o.offload = tokens >= 32
 		g := llamaGraphOn(m, c, tokens, &gb{cpu: cpu.Name, homes: homes, kvDev: kv})
 		assign(g, o)
