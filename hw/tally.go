@@ -14,12 +14,15 @@ const (
 
 // Charge is one allocation the planner expects llama.cpp to make: on a
 // device view or buffer type as llama.cpp names it (CUDA0, CPU_Mapped,
-// CUDA_Host, MTL0), of one kind, of Bytes bytes. A charge is compared whole
-// with the device's largest single allocation, so charge by allocation.
+// CUDA_Host, MTL0), of one kind, of Bytes bytes. ggml splits a buffer
+// larger than a device allows into several allocations, so what a device's
+// largest binding limits is the largest single tensor in the charge,
+// Largest (0 when unknown or already kept within the limit).
 type Charge struct {
-	Device string `json:"device"`
-	Kind   string `json:"kind"`
-	Bytes  int64  `json:"bytes"`
+	Device  string `json:"device"`
+	Kind    string `json:"kind"`
+	Bytes   int64  `json:"bytes"`
+	Largest int64  `json:"largest_bytes,omitempty"`
 }
 
 // DomainUse is one domain's breakdown, in the shape of the domains entries
@@ -41,8 +44,8 @@ type DomainUse struct {
 // has room.
 type Breach struct {
 	Device string `json:"device"`
-	// Limit is "max_alloc" (one charge is larger than the device's largest
-	// single allocation) or "device_total" (the device's charges add up to
+	// Limit is "max_alloc" (a charge holds a tensor larger than the
+	// device's largest binding) or "device_total" (the device's charges add up to
 	// more than the backend reports as its total, e.g. Metal's working set).
 	Limit   string `json:"limit"`
 	Bytes   int64  `json:"bytes"`
@@ -108,8 +111,8 @@ func (s *Snapshot) Tally(charges []Charge) (*Tally, error) {
 			return nil, fmt.Errorf("hw: charges[%d] (%s): kind is %q, expected %s, %s, %s or %s",
 				i, c.Device, c.Kind, ChargeModel, ChargeContext, ChargeCompute, ChargeAuxiliary)
 		}
-		if dev.MaxAlloc > 0 && c.Bytes > dev.MaxAlloc {
-			t.Breaches = append(t.Breaches, Breach{Device: dev.Name, Limit: "max_alloc", Bytes: c.Bytes, Allowed: dev.MaxAlloc})
+		if dev.MaxAlloc > 0 && c.Largest > dev.MaxAlloc {
+			t.Breaches = append(t.Breaches, Breach{Device: dev.Name, Limit: "max_alloc", Bytes: c.Largest, Allowed: dev.MaxAlloc})
 		}
 		if _, seen := perDevice[dev.Name]; !seen {
 			order = append(order, dev.Name)

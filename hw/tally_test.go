@@ -23,9 +23,9 @@ func TestTally(t *testing.T) {
 			name:   "Mac: CPU and MTL0 charge one unified pool",
 			preset: "m4-max-128",
 			charges: []Charge{
-				{"CPU_Mapped", ChargeModel, 1 * gib30}, {"MTL0", ChargeModel, 60 * gib30},
-				{"MTL0", ChargeContext, 8 * gib30}, {"MTL0", ChargeCompute, 2 * gib30}, {"CPU", ChargeCompute, gib30 / 2},
-				{"CPU", ChargeAuxiliary, gib30 / 4},
+				{"CPU_Mapped", ChargeModel, 1 * gib30, 0}, {"MTL0", ChargeModel, 60 * gib30, 0},
+				{"MTL0", ChargeContext, 8 * gib30, 0}, {"MTL0", ChargeCompute, 2 * gib30, 0}, {"CPU", ChargeCompute, gib30 / 2, 0},
+				{"CPU", ChargeAuxiliary, gib30 / 4, 0},
 			},
 			domains:  map[string][4]int64{"unified": {61 * gib30, 8 * gib30, 2*gib30 + gib30/2, gib30 / 4}},
 			fits:     true,
@@ -35,9 +35,9 @@ func TestTally(t *testing.T) {
 			name:   "2x3090: three domains, the second card over",
 			preset: "2x-rtx-3090",
 			charges: []Charge{
-				{"CPU_Mapped", ChargeModel, gib30}, {"CUDA_Host", ChargeCompute, gib30 / 8},
-				{"CUDA0", ChargeModel, 20 * gib30}, {"CUDA0", ChargeContext, 2 * gib30},
-				{"CUDA1", ChargeModel, 22 * gib30}, {"CUDA1", ChargeContext, 2 * gib30}, {"CUDA1", ChargeCompute, gib30},
+				{"CPU_Mapped", ChargeModel, gib30, 0}, {"CUDA_Host", ChargeCompute, gib30 / 8, 0},
+				{"CUDA0", ChargeModel, 20 * gib30, 0}, {"CUDA0", ChargeContext, 2 * gib30, 0},
+				{"CUDA1", ChargeModel, 22 * gib30, 0}, {"CUDA1", ChargeContext, 2 * gib30, 0}, {"CUDA1", ChargeCompute, gib30, 0},
 			},
 			domains: map[string][4]int64{
 				"ram":  {gib30, 0, gib30 / 8, 0},
@@ -50,7 +50,7 @@ func TestTally(t *testing.T) {
 		{
 			name:     "Mac: Metal's working set is a device-local limit",
 			preset:   "m4-16",
-			charges:  []Charge{{"MTL0", ChargeModel, 11 * gib30}},
+			charges:  []Charge{{"MTL0", ChargeModel, 11 * gib30, 0}},
 			domains:  map[string][4]int64{"unified": {11 * gib30, 0, 0, 0}},
 			fits:     false,
 			limiting: "unified",
@@ -99,7 +99,7 @@ func TestTally(t *testing.T) {
 func TestTallyUnifiedAvailable(t *testing.T) {
 	// The usable share, not the capacity, is what a unified pool offers.
 	s := mustPreset(t, "strix-halo-128")
-	got, err := s.Tally([]Charge{{"Vulkan0", ChargeModel, 70 * gib30}})
+	got, err := s.Tally([]Charge{{"Vulkan0", ChargeModel, 70 * gib30, 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestTallyUnifiedAvailable(t *testing.T) {
 		t.Errorf("Strix Halo at default GTT: %+v", u)
 	}
 	s = mustPreset(t, "strix-halo-128-gtt96")
-	if got, _ := s.Tally([]Charge{{"ROCm0", ChargeModel, 70 * gib30}}); !got.Fits {
+	if got, _ := s.Tally([]Charge{{"ROCm0", ChargeModel, 70 * gib30, 0}}); !got.Fits {
 		t.Errorf("Strix Halo with GTT at 96 GiB should fit 70 GiB: %+v", got)
 	}
 }
@@ -115,7 +115,9 @@ func TestTallyUnifiedAvailable(t *testing.T) {
 func TestTallyMaxAlloc(t *testing.T) {
 	s := mustPreset(t, "rtx-4090")
 	s.Device("Vulkan0").MaxAlloc = 4 * gib30
-	got, err := s.Tally([]Charge{{"Vulkan0", ChargeModel, 3 * gib30}, {"Vulkan0", ChargeModel, 5 * gib30}})
+	// A 6 GiB buffer of small tensors is fine (ggml splits it); one 5 GiB
+	// tensor is not.
+	got, err := s.Tally([]Charge{{"Vulkan0", ChargeModel, 6 * gib30, 3 * gib30}, {"Vulkan0", ChargeModel, 5 * gib30, 5 * gib30}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +133,9 @@ func TestTallyErrors(t *testing.T) {
 		charge Charge
 		err    string
 	}{
-		{Charge{"CUDA3", ChargeModel, 1}, `charges[0]: hw: "CUDA3" is neither a device view nor a buffer type`},
-		{Charge{"CUDA0", "kv", 1}, `kind is "kv", expected model, context, compute or auxiliary`},
-		{Charge{"CUDA0", ChargeModel, -1}, "bytes is -1, expected zero or more"},
+		{Charge{"CUDA3", ChargeModel, 1, 0}, `charges[0]: hw: "CUDA3" is neither a device view nor a buffer type`},
+		{Charge{"CUDA0", "kv", 1, 0}, `kind is "kv", expected model, context, compute or auxiliary`},
+		{Charge{"CUDA0", ChargeModel, -1, 0}, "bytes is -1, expected zero or more"},
 	}
 	for _, tc := range tests {
 		if _, err := s.Tally([]Charge{tc.charge}); err == nil || !strings.Contains(err.Error(), tc.err) {
