@@ -13,6 +13,8 @@
 //   mmap          true/false
 //   swaFull       full-size SWA caches (node-llama-cpp's swaFullCache)
 
+import fs from "node:fs";
+
 const base = {
     backend: "cpu", gpuLayers: 0, contextSize: 4096, sequences: 1, flashAttention: false,
     batchSize: 512, cacheK: "f16", cacheV: "f16", mmap: true, swaFull: false
@@ -210,4 +212,12 @@ export const cases = [
     // GiB of anonymous memory (seen: the load fails), Q8_0 ones are not.
     ...sweep("glm-4.5-air", "Q8_0", bigMoE),
     ...sweep("llama-4-scout", "Q8_0", bigMoE)
+,
+
+    // Profiles that headroom plan chose for the llvmpipe machine
+    // (conformance/testdata/llvmpipe-machine.json); planned_test.go writes
+    // planned.json and checks each has a golden, i.e. the real engine loaded
+    // the model with exactly those flags.
+    ...JSON.parse(fs.readFileSync(new URL("./planned.json", import.meta.url), "utf8"))
+        .map(({flags, ...c}) => c)
 ];

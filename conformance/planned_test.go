@@ -1,0 +1,164 @@
+package conformance_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/headroom-llm/headroom/conformance"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+var updatePlanned = flag.Bool("update-planned", false, "rewrite conformance/harness/planned.json from headroom plan")
+
+// plannedCase is a harness case (cases.mjs's fields) made from the flags
+// headroom plan emits for the conformance machine.
+type plannedCase struct {
+	Shape          string `json:"shape"`
+	Quant          string `json:"quant"`
+	Backend        string `json:"backend"`
+	GPULayers      int    `json:"gpuLayers"`
+	ContextSize    int    `json:"contextSize"`
+	Sequences      int    `json:"sequences"`
+	FlashAttention bool   `json:"flashAttention"`
+	BatchSize      int    `json:"batchSize"`
+	CacheK         string `json:"cacheK"`
+	CacheV         string `json:"cacheV"`
+	MMap           bool   `json:"mmap"`
+	SWAFull        bool   `json:"swaFull"`
+	// Flags are the llama-server flags the case stands for.
+	Flags []string `json:"flags"`
+}
+
+var plannedModels = []struct {
+	shape    string
+	q        synth.Quant
+	parallel int
+}{
+	{"tinyllama-1.1b", synth.Q4_K_M, 1}, {"tinyllama-1.1b", synth.Q4_K_M, 4},
+	{"llama-3.2-1b", synth.Q8_0, 1}, {"qwen3-0.6b", synth.Q8_0, 2},
+	{"qwen2.5-0.5b", synth.Q8_0, 1}, {"llama-3.1-8b", synth.Q4_K_M, 1},
+}
+
+// planCases plans each model on the conformance machine (llvmpipe) with
+// node-llama-cpp's constraints: n_ubatch = n_batch = 512, no unified
+// cache, flash attention on.
+// The second result is each plan's predicted use of llvmpipe's memory.
+func planCases(t *testing.T) ([]plannedCase, []int64) {
+	snap, err := hw.LoadMachine(filepath.Join("testdata", "llvmpipe-machine.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []plannedCase
+	var device []int64
+	for _, pm := range plannedModels {
+		s, _ := synth.Lookup(pm.shape)
+		m, err := synth.Model(s, pm.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := plan.DefaultSearch()
+		o.Parallel = pm.parallel
+		o.Base.Batch, o.Base.UBatch, o.Base.FlashAttn = 512, 512, plan.FlashOn
+		p, err := plan.Search(m, snap, o)
+		if err != nil || p.Chosen == nil {
+			t.Fatalf("%s: no plan: %v %v", pm.shape, err, p)
+		}
+		c := p.Chosen
+		out = append(out, plannedCase{Shape: pm.shape, Quant: string(pm.q), Backend: "vulkan", GPULayers: c.GPULayers,
+			ContextSize: c.CtxPerSlot, Sequences: c.Profile.Parallel, FlashAttention: true, BatchSize: 512,
+			CacheK: c.Profile.CacheK, CacheV: c.Profile.CacheV, MMap: true, Flags: c.Flags})
+		var used int64 = -1
+		for _, d := range c.Result.Domains {
+			if d.ID == "llvmpipe" {
+				used = d.Required
+			}
+		}
+		device = append(device, used)
+	}
+	return out, device
+}
+
+// TestPlannedCases checks that the harness's planned cases are what
+// headroom plan emits today, and that each was loaded by the real engine:
+// its golden file exists, so the load with those flags succeeded, and
+// TestAccuracy holds its buffers to the accounting bounds.
+func TestPlannedCases(t *testing.T) {
+	got, predicted := planCases(t)
+	path := filepath.Join("harness", "planned.json")
+	if *updatePlanned {
+		data, _ := json.MarshalIndent(got, "", "  ")
+		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []plannedCase
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("headroom plan now emits other flags than %s records: rerun with -update-planned, then conformance/regen.sh --missing\n got %+v\nwant %+v", path, got, want)
+	}
+	cases, err := conformance.Load(filepath.Join("testdata", "golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := map[string]*conformance.Case{}
+	for i := range cases {
+		measured[cases[i].ID] = &cases[i]
+	}
+	for i, pc := range got {
+		id := plannedID(pc)
+		c := measured[id]
+		if c == nil {
+			t.Errorf("planned case %s (%v) has no golden file: run conformance/regen.sh --missing", id, pc.Flags)
+			continue
+		}
+		// What the engine put on the device, against what the plan
+		// charged there. Compute is an estimate on GPU splits (within 5%
+		// or 16 MiB per buffer, docs/accuracy.md), so the totals may differ
+		// by that much, never by more.
+		var lo, hi int64
+		for _, b := range c.Figures.Buffers {
+			if b.DeviceOrBufferType == "Vulkan0" {
+				l, h := b.Bounds()
+				lo, hi = lo+l, hi+h
+			}
+		}
+		if hi > c.Engine.GPUDevices[0].TotalBytes {
+			t.Errorf("%s: the engine used %d bytes of llvmpipe's %d: the plan does not fit", id, hi, c.Engine.GPUDevices[0].TotalBytes)
+		}
+		p := predicted[i]
+		tol := max(lo/20, 16<<20)
+		if p < lo-tol || p > hi+tol {
+			t.Errorf("%s: plan charged llvmpipe %d bytes, the engine used %d..%d", id, p, lo, hi)
+		}
+		t.Logf("%s: plan charged llvmpipe %.2f MiB, engine used %.2f MiB (%+.2f%%)", id,
+			float64(p)/(1<<20), float64(hi)/(1<<20), 100*float64(p-hi)/float64(hi))
+	}
+}
+
+// plannedID is cases.mjs's caseId for a planned case.
+func plannedID(c plannedCase) string {
+	dev := "vk" + itoa(c.GPULayers)
+	if c.GPULayers >= 999 {
+		dev = "vkall"
+	}
+	id := c.Shape + "." + c.Quant + "." + dev + ".c" + itoa(c.ContextSize) + "x" + itoa(c.Sequences) + ".fa.b" + itoa(c.BatchSize)
+	if c.CacheK != "f16" || c.CacheV != "f16" {
+		id += ".k" + c.CacheK + "v" + c.CacheV
+	}
+	return id
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
