@@ -32,6 +32,11 @@ type SearchOptions struct {
 	AllowQ8 bool
 	// Base carries the fixed parts of the profile (batch sizes, mmap...).
 	Base Profile
+	// Headless plans as if the desktop session were stopped: memory it
+	// holds on a GPU (hw.Domain.Reserved) counts as free. Without it, a
+	// machine with such a reserve also gets the headless plan, for
+	// comparison.
+	Headless bool
 }
 
 // DefaultSearch is a balanced plan for two conversations.
@@ -60,12 +65,35 @@ type Plan struct {
 	RunnerUp   *Candidate  `json:"runner_up,omitempty"`
 	Candidates []Candidate `json:"candidates"`
 	Explain    []string    `json:"explain"`
+	// Headless is the plan's choice with the desktop session stopped,
+	// when a desktop session holds GPU memory and the search was not
+	// already headless.
+	Headless *Candidate `json:"headless,omitempty"`
 }
 
 // Search finds the best profile for the model on the machine. It returns
 // a Plan with no Chosen candidate when nothing fits even at the minimum
 // context with every layer in system memory.
 func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
+	if o.Headless {
+		s = s.Headless()
+	}
+	p, err := search(m, s, o)
+	if err != nil {
+		return nil, err
+	}
+	if reserve := s.Reserve(); reserve > 0 {
+		hp, err := search(m, s.Headless(), o)
+		if err != nil {
+			return nil, err
+		}
+		p.Headless = hp.Chosen
+		p.Explain = append(p.Explain, explainHeadless(p.Chosen, hp.Chosen, reserve))
+	}
+	return p, nil
+}
+
+func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
@@ -190,6 +218,22 @@ func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	}
 	p.Explain = explain(p, m, o, ceiling, len(gpus) > 0, unified)
 	return p, nil
+}
+
+// explainHeadless says what stopping the desktop session would buy.
+func explainHeadless(c, h *Candidate, reserve int64) string {
+	held := fmt.Sprintf("a desktop session holds %d MiB of GPU memory", reserve>>20)
+	switch {
+	case h == nil:
+		return held + "; even without it nothing fits"
+	case c == nil:
+		return fmt.Sprintf("%s; running headless (--headless) would make it fit: %s", held, argsString(h.Flags))
+	case h.GPULayers == c.GPULayers && h.CtxPerSlot == c.CtxPerSlot && h.Profile.CacheK == c.Profile.CacheK:
+		return held + "; running headless would not change this plan"
+	default:
+		return fmt.Sprintf("%s; running headless (--headless) would allow %d cells per slot, -ngl %d (%s)",
+			held, h.CtxPerSlot, h.GPULayers, argsString(h.Flags))
+	}
 }
 
 // better orders candidates by the goal. f16 wins ties with q8_0: the

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -75,4 +77,51 @@ func TestSearch(t *testing.T) {
 	if p.Chosen != nil || len(p.Explain) == 0 {
 		t.Errorf("70B on 16 GB chose %v", p.Chosen)
 	}
+}
+
+// TestSearchHeadless plans on a recorded desktop machine whose compositor
+// and browser hold 2415 MiB of the 4090: the plan counts that memory as
+// taken, says what headless would allow, and --headless plans for it.
+func TestSearchHeadless(t *testing.T) {
+	s, err := hw.LoadMachine("../hw/testdata/probe/rtx4090-desktop/want.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Reserve() != 2415<<20 {
+		t.Fatalf("fixture reserve %d MiB, want 2415", s.Reserve()>>20)
+	}
+	m70 := model(t, "llama-3.1-70b", synth.Q4_K_M)
+	o := DefaultSearch()
+	p, err := Search(m70, s, o)
+	if err != nil || p.Chosen == nil {
+		t.Fatalf("no plan: %v %v", err, p)
+	}
+	h := p.Headless
+	if h == nil {
+		t.Fatal("a machine with a desktop reserve got no headless plan")
+	}
+	// 2.4 GiB more of the card is room for more 70B layers.
+	if h.GPULayers <= p.Chosen.GPULayers {
+		t.Errorf("headless -ngl %d, desktop -ngl %d: the reserve bought nothing", h.GPULayers, p.Chosen.GPULayers)
+	}
+	if last := p.Explain[len(p.Explain)-1]; !strings.Contains(last, "2415 MiB") || !strings.Contains(last, "-ngl "+strconv.Itoa(h.GPULayers)) {
+		t.Errorf("explanation does not say what headless buys: %q", last)
+	}
+	// The headless plan fits only without the desktop session (or the
+	// desktop search left room unused).
+	if a, _ := Assess(m70, nil, h.Profile, s); a.Verdict == Fits && minMargin(a) >= o.FitTarget {
+		t.Errorf("headless %v already fits with the desktop running: the search left room unused", h.Flags)
+	}
+	if a, _ := Assess(m70, nil, h.Profile, s.Headless()); a.Verdict != Fits || minMargin(a) < o.FitTarget {
+		t.Errorf("headless %v does not fit headless: %s", h.Flags, a.Reason)
+	}
+	o.Headless = true
+	ph, err := Search(m70, s, o)
+	if err != nil || ph.Chosen == nil {
+		t.Fatalf("--headless: no plan: %v", err)
+	}
+	if ph.Headless != nil || !slices.Equal(ph.Chosen.Flags, h.Flags) {
+		t.Errorf("--headless chose %v (headless field %v), want %v", ph.Chosen.Flags, ph.Headless, h.Flags)
+	}
+	t.Logf("desktop: %v; headless: %v", p.Chosen.Flags, h.Flags)
 }

@@ -23,6 +23,9 @@ only the flags, for
   llama-server -m MODEL $(headroom plan MODEL --print-args)
 
 Every candidate is accounted buffer by buffer, as 'headroom fit' does.
+GPU memory a desktop session holds (compositor, browser; see headroom hw)
+is not counted as free; the plan says what running headless would allow,
+and --headless plans for that.
 Not yet planned: MoE expert offload (-ot, --cpu-moe), tensor split across
 several GPUs, RPC hosts, projectors and draft models.
 
@@ -39,6 +42,7 @@ Examples:
 	fs.IntVar(&opts.MinCtx, "min-ctx", 4096, "the least context per slot worth running")
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
 	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
+	fs.BoolVar(&opts.Headless, "headless", false, "plan as if the desktop session were stopped: the GPU memory it holds counts as free")
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
 	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
