@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -37,6 +38,42 @@ type SearchOptions struct {
 	// machine with such a reserve also gets the headless plan, for
 	// comparison.
 	Headless bool
+	// Fixed holds what the user set: kept as given and only checked.
+	Fixed Fixed
+}
+
+// Fixed are settings a user gave the plan (llama-server's -c, -ngl,
+// -ctk, -ctv); the search keeps them and only checks that they fit, as
+// llama.cpp's fit keeps a user's -ngl.
+type Fixed struct {
+	// Ctx is -c, cells across all slots; 0 is searched.
+	Ctx int
+	// GPULayers is -ngl (clamped to the model's layers plus output); nil
+	// is searched.
+	GPULayers *int
+	// CacheK and CacheV are -ctk and -ctv; "" is searched (f16, or q8_0
+	// where it buys context). Setting one sets the other to f16.
+	CacheK, CacheV string
+}
+
+func (f Fixed) any() bool { return f.Ctx > 0 || f.GPULayers != nil || f.CacheK != "" || f.CacheV != "" }
+
+// flags renders the fixed settings as llama-server arguments.
+func (f Fixed) flags() string {
+	var out []string
+	if f.Ctx > 0 {
+		out = append(out, "-c", strconv.Itoa(f.Ctx))
+	}
+	if f.GPULayers != nil {
+		out = append(out, "-ngl", strconv.Itoa(*f.GPULayers))
+	}
+	if f.CacheK != "" {
+		out = append(out, "-ctk", f.CacheK)
+	}
+	if f.CacheV != "" {
+		out = append(out, "-ctv", f.CacheV)
+	}
+	return argsString(out)
 }
 
 // DefaultSearch is a balanced plan for two conversations.
@@ -75,12 +112,30 @@ type Plan struct {
 // a Plan with no Chosen candidate when nothing fits even at the minimum
 // context with every layer in system memory.
 func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
+	for _, c := range []struct{ flag, name string }{{"-ctk", o.Fixed.CacheK}, {"-ctv", o.Fixed.CacheV}} {
+		if _, ok := cacheType(c.name); !ok {
+			return nil, fmt.Errorf("%s %q: not a cache type llama.cpp accepts (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", c.flag, c.name)
+		}
+	}
+	if o.Fixed.Ctx < 0 {
+		return nil, fmt.Errorf("-c %d: want a context of 0 (searched) or more cells", o.Fixed.Ctx)
+	}
+	if n := o.Fixed.GPULayers; n != nil && *n < 0 {
+		return nil, fmt.Errorf("-ngl %d: want 0 or more layers", *n)
+	}
 	if o.Headless {
 		s = s.Headless()
 	}
 	p, err := search(m, s, o)
 	if err != nil {
 		return nil, err
+	}
+	if p.Chosen == nil && o.Fixed.any() {
+		free := o
+		free.Fixed = Fixed{}
+		if fp, err := search(m, s, free); err == nil && fp.Chosen != nil {
+			p.Explain = append(p.Explain, "without those settings the plan would be: "+argsString(fp.Chosen.Flags))
+		}
 	}
 	if reserve := s.Reserve(); reserve > 0 {
 		hp, err := search(m, s.Headless(), o)
@@ -127,12 +182,25 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	if o.AllowQ8 {
 		caches = append(caches, cacheChoice{"q8_0", "q8_0"})
 	}
+	fx := o.Fixed
+	if fx.CacheK != "" || fx.CacheV != "" {
+		c := cacheChoice{cmp.Or(fx.CacheK, "f16"), cmp.Or(fx.CacheV, "f16")}
+		caches = []cacheChoice{c}
+	}
+	// A fixed context is what every check uses; the search does not go
+	// below or above it, or cap it at the trained context.
+	if fx.Ctx > 0 {
+		minCtx = max(fx.Ctx/o.Parallel, 1)
+	}
 	var out []Candidate
 	for _, cc := range caches {
 		eval := func(ngl, perSlot int) (*Assessment, bool) {
 			p := o.Base
 			p.Parallel, p.KVUnified = o.Parallel, false
 			p.Ctx = perSlot * o.Parallel
+			if fx.Ctx > 0 {
+				p.Ctx = fx.Ctx
+			}
 			p.GPULayers = ngl
 			p.CacheK, p.CacheV = cc.k, cc.v
 			if cc.v != "f16" {
@@ -147,11 +215,17 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		// The most layers that fit at the minimum context (bisection:
 		// fewer GPU layers never need more GPU memory).
 		ngl := -1
-		if unified {
+		switch {
+		case fx.GPULayers != nil:
+			n := min(max(*fx.GPULayers, 0), maxLayers)
+			if _, ok := eval(n, minCtx); ok {
+				ngl = n
+			}
+		case unified:
 			if _, ok := eval(maxLayers, minCtx); ok {
 				ngl = maxLayers
 			}
-		} else {
+		default:
 			lo, hi := -1, maxLayers
 			for lo < hi {
 				mid := (lo + hi + 1) / 2
@@ -167,12 +241,12 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			continue
 		}
 		layerChoices := []int{ngl}
-		if o.Goal == GoalContext && !unified && ngl > 0 {
+		if o.Goal == GoalContext && !unified && ngl > 0 && fx.GPULayers == nil {
 			layerChoices = append(layerChoices, 0)
 		}
 		for _, n := range layerChoices {
 			perSlot := minCtx
-			if o.Goal != GoalSpeed {
+			if o.Goal != GoalSpeed && fx.Ctx == 0 {
 				lo, hi := minCtx/256, ceiling/256
 				for lo < hi {
 					mid := (lo + hi + 1) / 2
@@ -191,6 +265,9 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			c := Candidate{CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
 			c.Profile = o.Base
 			c.Profile.Parallel, c.Profile.Ctx, c.Profile.GPULayers = o.Parallel, perSlot*o.Parallel, n
+			if fx.Ctx > 0 {
+				c.Profile.Ctx = fx.Ctx
+			}
 			c.Profile.CacheK, c.Profile.CacheV = cc.k, cc.v
 			if cc.v != "f16" {
 				c.Profile.FlashAttn = FlashOn
@@ -201,6 +278,10 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	}
 	p := &Plan{Candidates: out}
 	if len(out) == 0 {
+		if fx.any() {
+			p.Explain = append(p.Explain, fmt.Sprintf("nothing fits with %s as given (checked at %d cells per slot for %d slots, %d MiB left free)", fx.flags(), minCtx, o.Parallel, o.FitTarget>>20))
+			return p, nil
+		}
 		p.Explain = append(p.Explain, fmt.Sprintf("nothing fits: not even %d cells per slot for %d slots with every layer in system memory and %d MiB left free", minCtx, o.Parallel, o.FitTarget>>20))
 		return p, nil
 	}
@@ -279,8 +360,16 @@ func flagsFor(p Profile, gpus bool) []string {
 	if gpus {
 		f = append(f, "-ngl", strconv.Itoa(p.GPULayers))
 	}
-	if p.CacheK != "f16" || p.CacheV != "f16" {
-		f = append(f, "-fa", "on", "-ctk", p.CacheK, "-ctv", p.CacheV)
+	// A quantized V cache needs flash attention; a quantized K alone does
+	// not.
+	if p.CacheV != "f16" {
+		f = append(f, "-fa", "on")
+	}
+	if p.CacheK != "f16" {
+		f = append(f, "-ctk", p.CacheK)
+	}
+	if p.CacheV != "f16" {
+		f = append(f, "-ctv", p.CacheV)
 	}
 	return f
 }
@@ -288,8 +377,8 @@ func flagsFor(p Profile, gpus bool) []string {
 func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified bool) []string {
 	c := p.Chosen
 	var out []string
-	out = append(out, fmt.Sprintf("%d slots of %d cells each (%d in all), keeping at least %d MiB free in every domain (least margin %d MiB)",
-		o.Parallel, c.CtxPerSlot, c.Profile.Ctx, o.FitTarget>>20, c.MinMargin>>20))
+	out = append(out, fmt.Sprintf("%s of %d cells each (%d in all), keeping at least %d MiB free in every domain (least margin %d MiB)",
+		plural(o.Parallel, "slot"), c.CtxPerSlot, c.Profile.Ctx, o.FitTarget>>20, c.MinMargin>>20))
 	if c.CtxPerSlot == ceiling {
 		out = append(out, fmt.Sprintf("each slot is capped at the model's trained context of %d: more would be incoherent, so spare memory is better spent on more slots (--parallel)", ceiling))
 	}
@@ -303,8 +392,15 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 	default:
 		out = append(out, fmt.Sprintf("%d of %d layers on the GPU (the output layer counts as one); the rest run from system memory, which is slower", c.GPULayers, m.NLayer+1))
 	}
-	if c.Profile.CacheK == "q8_0" {
+	switch fx := o.Fixed; {
+	case fx.CacheK != "" || fx.CacheV != "":
+	case c.Profile.CacheK == "q8_0" && fx.Ctx > 0:
+		out = append(out, "q8_0 K/V cache with flash attention: it halves the cache per token, and with f16 fewer layers would fit this context")
+	case c.Profile.CacheK == "q8_0":
 		out = append(out, "q8_0 K/V cache with flash attention: it halves the cache per token, and f16 could not reach this context")
+	}
+	if o.Fixed.any() {
+		out = append(out, fmt.Sprintf("kept as given and checked: %s", o.Fixed.flags()))
 	}
 	if r := p.RunnerUp; r != nil {
 		out = append(out, fmt.Sprintf("runner-up: %d cells per slot, -ngl %d, %s cache (%s)", r.CtxPerSlot, r.GPULayers, r.Profile.CacheK, argsString(r.Flags)))
@@ -321,4 +417,12 @@ func argsString(f []string) string {
 		s += x
 	}
 	return s
+}
+
+// plural writes "1 slot", "2 slots".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

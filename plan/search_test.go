@@ -125,3 +125,79 @@ func TestSearchHeadless(t *testing.T) {
 	}
 	t.Logf("desktop: %v; headless: %v", p.Chosen.Flags, h.Flags)
 }
+
+// TestSearchFixed keeps what the user set (-ngl, -c, -ctk, -ctv), searches
+// the rest, and says so when the settings cannot fit.
+func TestSearchFixed(t *testing.T) {
+	s, err := hw.LoadMachine("rtx-4090")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m70 := model(t, "llama-3.1-70b", synth.Q4_K_M)
+	m8 := model(t, "llama-3.1-8b", synth.Q4_K_M)
+	n := func(v int) *int { return &v }
+	free, err := Search(m70, s, DefaultSearch())
+	if err != nil || free.Chosen == nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		m     *arch.Model
+		fixed Fixed
+		check func(c *Candidate) bool
+	}{
+		{"fewer layers, more context", m70, Fixed{GPULayers: n(30)}, func(c *Candidate) bool {
+			return c.GPULayers == 30 && c.CtxPerSlot > free.Chosen.CtxPerSlot
+		}},
+		{"fixed context", m70, Fixed{Ctx: 32768}, func(c *Candidate) bool {
+			return c.Profile.Ctx == 32768 && c.CtxPerSlot == 16384 && slices.Contains(c.Flags, "32768") &&
+				c.GPULayers < free.Chosen.GPULayers
+		}},
+		{"-ngl beyond the model is all", m8, Fixed{GPULayers: n(999)}, func(c *Candidate) bool {
+			return c.GPULayers == 33
+		}},
+		{"q4_0 cache", m8, Fixed{CacheK: "q4_0", CacheV: "q4_0"}, func(c *Candidate) bool {
+			return argsString(c.Flags) == "-c 262144 -np 2 -ngl 33 -fa on -ctk q4_0 -ctv q4_0"
+		}},
+		// A quantized K alone does not need flash attention.
+		{"q8_0 K only", m8, Fixed{CacheK: "q8_0"}, func(c *Candidate) bool {
+			return c.Profile.CacheV == "f16" && slices.Contains(c.Flags, "-ctk") && !slices.Contains(c.Flags, "-ctv") && !slices.Contains(c.Flags, "-fa")
+		}},
+	} {
+		o := DefaultSearch()
+		o.Fixed = tc.fixed
+		p, err := Search(tc.m, s, o)
+		if err != nil || p.Chosen == nil {
+			t.Errorf("%s: no plan: %v %v", tc.name, err, p.Explain)
+			continue
+		}
+		if !tc.check(p.Chosen) {
+			t.Errorf("%s: chose %v (%d per slot)", tc.name, p.Chosen.Flags, p.Chosen.CtxPerSlot)
+		}
+		if a, _ := Assess(tc.m, nil, p.Chosen.Profile, s); a.Verdict != Fits || minMargin(a) < o.FitTarget {
+			t.Errorf("%s: %v does not fit: %s", tc.name, p.Chosen.Flags, a.Reason)
+		}
+		if !strings.Contains(strings.Join(p.Explain, "\n"), "kept as given and checked: "+tc.fixed.flags()) {
+			t.Errorf("%s: explanation does not name the kept settings: %v", tc.name, p.Explain)
+		}
+	}
+
+	// Too many layers: nothing is chosen, and the plan says what would fit.
+	o := DefaultSearch()
+	o.Fixed = Fixed{GPULayers: n(70)}
+	p, err := Search(m70, s, o)
+	if err != nil || p.Chosen != nil {
+		t.Fatalf("-ngl 70 of a 70B on 24 GB: %v %v", err, p.Chosen)
+	}
+	if why := strings.Join(p.Explain, "; "); !strings.Contains(why, "nothing fits with -ngl 70 as given") ||
+		!strings.Contains(why, "without those settings the plan would be: "+argsString(free.Chosen.Flags)) {
+		t.Errorf("explanation: %s", why)
+	}
+
+	for _, bad := range []Fixed{{CacheK: "q3"}, {CacheV: "f8"}, {Ctx: -1}, {GPULayers: n(-3)}} {
+		o.Fixed = bad
+		if _, err := Search(m8, s, o); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}

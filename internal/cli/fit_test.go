@@ -179,6 +179,15 @@ func TestPlanCommand(t *testing.T) {
 		t.Errorf("bad goal: exit %d %s", code, errs)
 	}
 
+	// What the user sets is kept; the rest is searched.
+	code, out, errs = run(t, "plan", "--quiet", "--machine", "rtx-4090", "--print-args", "-ngl", "20", "-c", "8192", "-ctk", "q8_0", path)
+	if code != 0 || strings.TrimSpace(out) != "-c 8192 -np 2 -ngl 20 -ctk q8_0" {
+		t.Errorf("fixed settings: exit %d, %q %s", code, out, errs)
+	}
+	if code, _, errs := run(t, "plan", "--quiet", "-c", "-5", path); code != 2 || !strings.Contains(errs, "-c must be") {
+		t.Errorf("negative -c: exit %d %s", code, errs)
+	}
+
 	// A desktop session holds 2415 MiB of this 4090: the plan says so and
 	// what headless would allow; --headless plans for it.
 	desktop := filepath.Join("..", "..", "hw", "testdata", "probe", "rtx4090-desktop", "want.json")
