@@ -360,10 +360,21 @@ func flagsFor(p Profile, gpus bool) []string {
 	if gpus {
 		f = append(f, "-ngl", strconv.Itoa(p.GPULayers))
 	}
+	// Batch sizes change the compute buffers; say them when they are not
+	// llama-server's defaults.
+	if d := Defaults(); p.Batch != d.Batch {
+		f = append(f, "-b", strconv.Itoa(p.Batch))
+	}
+	if d := Defaults(); p.UBatch != d.UBatch {
+		f = append(f, "-ub", strconv.Itoa(p.UBatch))
+	}
 	// A quantized V cache needs flash attention; a quantized K alone does
-	// not.
-	if p.CacheV != "f16" {
+	// not. A profile that fixed flash attention says so, since
+	// llama-server's default (auto) may resolve otherwise.
+	if p.CacheV != "f16" || p.FlashAttn == FlashOn {
 		f = append(f, "-fa", "on")
+	} else if p.FlashAttn == FlashOff {
+		f = append(f, "-fa", "off")
 	}
 	if p.CacheK != "f16" {
 		f = append(f, "-ctk", p.CacheK)
@@ -379,7 +390,7 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 	var out []string
 	out = append(out, fmt.Sprintf("%s of %d cells each (%d in all), keeping at least %d MiB free in every domain (least margin %d MiB)",
 		plural(o.Parallel, "slot"), c.CtxPerSlot, c.Profile.Ctx, o.FitTarget>>20, c.MinMargin>>20))
-	if c.CtxPerSlot == ceiling {
+	if c.CtxPerSlot == ceiling && o.Fixed.Ctx == 0 {
 		out = append(out, fmt.Sprintf("each slot is capped at the model's trained context of %d: more would be incoherent, so spare memory is better spent on more slots (--parallel)", ceiling))
 	}
 	switch {
