@@ -218,7 +218,7 @@ func (c *Catalog) Validate() error {
 		quants := map[string]bool{}
 		for _, v := range e.Variants {
 			if _, err := synth.ParseQuant(v.Quant); err != nil {
-				bad(id, "variant %q: not a recipe headroom can derive (F16, Q8_0, Q4_K_M, MXFP4_MOE)", v.Quant)
+				bad(id, "variant %q: not a recipe headroom can derive (F16, Q8_0, Q4_K_M, Q5_K_M, Q6_K, MXFP4_MOE)", v.Quant)
 			}
 			if quants[v.Quant] {
 				bad(id, "variant %q listed twice", v.Quant)

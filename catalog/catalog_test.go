@@ -49,7 +49,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"duplicate id", `"entries": [`, `"entries": [{"id": "m", "name": "M", "family": "f", "class": {"kind": "dense", "params_b": 1}, "config": "c", "shape": {"base": "qwen3-0.6b"}, "ctx_trained": 40960, "capabilities": [], "license": "mit", "quality": null, "variants": [{"quant": "Q8_0", "ref": "hf:o/r:Q8_0"}]},`, "duplicate id"},
-		{"unknown quant", `"quant": "Q4_K_M"`, `"quant": "Q5_K_M"`, "not a recipe"},
+		{"unknown quant", `"quant": "Q4_K_M"`, `"quant": "IQ4_XS"`, "not a recipe"},
 		{"unknown license", `"license": "mit"`, `"license": "wtfpl"`, "license"},
 		{"score without provenance", `"quality": null`, `"quality": {"score": 0.5, "benchmark": "", "source": "", "date": "", "measured_on": ""}`, "quality score needs"},
 		{"pinned revision", `hf:o/r:Q4_K_M`, `hf:o/r:Q4_K_M@main2`, "must not pin"},

@@ -491,8 +491,12 @@ func activeB(r *Row) float64 {
 func fidelity(q string) int {
 	switch q {
 	case "F16":
-		return 3
+		return 5
 	case "Q8_0":
+		return 4
+	case "Q6_K":
+		return 3
+	case "Q5_K_M":
 		return 2
 	}
 	return 1

@@ -21,7 +21,7 @@ Shapes: `+strings.Join(synth.Names(), ", ")+`
 Example:
   headroom synth llama-3.1-70b /tmp/llama-70b.gguf
   headroom inspect /tmp/llama-70b.gguf`)
-	quant := fs.String("quant", "Q4_K_M", "quantization recipe: F16, Q8_0, Q4_K_M or MXFP4_MOE (experts in MXFP4, as gpt-oss ships)")
+	quant := fs.String("quant", "Q4_K_M", "quantization recipe: F16, Q8_0, Q4_K_M, Q5_K_M, Q6_K or MXFP4_MOE (experts in MXFP4, as gpt-oss ships)")
 	list := fs.Bool("list", false, "list the shapes and where their figures come from")
 	pos, err := fs.parse(args)
 	if err != nil {

@@ -257,7 +257,7 @@ func (t *tensors) add(name, role string, layer int, dims ...int) {
 	typ := gguf.TypeF32
 	if role != roleF32 {
 		typ = t.q.weight(role, layer, t.layers)
-		for _, fallback := range []gguf.GGMLType{typ, gguf.TypeQ8_0, gguf.TypeF16} {
+		for _, fallback := range []gguf.GGMLType{typ, fallbackType(typ), gguf.TypeF16} {
 			if _, ok := fallback.RowSize(shape[0]); ok {
 				typ = fallback
 				break
@@ -265,6 +265,21 @@ func (t *tensors) add(name, role string, layer int, dims ...int) {
 		}
 	}
 	t.err = t.b.AddTensor(name, typ, shape, nil)
+}
+
+// fallbackType is the type llama.cpp's quantizer (tensor_type_fallback)
+// uses for a k-quant whose rows are not whole 256-element blocks. Q4_K
+// falls back to Q8_0 here rather than llama.cpp's Q5_0: the committed
+// conformance goldens were measured on files made that way, and a header
+// read for sizes only needs a realistic type, not the quantizer's.
+func fallbackType(t gguf.GGMLType) gguf.GGMLType {
+	switch t {
+	case gguf.TypeQ5_K:
+		return gguf.TypeQ5_1
+	case gguf.TypeQ6_K:
+		return gguf.TypeQ8_0
+	}
+	return gguf.TypeQ8_0
 }
 
 func blk(i int) string { return "blk." + strconv.Itoa(i) + "." }

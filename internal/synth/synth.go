@@ -172,13 +172,15 @@ const (
 	F16    Quant = "F16"
 	Q8_0   Quant = "Q8_0"
 	Q4_K_M Quant = "Q4_K_M"
+	Q5_K_M Quant = "Q5_K_M"
+	Q6_K   Quant = "Q6_K"
 	// MXFP4_MOE is how gpt-oss ships: expert tensors in MXFP4, the other
 	// matrices in Q8_0.
 	MXFP4_MOE Quant = "MXFP4_MOE"
 )
 
 // fileType is general.file_type (enum llama_ftype) for each recipe.
-var fileType = map[Quant]uint32{F16: 1, Q8_0: 7, Q4_K_M: 15, MXFP4_MOE: 38}
+var fileType = map[Quant]uint32{F16: 1, Q8_0: 7, Q4_K_M: 15, Q5_K_M: 17, Q6_K: 18, MXFP4_MOE: 38}
 
 // ParseQuant accepts a recipe name, ignoring case.
 func ParseQuant(s string) (Quant, error) {
@@ -187,7 +189,7 @@ func ParseQuant(s string) (Quant, error) {
 			return q, nil
 		}
 	}
-	return "", fmt.Errorf("synth: unknown quantization %q (have F16, Q8_0, Q4_K_M, MXFP4_MOE)", s)
+	return "", fmt.Errorf("synth: unknown quantization %q (have F16, Q8_0, Q4_K_M, Q5_K_M, Q6_K, MXFP4_MOE)", s)
 }
 
 // moreBits is llama.cpp's use_more_bits: the first and last eighth of the
@@ -209,6 +211,20 @@ func (q Quant) weight(role string, layer, layers int) gguf.GGMLType {
 			return gguf.TypeMXFP4
 		}
 		return gguf.TypeQ8_0
+	case Q6_K:
+		return gguf.TypeQ6_K
+	case Q5_K_M:
+		// llama-quant.cpp: the output gets Q6_K; V-like projections (v,
+		// fused qkv) and ffn_down get Q6_K on use_more_bits layers.
+		switch role {
+		case "output":
+			return gguf.TypeQ6_K
+		case "attn_v", "attn_qkv", "ffn_down", "ffn_down_exps":
+			if moreBits(layer, layers) {
+				return gguf.TypeQ6_K
+			}
+		}
+		return gguf.TypeQ5_K
 	}
 	switch role {
 	case "output":

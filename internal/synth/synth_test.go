@@ -119,6 +119,21 @@ func TestArchitectureQuirks(t *testing.T) {
 		{"glm-4.5-air", Q4_K_M, "blk.0.ffn_gate.weight", gguf.TypeQ4_K, []uint64{4096, 10944}},
 		{"llama-4-scout", Q4_K_M, "blk.0.ffn_up_shexp.weight", gguf.TypeQ4_K, []uint64{5120, 8192}},
 		{"llama-4-scout", Q4_K_M, "blk.0.ffn_gate_exps.weight", gguf.TypeQ4_K, []uint64{5120, 8192, 16}},
+		// Q5_K_M: Q6_K output, Q6_K V and ffn_down on use_more_bits layers
+		// (0 and 31 of 32; not 4), Q5_K elsewhere.
+		{"llama-3.1-8b", Q5_K_M, "output.weight", gguf.TypeQ6_K, []uint64{4096, 128256}},
+		{"llama-3.1-8b", Q5_K_M, "blk.0.attn_v.weight", gguf.TypeQ6_K, []uint64{4096, 1024}},
+		{"llama-3.1-8b", Q5_K_M, "blk.4.attn_v.weight", gguf.TypeQ5_K, []uint64{4096, 1024}},
+		{"llama-3.1-8b", Q5_K_M, "blk.4.ffn_down.weight", gguf.TypeQ5_K, []uint64{14336, 4096}},
+		{"llama-3.1-8b", Q5_K_M, "blk.31.ffn_down.weight", gguf.TypeQ6_K, []uint64{14336, 4096}},
+		{"llama-3.1-8b", Q5_K_M, "blk.4.attn_q.weight", gguf.TypeQ5_K, []uint64{4096, 4096}},
+		// Rows of 1408 are not whole 256-blocks: llama.cpp's fallbacks,
+		// Q5_K -> Q5_1 and Q6_K -> Q8_0.
+		{"deepseek-v2-lite", Q5_K_M, "blk.4.ffn_down_exps.weight", gguf.TypeQ5_1, []uint64{1408, 2048, 64}},
+		{"deepseek-v2-lite", Q5_K_M, "blk.1.ffn_down_exps.weight", gguf.TypeQ8_0, []uint64{1408, 2048, 64}},
+		{"deepseek-v2-lite", Q6_K, "blk.4.ffn_down_exps.weight", gguf.TypeQ8_0, []uint64{1408, 2048, 64}},
+		{"llama-3.1-8b", Q6_K, "blk.4.attn_q.weight", gguf.TypeQ6_K, []uint64{4096, 4096}},
+		{"llama-3.1-8b", Q6_K, "output.weight", gguf.TypeQ6_K, []uint64{4096, 128256}},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.shape, tc.quant)
