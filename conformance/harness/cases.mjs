@@ -211,7 +211,14 @@ export const cases = [
     // back to the CPU list, where Q4_K experts would be repacked into 35-43
     // GiB of anonymous memory (seen: the load fails), Q8_0 ones are not.
     ...sweep("glm-4.5-air", "Q8_0", bigMoE),
-    ...sweep("llama-4-scout", "Q8_0", bigMoE)
+    ...sweep("llama-4-scout", "Q8_0", bigMoE),
+
+    // Q5_K_M and Q6_K recipes; qwen2.5-0.5b's 896-wide rows take the
+    // quantizer's fallbacks (Q5_K -> Q5_1, Q6_K -> Q8_0).
+    ...sweep("tinyllama-1.1b", "Q5_K_M", [{contextSize: 4096}, vk(8)]),
+    ...sweep("qwen2.5-0.5b", "Q6_K", [{contextSize: 4096}, vk(999)]),
+    ...sweep("qwen2.5-0.5b", "Q5_K_M", [{contextSize: 4096}]),
+    ...sweep("llama-3.2-1b", "Q6_K", [{contextSize: 4096, flashAttention: true}])
 ,
 
     // Profiles that headroom plan chose for the llvmpipe machine
