@@ -373,8 +373,9 @@ func wanted(e *Entry, o Options) bool {
 // speed: the estimated decode speed (known estimates first), then model
 // size.
 // balanced: configurations that decode at least usableTPS tokens per
-// second first, best quality among them (cited score, else model size and
-// quantization fidelity), then context; slower ones after, fastest first.
+// second first, best quality among them (cited score, else model size,
+// then wholly on the GPU before spilling, then quantization fidelity),
+// then context; slower ones after, fastest first.
 // context: context per slot, then GPU share, then model size.
 func rank(rows []Row, goal string) {
 	tier := func(r *Row) int {
@@ -451,11 +452,22 @@ func rank(rows []Row, goal string) {
 		if a.ParamsB != b.ParamsB {
 			return a.ParamsB > b.ParamsB
 		}
+		// Of one model, a quantization that runs wholly on the GPU beats a
+		// finer one that spills layers to system memory: the spill costs
+		// more speed than the finer recipe buys in quality.
+		if wa, wb := wholeOnGPU(a), wholeOnGPU(b); wa != wb {
+			return wa
+		}
 		if fa, fb := fidelity(a.Quant), fidelity(b.Quant); fa != fb {
 			return fa > fb
 		}
 		return a.Plan.CtxPerSlot > b.Plan.CtxPerSlot
 	})
+}
+
+// wholeOnGPU reports whether every layer, the output included, is on a GPU.
+func wholeOnGPU(r *Row) bool {
+	return r.Plan.LayersTotal > 0 && r.Plan.GPULayers == r.Plan.LayersTotal
 }
 
 // usableTPS is the decode speed below which a configuration, however

@@ -161,3 +161,50 @@ func benchRecommend(b *testing.B, preset string, exact int) {
 		}
 	}
 }
+
+// TestRecommendTopPicks pins the balanced goal's first choice on five kinds
+// of machine, each for a reason a user would give.
+func TestRecommendTopPicks(t *testing.T) {
+	cat, lock := mustLoad(t), emptyLock(t)
+	for _, tc := range []struct {
+		preset, why string
+		check       func(r *Row) bool
+	}{
+		// 12 GB: a 30B MoE with 3.3B active parameters decodes at a usable
+		// speed with most of it in system memory; no dense model that size
+		// would.
+		{"rtx-3060-12", "30B-class MoE, partly offloaded", func(r *Row) bool {
+			return r.Class == "moe" && r.ParamsB >= 30 && r.ParamsB < 35 && !wholeOnGPU(r)
+		}},
+		// 24 GB: gpt-oss-120b's 5.1B active parameters keep it usable with
+		// most experts in DDR5.
+		{"rtx-4090", "a 100B-class MoE", func(r *Row) bool {
+			return r.Class == "moe" && r.ParamsB > 100 && r.ParamsB < 150
+		}},
+		// An 18 GB Mac gives Metal about 12 GiB: a model of 14-16B, wholly
+		// on the GPU.
+		{"m3-pro-18", "a 14-16B model, wholly on the GPU", func(r *Row) bool {
+			return r.ParamsB >= 14 && r.ParamsB <= 16 && wholeOnGPU(r)
+		}},
+		// 128 GB unified: the 120B MoE fits the pool whole.
+		{"m4-max-128", "the 100B-class MoE, wholly on the GPU", func(r *Row) bool {
+			return r.Class == "moe" && r.ParamsB > 100 && wholeOnGPU(r)
+		}},
+		// A CPU-only laptop: only a small active parameter count decodes
+		// at a usable speed from DDR5.
+		{"cpu-32", "an MoE with few active parameters", func(r *Row) bool {
+			return r.Class == "moe" && r.ActiveB != nil && *r.ActiveB < 5
+		}},
+	} {
+		rows, err := Recommend(cat, lock, machine_(t, tc.preset), DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		top := &rows[0]
+		d, known := decode(top)
+		if !top.Enabled || !known || d < usableTPS || !tc.check(top) {
+			t.Errorf("%s: top pick %s %s (%s %.1fB, %d/%d layers on the GPU, %.0f tok/s); want %s",
+				tc.preset, top.Entry, top.Quant, top.Class, top.ParamsB, top.Plan.GPULayers, top.Plan.LayersTotal, d, tc.why)
+		}
+	}
+}
