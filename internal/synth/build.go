@@ -273,13 +273,10 @@ func (t *tensors) add(name, role string, layer int, dims ...int) {
 // conformance goldens were measured on files made that way, and a header
 // read for sizes only needs a realistic type, not the quantizer's.
 func fallbackType(t gguf.GGMLType) gguf.GGMLType {
-	switch t {
-	case gguf.TypeQ5_K:
+	if t == gguf.TypeQ5_K {
 		return gguf.TypeQ5_1
-	case gguf.TypeQ6_K:
-		return gguf.TypeQ8_0
 	}
-	return gguf.TypeQ8_0
+	return gguf.TypeQ8_0 // Q6_K's fallback in llama.cpp too
 }
 
 func blk(i int) string { return "blk." + strconv.Itoa(i) + "." }
