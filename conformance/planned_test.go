@@ -3,10 +3,10 @@ package conformance_test
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"testing"
 
 	"github.com/headroom-llm/headroom/conformance"
@@ -58,7 +58,10 @@ func planCases(t *testing.T) ([]plannedCase, []int64) {
 	var out []plannedCase
 	var device []int64
 	for _, pm := range plannedModels {
-		s, _ := synth.Lookup(pm.shape)
+		s, ok := synth.Lookup(pm.shape)
+		if !ok {
+			t.Fatalf("no synth shape %s", pm.shape)
+		}
 		m, err := synth.Model(s, pm.q)
 		if err != nil {
 			t.Fatal(err)
@@ -150,15 +153,13 @@ func TestPlannedCases(t *testing.T) {
 
 // plannedID is cases.mjs's caseId for a planned case.
 func plannedID(c plannedCase) string {
-	dev := "vk" + itoa(c.GPULayers)
+	dev := fmt.Sprintf("vk%d", c.GPULayers)
 	if c.GPULayers >= 999 {
 		dev = "vkall"
 	}
-	id := c.Shape + "." + c.Quant + "." + dev + ".c" + itoa(c.ContextSize) + "x" + itoa(c.Sequences) + ".fa.b" + itoa(c.BatchSize)
+	id := fmt.Sprintf("%s.%s.%s.c%dx%d.fa.b%d", c.Shape, c.Quant, dev, c.ContextSize, c.Sequences, c.BatchSize)
 	if c.CacheK != "f16" || c.CacheV != "f16" {
 		id += ".k" + c.CacheK + "v" + c.CacheV
 	}
 	return id
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

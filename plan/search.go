@@ -194,7 +194,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	}
 	var out []Candidate
 	for _, cc := range caches {
-		eval := func(ngl, perSlot int) (*Assessment, bool) {
+		profile := func(ngl, perSlot int) Profile {
 			p := o.Base
 			p.Parallel, p.KVUnified = o.Parallel, false
 			p.Ctx = perSlot * o.Parallel
@@ -206,7 +206,10 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			if cc.v != "f16" {
 				p.FlashAttn = FlashOn
 			}
-			a, err := assessOnce(m, p, s, cpu, gpus)
+			return p
+		}
+		eval := func(ngl, perSlot int) (*Assessment, bool) {
+			a, err := assessOnce(m, profile(ngl, perSlot), s, cpu, gpus)
 			if err != nil {
 				return nil, false
 			}
@@ -262,16 +265,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			if !ok {
 				continue
 			}
-			c := Candidate{CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
-			c.Profile = o.Base
-			c.Profile.Parallel, c.Profile.Ctx, c.Profile.GPULayers = o.Parallel, perSlot*o.Parallel, n
-			if fx.Ctx > 0 {
-				c.Profile.Ctx = fx.Ctx
-			}
-			c.Profile.CacheK, c.Profile.CacheV = cc.k, cc.v
-			if cc.v != "f16" {
-				c.Profile.FlashAttn = FlashOn
-			}
+			c := Candidate{Profile: profile(n, perSlot), CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
 			c.Flags = flagsFor(c.Profile, len(gpus) > 0)
 			out = append(out, c)
 		}
@@ -362,10 +356,11 @@ func flagsFor(p Profile, gpus bool) []string {
 	}
 	// Batch sizes change the compute buffers; say them when they are not
 	// llama-server's defaults.
-	if d := Defaults(); p.Batch != d.Batch {
+	d := Defaults()
+	if p.Batch != d.Batch {
 		f = append(f, "-b", strconv.Itoa(p.Batch))
 	}
-	if d := Defaults(); p.UBatch != d.UBatch {
+	if p.UBatch != d.UBatch {
 		f = append(f, "-ub", strconv.Itoa(p.UBatch))
 	}
 	// A quantized V cache needs flash attention; a quantized K alone does

@@ -144,6 +144,18 @@ func (f *flags) printHelp() {
 // parse parses flags that may come before, between or after positional
 // arguments (headroom inspect MODEL --json), which the flag package alone
 // does not allow. A lone "--" ends the flags.
+// parseModel parses a command that takes exactly one MODEL argument.
+func (f *flags) parseModel(args []string) (string, error) {
+	pos, err := f.parse(args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", usagef("need exactly one MODEL, got %d arguments", len(pos))
+	}
+	return pos[0], nil
+}
+
 func (f *flags) parse(args []string) ([]string, error) {
 	var pos, rest []string
 	for i, a := range args {

@@ -181,12 +181,9 @@ Examples:
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
 	asJSON := fs.Bool("json", false, "print the assessment as JSON (the contract in DESIGN.md)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
-	pos, err := fs.parse(args)
+	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need exactly one MODEL, got %d arguments", len(pos))
 	}
 	p, err := profile()
 	if err != nil {
@@ -196,7 +193,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	h, err := openModel(ctx, env, pos[0], *quiet)
+	h, err := openModel(ctx, env, ref, *quiet)
 	if err != nil {
 		return err
 	}

@@ -34,14 +34,11 @@ Examples:
 	tensors := fs.Bool("tensors", false, "list every tensor with shape, type, bytes and offset")
 	full := fs.Bool("full", false, "with --json, print metadata arrays whole (a vocabulary can be 10 MiB)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
-	pos, err := fs.parse(args)
+	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("need exactly one MODEL, got %d arguments", len(pos))
-	}
-	h, err := openModel(ctx, env, pos[0], *quiet)
+	h, err := openModel(ctx, env, ref, *quiet)
 	if err != nil {
 		return err
 	}

@@ -62,12 +62,9 @@ Examples:
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
 	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
-	pos, err := fs.parse(args)
+	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need exactly one MODEL, got %d arguments", len(pos))
 	}
 	switch opts.Goal {
 	case plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext:
@@ -94,7 +91,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	h, err := openModel(ctx, env, pos[0], *quiet || *printArgs)
+	h, err := openModel(ctx, env, ref, *quiet || *printArgs)
 	if err != nil {
 		return err
 	}
