@@ -71,6 +71,13 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	a := s.Arch
 	u32 := func(key string, v int) { b.Set(a+"."+key, gguf.Uint32Value(uint32(v))) }
 	f32 := func(key string, v float32) { b.Set(a+"."+key, gguf.Float32Value(v)) }
+	// optF32 writes a key only where the model has the feature (zero: it
+	// has not, and llama.cpp's default applies).
+	optF32 := func(key string, v float32) {
+		if v != 0 {
+			f32(key, v)
+		}
+	}
 	headDim := s.headDim()
 
 	b.Set("general.architecture", gguf.StringValue(a))
@@ -113,9 +120,7 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	default:
 		u32("attention.head_count_kv", s.HeadsKV)
 	}
-	if s.RopeTheta != 0 {
-		f32("rope.freq_base", s.RopeTheta)
-	}
+	optF32("rope.freq_base", s.RopeTheta)
 	if s.LayerNorm {
 		f32("attention.layer_norm_epsilon", s.NormEps)
 	} else {
@@ -157,9 +162,7 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		if m.LeadingDense > 0 {
 			u32("leading_dense_block_count", m.LeadingDense)
 		}
-		if m.WeightsScale != 0 {
-			f32("expert_weights_scale", m.WeightsScale)
-		}
+		optF32("expert_weights_scale", m.WeightsScale)
 		if m.NextN > 0 {
 			u32("nextn_predict_layers", m.NextN)
 		}
@@ -178,9 +181,7 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		if w.Pattern != 0 {
 			u32("attention.sliding_window_pattern", w.Pattern)
 		}
-		if w.FreqBaseSWA != 0 {
-			f32("rope.freq_base_swa", w.FreqBaseSWA)
-		}
+		optF32("rope.freq_base_swa", w.FreqBaseSWA)
 	}
 	if m := s.MLA; m != nil {
 		if m.QLoraRank > 0 {
@@ -207,28 +208,14 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		if r.OrigCtx != 0 {
 			u32("rope.scaling.original_context_length", r.OrigCtx)
 		}
-		if r.YarnLogMul != 0 {
-			f32("rope.scaling.yarn_log_multiplier", r.YarnLogMul)
-		}
-		if r.YarnBetaFst != 0 {
-			f32("rope.scaling.yarn_beta_fast", r.YarnBetaFst)
-		}
-		if r.YarnBetaSlw != 0 {
-			f32("rope.scaling.yarn_beta_slow", r.YarnBetaSlw)
-		}
+		optF32("rope.scaling.yarn_log_multiplier", r.YarnLogMul)
+		optF32("rope.scaling.yarn_beta_fast", r.YarnBetaFst)
+		optF32("rope.scaling.yarn_beta_slow", r.YarnBetaSlw)
 	}
-	if s.AttnTemperature != 0 {
-		f32("attention.temperature_scale", s.AttnTemperature)
-	}
-	if s.LogitScale != 0 {
-		f32("logit_scale", s.LogitScale)
-	}
-	if s.AttnSoftcap != 0 {
-		f32("attn_logit_softcapping", s.AttnSoftcap)
-	}
-	if s.FinalSoftcap != 0 {
-		f32("final_logit_softcapping", s.FinalSoftcap)
-	}
+	optF32("attention.temperature_scale", s.AttnTemperature)
+	optF32("logit_scale", s.LogitScale)
+	optF32("attn_logit_softcapping", s.AttnSoftcap)
+	optF32("final_logit_softcapping", s.FinalSoftcap)
 }
 
 // roleF32 marks tensors that stay F32 in every recipe: norms, biases,
