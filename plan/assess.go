@@ -126,6 +126,14 @@ func assessOnce(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Dev
 	if err != nil {
 		return nil, err
 	}
+	return r.Against(s)
+}
+
+// Against judges an accounting against a snapshot's memory. The buffers
+// depend only on the model, the profile and the devices, not on what is
+// free, so a load can keep the accounting of its preview and judge it
+// again against a fresh snapshot.
+func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 	charges := make([]hw.Charge, 0, len(r.Buffers))
 	for _, b := range r.Buffers {
 		charges = append(charges, hw.Charge{Device: b.Device, Kind: chargeKind(b.Kind), Bytes: b.Bytes})

@@ -306,3 +306,14 @@ func (c *Client) redactErr(err error) error {
 	}
 	return &redactedError{msg: c.redact(err.Error()), err: err}
 }
+
+// DownloadClient returns an HTTP client for fetching the files of artifacts
+// this Client resolved: it sends Token to Endpoint's origin only, as every
+// request of an Open does, so a redirect to a CDN never carries it.
+func (c *Client) DownloadClient() (*http.Client, error) {
+	o, err := c.newOp()
+	if err != nil {
+		return nil, err
+	}
+	return o.hc, nil
+}
