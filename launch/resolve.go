@@ -1,0 +1,156 @@
+// Package launch carries a model from a reference to a running server:
+// resolve the reference to an exact artifact, assess it on this machine,
+// pull it into the store only once it fits, admit it again at load time
+// beside what headroom already runs, start llama-server with the plan and
+// declare it ready only after a real completion.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/source"
+)
+
+// Deps are what the steps need. Machine takes a fresh snapshot each time it
+// is called; the pull and the load each ask for one.
+type Deps struct {
+	Client  *source.Client
+	Catalog *catalog.Catalog
+	Lock    *catalog.LockFile
+	Machine func(ctx context.Context) (*hw.Snapshot, error)
+	// Say receives the state a person follows and a line about it; nil
+	// discards them.
+	Say func(state, line string)
+}
+
+func (d *Deps) say(state, format string, args ...any) {
+	if d.Say != nil {
+		d.Say(state, fmt.Sprintf(format, args...))
+	}
+}
+
+// Model is a resolved reference: the exact artifact and its architecture.
+type Model struct {
+	// Ref is the reference as given.
+	Ref string
+	// Variant is ENTRY/QUANT when the reference named a catalog variant.
+	Variant string
+	Header  *source.Header
+	Arch    *arch.Model
+	// ArchErr is why the architecture cannot be modelled (Arch is nil).
+	ArchErr error
+	// Pinned is the lock's package when the catalog variant was locked.
+	Pinned *catalog.Package
+}
+
+// Local reports whether the model's files are already on this machine.
+func (m *Model) Local() bool { return m.Header.Artifact.Kind == source.KindLocal }
+
+// Identity lists each file as repository@commit/name#sha256, or a local
+// file as its path and size: what an admission key is built from.
+func (m *Model) Identity() []string {
+	a := m.Header.Artifact
+	var out []string
+	for _, f := range a.Files {
+		if m.Local() {
+			out = append(out, fmt.Sprintf("%s#%d", f.Path, f.Size))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s@%s/%s#%s", a.Repo, a.Commit, f.Name, f.SHA256))
+	}
+	return out
+}
+
+// Resolve turns a reference into a Model: a catalog variant ENTRY/QUANT
+// (pinned to its locked commit when the lock has it), a local GGUF, a URL,
+// or hf:OWNER/REPO[:QUANT|/FILE][@REV]. Only the headers are read.
+func (d *Deps) Resolve(ctx context.Context, ref string) (*Model, error) {
+	d.say("resolving", "resolving %s", ref)
+	m := &Model{Ref: ref}
+	open := ref
+	if v, pinned, ok, err := d.variant(ref); err != nil {
+		return nil, err
+	} else if ok {
+		m.Variant, m.Pinned, open = ref, pinned, v
+	}
+	h, err := d.Client.Open(ctx, open)
+	if err != nil {
+		return nil, err
+	}
+	m.Header = h
+	if m.Pinned != nil {
+		if err := checkPinned(m.Pinned, h.Artifact); err != nil {
+			return nil, err
+		}
+	}
+	m.Arch, m.ArchErr = arch.FromGGUF(h.Model)
+	if m.ArchErr != nil {
+		var inc *arch.Incompatible
+		if !errors.As(m.ArchErr, &inc) {
+			return nil, m.ArchErr
+		}
+	}
+	a := h.Artifact
+	if a.Commit != "" {
+		d.say("resolving", "%s is %s@%s, %d file(s), %s", ref, a.Repo, a.Commit[:12], len(a.Files), gib(h.Model.Size()))
+	}
+	return m, nil
+}
+
+// variant recognizes ENTRY/QUANT. A path that exists on disk is a path,
+// even if its name looks like a variant.
+func (d *Deps) variant(ref string) (open string, pinned *catalog.Package, ok bool, err error) {
+	entry, quant, found := strings.Cut(ref, "/")
+	if !found || d.Catalog == nil || strings.Contains(ref, ":") || strings.Contains(quant, "/") {
+		return "", nil, false, nil
+	}
+	if _, err := os.Stat(ref); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, false, nil
+	}
+	e := d.Catalog.Entry(entry)
+	if e == nil {
+		return "", nil, false, nil
+	}
+	v := e.Variant(quant)
+	if v == nil {
+		var have []string
+		for _, v := range e.Variants {
+			have = append(have, v.Quant)
+		}
+		return "", nil, false, fmt.Errorf("%s: the catalog has no %s variant of %s (it has %s)", ref, quant, entry, strings.Join(have, ", "))
+	}
+	open = v.Ref
+	if pkg, _ := d.Lock.Lookup(e.ID, *v); pkg != nil && len(pkg.Files) > 0 {
+		// The lock pins the commit and the file: open exactly that.
+		open = "hf:" + pkg.Repo + "/" + pkg.Files[0].Name + "@" + pkg.Commit
+		pinned = pkg
+	}
+	return open, pinned, true, nil
+}
+
+// checkPinned compares what the Hub lists now with what the lock recorded.
+// A commit names fixed content, so a difference means the lock or the Hub
+// is wrong, and nothing should be downloaded on either's word.
+func checkPinned(p *catalog.Package, a *source.Artifact) error {
+	if len(a.Files) != len(p.Files) {
+		return fmt.Errorf("%s@%s: the lock lists %d file(s), the Hub %d", p.Repo, p.Commit, len(p.Files), len(a.Files))
+	}
+	for i, f := range p.Files {
+		g := a.Files[i]
+		if g.Name != f.Name || g.Size != f.Size || (f.SHA256 != "" && g.SHA256 != f.SHA256) {
+			return fmt.Errorf("%s@%s/%s: the lock records %d bytes sha256 %s, the Hub lists %s, %d bytes sha256 %s",
+				p.Repo, p.Commit, f.Name, f.Size, f.SHA256, g.Name, g.Size, g.SHA256)
+		}
+	}
+	return nil
+}
+
+func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
