@@ -36,29 +36,8 @@ Examples:
   headroom plan hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 --parallel 4
   headroom plan model.gguf --goal context --json
   headroom plan model.gguf -ngl all --parallel 1`)
-	opts := plan.DefaultSearch()
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
-	fs.StringVar(&opts.Goal, "goal", plan.GoalBalanced, "what matters: balanced (GPU layers, then context), speed (GPU layers) or context")
-	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&opts.Parallel, n, 2, "parallel conversations (slots); each gets its own context")
-	}
-	fs.IntVar(&opts.MinCtx, "min-ctx", 4096, "the least context per slot worth running")
-	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
-	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
-	ngl := &gpuLayers{n: plan.GPULayersAuto}
-	for _, n := range []string{"ngl", "gpu-layers", "n-gpu-layers"} {
-		fs.Var(ngl, n, "keep this many layers on the GPU (a number or all) and only check it; default: searched")
-	}
-	for _, n := range []string{"c", "ctx-size"} {
-		fs.IntVar(&opts.Fixed.Ctx, n, 0, "keep this context (cells across all slots) and only check it; default: searched")
-	}
-	for _, n := range []string{"ctk", "cache-type-k"} {
-		fs.StringVar(&opts.Fixed.CacheK, n, "", "keep this K cache type (f16, q8_0, q4_0, ...); default: f16, or q8_0 where it buys context")
-	}
-	for _, n := range []string{"ctv", "cache-type-v"} {
-		fs.StringVar(&opts.Fixed.CacheV, n, "", "keep this V cache type (a quantized V turns flash attention on)")
-	}
-	fs.BoolVar(&opts.Headless, "headless", false, "plan as if the desktop session were stopped: the GPU memory it holds counts as free")
+	search := searchFlags(fs)
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
 	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
@@ -66,27 +45,10 @@ Examples:
 	if err != nil {
 		return err
 	}
-	switch opts.Goal {
-	case plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext:
-	default:
-		return usagef("--goal must be balanced, speed or context, not %q", opts.Goal)
+	opts, err := search()
+	if err != nil {
+		return err
 	}
-	if opts.Parallel < 1 || opts.MinCtx < 256 || *target < 0 {
-		return usagef("--parallel must be 1 or more, --min-ctx 256 or more, --fit-target 0 or more")
-	}
-	switch ngl.n {
-	case plan.GPULayersAuto:
-	case -2: // all
-		n := 999 // llama.cpp's own "all"; the plan clamps it
-		opts.Fixed.GPULayers = &n
-	default:
-		opts.Fixed.GPULayers = &ngl.n
-	}
-	if opts.Fixed.Ctx < 0 {
-		return usagef("-c must be 0 (searched) or more, not %d", opts.Fixed.Ctx)
-	}
-	opts.FitTarget = *target << 20
-	opts.AllowQ8 = !*noQ8
 	snap, err := loadMachine(ctx, *machine)
 	if err != nil {
 		return err

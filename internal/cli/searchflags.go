@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"github.com/headroom-llm/headroom/plan"
+)
+
+// searchFlags registers the flags that steer a plan search (shared by
+// plan, pull and serve) and returns a function that checks them after
+// parsing and builds the options.
+func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
+	opts := plan.DefaultSearch()
+	fs.StringVar(&opts.Goal, "goal", plan.GoalBalanced, "what matters: balanced (GPU layers, then context), speed (GPU layers) or context")
+	for _, n := range []string{"np", "parallel"} {
+		fs.IntVar(&opts.Parallel, n, 2, "parallel conversations (slots); each gets its own context")
+	}
+	fs.IntVar(&opts.MinCtx, "min-ctx", 4096, "the least context per slot worth running")
+	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
+	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
+	ngl := &gpuLayers{n: plan.GPULayersAuto}
+	for _, n := range []string{"ngl", "gpu-layers", "n-gpu-layers"} {
+		fs.Var(ngl, n, "keep this many layers on the GPU (a number or all) and only check it; default: searched")
+	}
+	for _, n := range []string{"c", "ctx-size"} {
+		fs.IntVar(&opts.Fixed.Ctx, n, 0, "keep this context (cells across all slots) and only check it; default: searched")
+	}
+	for _, n := range []string{"ctk", "cache-type-k"} {
+		fs.StringVar(&opts.Fixed.CacheK, n, "", "keep this K cache type (f16, q8_0, q4_0, ...); default: f16, or q8_0 where it buys context")
+	}
+	for _, n := range []string{"ctv", "cache-type-v"} {
+		fs.StringVar(&opts.Fixed.CacheV, n, "", "keep this V cache type (a quantized V turns flash attention on)")
+	}
+	fs.BoolVar(&opts.Headless, "headless", false, "plan as if the desktop session were stopped: the GPU memory it holds counts as free")
+	return func() (plan.SearchOptions, error) {
+		switch opts.Goal {
+		case plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext:
+		default:
+			return opts, usagef("--goal must be balanced, speed or context, not %q", opts.Goal)
+		}
+		if opts.Parallel < 1 || opts.MinCtx < 256 || *target < 0 {
+			return opts, usagef("--parallel must be 1 or more, --min-ctx 256 or more, --fit-target 0 or more")
+		}
+		switch ngl.n {
+		case plan.GPULayersAuto:
+		case -2: // all
+			n := 999 // llama.cpp's own "all"; the plan clamps it
+			opts.Fixed.GPULayers = &n
+		default:
+			n := ngl.n
+			opts.Fixed.GPULayers = &n
+		}
+		if opts.Fixed.Ctx < 0 {
+			return opts, usagef("-c must be 0 (searched) or more, not %d", opts.Fixed.Ctx)
+		}
+		opts.FitTarget = *target << 20
+		opts.AllowQ8 = !*noQ8
+		return opts, nil
+	}
+}
