@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Logged is one buffer-size line of llama.cpp's log: an allocation the
+// engine actually made, as it printed it.
+type Logged struct {
+	// Source is the function that printed the line: load_tensors,
+	// llama_context, llama_kv_cache, llama_memory_recurrent, sched_reserve...
+	Source string `json:"source"`
+	// Device is the name llama.cpp printed before the kind: a buffer type
+	// (CPU_Mapped, CPU_REPACK, CUDA_Host, Vulkan_Host) or a device (CPU,
+	// CUDA0, Vulkan0, MTL0).
+	Device string `json:"device_or_buffer_type"`
+	// Kind is model, kv, rs, compute or output.
+	Kind string `json:"kind"`
+	// Cache names the KV cache a kv buffer belongs to: "" for a plain
+	// cache, "non-SWA" or "SWA" for the two caches of an iswa memory.
+	Cache string `json:"cache"`
+	// MiB is the printed figure as a number.
+	MiB float64 `json:"mib"`
+	// Printed is the figure exactly as printed (two decimals). It is the
+	// comparable value: llama.cpp rounds bytes/2^20 with %.2f.
+	Printed string `json:"printed"`
+}
+
+// These follow the printf formats of llama.cpp's llama-model.cpp,
+// llama-context.cpp, llama-kv-cache*.cpp and llama-memory-recurrent.cpp,
+// and the conformance harness (conformance/harness/parse.mjs), whose
+// golden files the tests hold this parser to. The leading (?:^|\s) lets a
+// line carry llama-server's "0.01.234.567 I " prefix (or any other) before
+// the printing function's name.
+var (
+	bufferLine = regexp.MustCompile(`(?:^|\s)(~?\w+):\s+(\S+)\s+(.+?) buffer size = +(-?\d+\.\d+) MiB$`)
+	cacheStart = regexp.MustCompile(`(?:^|\s)(\w+): creating +(.+?) (?:KV )?cache(?:, size = (\d+) cells)?$`)
+	// ansiEscape matches the colour codes llama.cpp adds with --log-colors.
+	ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
+	spaces     = regexp.MustCompile(`\s+`)
+)
+
+// kindOf maps the phrase before "buffer size" to a buffer kind. Phrases
+// outside the table (forks print others) become lower_snake_case, as the
+// harness does, so they still show up rather than vanish.
+func kindOf(phrase string) string {
+	switch phrase {
+	case "model":
+		return "model"
+	case "KV":
+		return "kv"
+	case "RS":
+		return "rs"
+	case "compute":
+		return "compute"
+	case "output":
+		return "output"
+	}
+	return strings.ToLower(spaces.ReplaceAllString(phrase, "_"))
+}
+
+// cleanLine removes what a terminal or a pipe adds to a log line: colour
+// codes, the line ending, trailing blanks.
+func cleanLine(line string) string {
+	if strings.IndexByte(line, 0x1b) >= 0 {
+		line = ansiEscape.ReplaceAllString(line, "")
+	}
+	return strings.TrimRight(line, " \t\r\n")
+}
+
+// ParseLog lists the buffers llama.cpp reports in its log, in log order.
+// Lines may carry a prefix (llama-server's timestamps and level letter)
+// before the printing function's name. The context destructor's
+// "~llama_context: ... compute buffer size is ..." checks, printed by
+// checking builds, are not allocations and are skipped.
+//
+// A kv line belongs to the KV cache most recently announced by a
+// "creating ... KV cache" line (iswa memories print one for the non-SWA and
+// one for the SWA cache); with no announcement its Cache is "".
+func ParseLog(lines []string) []Logged {
+	var out []Logged
+	cache := ""
+	for _, raw := range lines {
+		line := cleanLine(raw)
+		if !strings.Contains(line, "buffer size = ") {
+			if strings.Contains(line, "creating") {
+				if m := cacheStart.FindStringSubmatch(line); m != nil {
+					cache = spaces.ReplaceAllString(strings.TrimSpace(m[2]), " ")
+				}
+			}
+			continue
+		}
+		m := bufferLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		mib, err := strconv.ParseFloat(m[4], 64)
+		if err != nil {
+			continue
+		}
+		kind := kindOf(strings.TrimSpace(m[3]))
+		l := Logged{Source: m[1], Device: m[2], Kind: kind, MiB: mib, Printed: m[4]}
+		if kind == "kv" {
+			l.Cache = cache
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// parseRelevant reports whether ParseLog reads anything from a line, so a
+// long-running server can keep just those lines of an unbounded log.
+func parseRelevant(line string) bool {
+	return strings.Contains(line, "buffer size = ") || strings.Contains(line, "creating")
+}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/headroom-llm/headroom/conformance"
+)
+
+// goldenCases are real llama.cpp loads recorded by the conformance
+// harness, read once: several tests walk all of them.
+var goldenCases = sync.OnceValues(func() ([]conformance.Case, error) {
+	return conformance.Load(filepath.Join("..", "conformance", "testdata", "golden"))
+})
+
+func loadGolden(t *testing.T) []conformance.Case {
+	t.Helper()
+	cases, err := goldenCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 100 {
+		t.Fatalf("%d golden cases, want the full set (over 100)", len(cases))
+	}
+	return cases
+}
+
+// TestParseLogGolden holds ParseLog to the harness's reading of every
+// recorded llama.cpp log: the same buffers, in the same order, with the
+// same names, caches and printed figures.
+func TestParseLogGolden(t *testing.T) {
+	for _, c := range loadGolden(t) {
+		got := ParseLog(c.Log)
+		want := make([]Logged, len(c.Figures.Buffers))
+		for i, b := range c.Figures.Buffers {
+			want[i] = Logged{Source: b.Source, Device: b.DeviceOrBufferType, Kind: b.Kind, Cache: b.Cache, MiB: b.MiB, Printed: b.Printed}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.ID, got, want)
+		}
+	}
+}
+
+// TestParseLogPrefixed replays golden logs as llama-server prints them,
+// with its timestamp and level prefix (and colour codes), and expects the
+// same buffers as from the bare lines.
+func TestParseLogPrefixed(t *testing.T) {
+	prefixes := []struct {
+		name string
+		add  func(i int, s string) string
+	}{
+		{"timestamp and level", func(i int, s string) string { return fmt.Sprintf("0.00.%03d.456 I %s", i%1000, s) }},
+		{"level only", func(_ int, s string) string { return "I " + s }},
+		{"colours", func(i int, s string) string {
+			return fmt.Sprintf("\x1b[34m0.01.002.%03d\x1b[0m \x1b[32mI \x1b[0m%s\r\n", i%1000, s)
+		}},
+	}
+	cases := loadGolden(t)
+	for _, p := range prefixes {
+		t.Run(p.name, func(t *testing.T) {
+			for _, c := range cases[:20] {
+				lines := make([]string, len(c.Log))
+				for i, l := range c.Log {
+					lines[i] = p.add(i, l)
+				}
+				if got, want := ParseLog(lines), ParseLog(c.Log); !reflect.DeepEqual(got, want) || len(want) == 0 {
+					t.Errorf("%s:\n got %+v\nwant %+v", c.ID, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseLogLines(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines []string
+		want  []Logged
+	}{
+		{
+			name: "one of each kind",
+			lines: []string{
+				"load_tensors:   CPU_Mapped model buffer size =  8135.02 MiB",
+				"llama_context:        CPU  output buffer size =     1.95 MiB",
+				"llama_kv_cache:        CPU KV buffer size =  1024.00 MiB",
+				"llama_memory_recurrent:        CPU RS buffer size =    28.50 MiB",
+				"sched_reserve:        CPU compute buffer size =   517.03 MiB",
+			},
+			want: []Logged{
+				{Source: "load_tensors", Device: "CPU_Mapped", Kind: "model", MiB: 8135.02, Printed: "8135.02"},
+				{Source: "llama_context", Device: "CPU", Kind: "output", MiB: 1.95, Printed: "1.95"},
+				{Source: "llama_kv_cache", Device: "CPU", Kind: "kv", MiB: 1024, Printed: "1024.00"},
+				{Source: "llama_memory_recurrent", Device: "CPU", Kind: "rs", MiB: 28.5, Printed: "28.50"},
+				{Source: "sched_reserve", Device: "CPU", Kind: "compute", MiB: 517.03, Printed: "517.03"},
+			},
+		},
+		{
+			name: "destructor checks and unrelated lines are skipped",
+			lines: []string{
+				"~llama_context:        CPU compute buffer size is 517.0312 MiB, matches expectation of 517.0312 MiB",
+				"llama_kv_cache: size = 1024.00 MiB (  8192 cells,  32 layers,  1/1 seqs), K (f16):  512.00 MiB, V (f16):  512.00 MiB",
+				"srv  log_server_r: request: GET /health 127.0.0.1 200",
+				"",
+			},
+		},
+		{
+			name: "iswa caches name their kv buffers",
+			lines: []string{
+				"0.00.100.000 I llama_kv_cache_iswa: creating non-SWA KV cache, size = 4096 cells",
+				"0.00.100.001 I llama_kv_cache:      CUDA0 KV buffer size =   112.00 MiB",
+				"0.00.100.002 I llama_kv_cache_iswa: creating     SWA KV cache, size = 1536 cells",
+				"0.00.100.003 I llama_kv_cache:      CUDA0 KV buffer size =    42.00 MiB",
+				"0.00.100.004 I sched_reserve:      CUDA0 compute buffer size =   300.00 MiB",
+			},
+			want: []Logged{
+				{Source: "llama_kv_cache", Device: "CUDA0", Kind: "kv", Cache: "non-SWA", MiB: 112, Printed: "112.00"},
+				{Source: "llama_kv_cache", Device: "CUDA0", Kind: "kv", Cache: "SWA", MiB: 42, Printed: "42.00"},
+				{Source: "sched_reserve", Device: "CUDA0", Kind: "compute", MiB: 300, Printed: "300.00"},
+			},
+		},
+		{
+			name:  "unknown phrase kept in snake case",
+			lines: []string{"load_tensors:   CUDA0 moe placement buffer size =    10.00 MiB"},
+			want:  []Logged{{Source: "load_tensors", Device: "CUDA0", Kind: "moe_placement", MiB: 10, Printed: "10.00"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ParseLog(tt.lines); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,23 @@
+//go:build !unix
+
+package engine
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+)
+
+// setProcessGroup does nothing where there are no POSIX process groups;
+// Stop then reaches the child only.
+func setProcessGroup(*exec.Cmd) {}
+
+// terminate has no gentle form without POSIX signals: the child is killed.
+func terminate(p *os.Process) error { return kill(p) }
+
+func kill(p *os.Process) error {
+	if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}

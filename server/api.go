@@ -1,0 +1,224 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/speed"
+)
+
+// cacheTypes are the K/V cache types llama.cpp accepts for -ctk and -ctv.
+func cacheTypes() []string {
+	return []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+}
+
+// capabilities are the ones catalog entries declare.
+func capabilities() []string { return []string{"tools", "vision", "reasoning", "embedding"} }
+
+func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, "machine")
+	if err != nil {
+		return err
+	}
+	m, err := s.machine(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m.snap)
+	return nil
+}
+
+// fitJSON is the object 'headroom fit --json' prints.
+type fitJSON struct {
+	Artifact artifact     `json:"artifact"`
+	Profile  plan.Profile `json:"profile"`
+	*plan.Assessment
+}
+
+func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa")
+	if err != nil {
+		return err
+	}
+	ref, p, err := fitProfile(q)
+	if err != nil {
+		return err
+	}
+	m, err := s.machine(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	res, err := s.model(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	a, err := plan.Assess(res.m, res.archErr, p, m.snap)
+	if err != nil {
+		return withStatus(http.StatusBadRequest, err, "cannot assess %s with this profile", ref)
+	}
+	if a.Resolved != nil {
+		p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
+	}
+	writeJSON(w, http.StatusOK, fitJSON{Artifact: res.artifact, Profile: p, Assessment: a})
+	return nil
+}
+
+// fitProfile reads the model and the serving profile, with the CLI's
+// defaults: the trained context, and llama-server's automatic four slots
+// sharing one cache unless parallel is given.
+func fitProfile(q *query) (string, plan.Profile, error) {
+	p := plan.Defaults()
+	ref, ok := q.str("model")
+	if !ok && q.err == nil {
+		q.fail("model is required: a catalog variant such as qwen3-8b/Q4_K_M")
+	}
+	p.Ctx = q.intIn("ctx", 0, 0, maxCtx)
+	if _, given := q.v["parallel"]; given {
+		p.Parallel, p.KVUnified = q.intIn("parallel", 1, 1, 256), false
+	} else {
+		p.Parallel, p.KVUnified = 4, true
+	}
+	switch s, _ := q.str("ngl"); s {
+	case "", "all", "auto":
+		// Without --fit, llama.cpp's auto offloads every layer.
+		p.GPULayers = plan.GPULayersAuto
+	default:
+		p.GPULayers = q.intIn("ngl", plan.GPULayersAuto, 0, 9999)
+	}
+	p.CacheK = q.oneOf("ctk", "f16", cacheTypes()...)
+	p.CacheV = q.oneOf("ctv", "f16", cacheTypes()...)
+	p.FlashAttn = plan.FlashAttn(q.oneOf("fa", string(plan.FlashAuto), "on", "off", "auto"))
+	return ref, p, q.err
+}
+
+// planJSON is the object 'headroom plan --json' prints.
+type planJSON struct {
+	*plan.Plan
+	Speed []speed.Result `json:"speed"`
+}
+
+func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, "model", "machine", "parallel", "min_ctx", "goal", "headless")
+	if err != nil {
+		return err
+	}
+	o := plan.DefaultSearch()
+	ref, ok := q.str("model")
+	if !ok && q.err == nil {
+		q.fail("model is required: a catalog variant such as qwen3-8b/Q4_K_M")
+	}
+	o.Parallel = q.intIn("parallel", o.Parallel, 1, 256)
+	o.MinCtx = q.intIn("min_ctx", o.MinCtx, 256, maxCtx)
+	o.Goal = q.oneOf("goal", plan.GoalBalanced, plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext)
+	o.Headless = q.flag("headless")
+	if q.err != nil {
+		return q.err
+	}
+	m, err := s.machine(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	res, err := s.model(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	if res.archErr != nil {
+		return withStatus(http.StatusBadRequest, res.archErr, "model %s cannot be planned", ref)
+	}
+	p, err := plan.Search(res.m, m.snap, o)
+	if err != nil {
+		return fmt.Errorf("planning %s: %w", ref, err)
+	}
+	// Where nothing fits the CLI fails; the API answers the search
+	// itself (chosen null, explain saying why), which a client can show.
+	out := planJSON{Plan: p, Speed: []speed.Result{}}
+	if p.Chosen != nil {
+		out.Speed = decodeEstimate(res.m, p.Chosen, m.snap)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// decodeEstimate is generation speed for a candidate with an empty
+// context and with one slot's context full, as the CLI's plan reports it.
+func decodeEstimate(m *arch.Model, c *plan.Candidate, snap *hw.Snapshot) []speed.Result {
+	out := []speed.Result{}
+	cpu, gpus := plan.Devices(snap)
+	res, err := plan.Account(m, c.Profile, cpu, gpus)
+	if err != nil {
+		return out
+	}
+	for _, filled := range []int{0, c.CtxPerSlot} {
+		if e, err := speed.Estimate(m, res, snap, filled); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// recommendJSON is the object 'headroom recommend --json' prints.
+type recommendJSON struct {
+	Goal    string        `json:"goal"`
+	Machine string        `json:"machine"`
+	Speed   string        `json:"speed"`
+	Rows    []catalog.Row `json:"configurations"`
+}
+
+func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, "machine", "goal", "min_ctx", "parallel", "capability", "license")
+	if err != nil {
+		return err
+	}
+	o := catalog.DefaultOptions()
+	o.Goal = q.oneOf("goal", o.Goal, catalog.GoalQuality, catalog.GoalSpeed, catalog.GoalBalanced, catalog.GoalContext)
+	o.MinCtx = q.intIn("min_ctx", o.MinCtx, 256, maxCtx)
+	o.Parallel = q.intIn("parallel", o.Parallel, 1, 256)
+	o.Capabilities = q.list("capability", capabilities()...)
+	o.Licenses = q.list("license", licenses(s.cfg.Catalog)...)
+	if q.err != nil {
+		return q.err
+	}
+	m, err := s.machine(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	rows, err := catalog.Recommend(s.cfg.Catalog, s.cfg.Lock, m.snap, o)
+	if err != nil {
+		return fmt.Errorf("ranking the catalog: %w", err)
+	}
+	if rows == nil {
+		rows = []catalog.Row{}
+	}
+	writeJSON(w, http.StatusOK, recommendJSON{Goal: o.Goal, Machine: m.name,
+		Speed: "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", Rows: rows})
+	return nil
+}
+
+func licenses(c *catalog.Catalog) []string {
+	out := make([]string, 0, len(c.Licenses))
+	for id := range c.Licenses {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// gib formats bytes for a sentence.
+func gib(n int64) string {
+	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
+}
+
+// domainName is a domain's id with its description, for a sentence.
+func domainName(snap *hw.Snapshot, id string) string {
+	if d := snap.Domain(id); d != nil && d.Description != "" && !strings.EqualFold(d.Description, id) {
+		return fmt.Sprintf("%s (%s)", id, d.Description)
+	}
+	return id
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"strings"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/source"
+)
+
+// artifact is the artifact object of 'headroom fit --json', plus what a
+// catalog variant adds: its name and where its planner inputs came from.
+type artifact struct {
+	Ref          string                `json:"ref"`
+	Architecture string                `json:"architecture"`
+	Commit       string                `json:"commit,omitempty"`
+	Files        []source.ArtifactFile `json:"files"`
+	SizeBytes    int64                 `json:"size_bytes"`
+	Variant      string                `json:"variant,omitempty"`
+	Provenance   string                `json:"provenance,omitempty"`
+}
+
+// resolved is a model ready to plan. archErr is set, and m nil, when
+// headroom cannot model its architecture: that is a verdict, not a failure.
+type resolved struct {
+	m        *arch.Model
+	archErr  error
+	artifact artifact
+}
+
+// variant finds a catalog variant named "ENTRY/QUANT"; the quantization
+// may be written in any case.
+func (s *server) variant(name string) (*catalog.Entry, *catalog.Variant) {
+	id, quant, ok := strings.Cut(name, "/")
+	if !ok || strings.Contains(quant, "/") {
+		return nil, nil
+	}
+	e := s.cfg.Catalog.Entry(id)
+	if e == nil {
+		return nil, nil
+	}
+	if v := e.Variant(quant); v != nil {
+		return e, v
+	}
+	for i := range e.Variants {
+		if strings.EqualFold(e.Variants[i].Quant, quant) {
+			return e, &e.Variants[i]
+		}
+	}
+	return nil, nil
+}
+
+// model resolves a request's model: a catalog variant offline, anything
+// else through Config.Open.
+func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
+	if e, v := s.variant(ref); e != nil {
+		return s.catalogModel(e, v)
+	}
+	if s.cfg.Open == nil {
+		return nil, notFound("model %q is not a catalog variant (ENTRY/QUANT, as /v1/models lists them), and this server opens no other models", ref)
+	}
+	m, err := s.cfg.Open(ctx, ref)
+	switch {
+	case err != nil && arch.IsIncompatible(err):
+		return &resolved{archErr: err, artifact: artifact{Ref: ref, Files: []source.ArtifactFile{}}}, nil
+	case errors.Is(err, ErrForbidden):
+		return nil, withStatus(http.StatusForbidden, err, "model %q", ref)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, withStatus(http.StatusNotFound, err, "model %q not found", ref)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, withStatus(http.StatusBadRequest, err, "cannot open model %q", ref)
+	case m == nil:
+		return nil, fmt.Errorf("opening model %q gave no model and no error", ref)
+	}
+	var size int64
+	for _, t := range m.Tensors {
+		size += int64(t.Size)
+	}
+	return &resolved{m: m, artifact: artifact{Ref: ref, Architecture: m.Arch, Files: []source.ArtifactFile{}, SizeBytes: size}}, nil
+}
+
+func (s *server) catalogModel(e *catalog.Entry, v *catalog.Variant) (*resolved, error) {
+	m, prov, size, err := catalog.Model(e, *v, s.cfg.Lock)
+	key := catalog.VariantKey(e.ID, v.Quant)
+	r := &resolved{m: m, artifact: artifact{Ref: v.Ref, Files: []source.ArtifactFile{}, SizeBytes: size, Variant: key, Provenance: prov}}
+	switch {
+	case err != nil && arch.IsIncompatible(err):
+		r.m, r.archErr = nil, err
+	case err != nil:
+		return nil, fmt.Errorf("building the planner model of catalog variant %s: %w", key, err)
+	default:
+		r.artifact.Architecture = m.Arch
+	}
+	if pkg, _ := s.cfg.Lock.Lookup(e.ID, *v); pkg != nil {
+		r.artifact.Commit = pkg.Commit
+		for _, f := range pkg.Files {
+			r.artifact.Files = append(r.artifact.Files, source.ArtifactFile{Name: f.Name, Size: f.Size, SHA256: f.SHA256})
+		}
+	}
+	return r, nil
+}

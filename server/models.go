@@ -1,0 +1,115 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+// Why a listed model is disabled, in /v1/models' disabled_reason.
+const (
+	disabledResources    = "insufficient_resources"
+	disabledIncompatible = "incompatible"
+	disabledFiltered     = "filtered"
+)
+
+// modelObject is one entry of /v1/models: OpenAI's model object, plus
+// whether this machine can run it and why not.
+type modelObject struct {
+	ID             string `json:"id"`
+	Object         string `json:"object"`
+	Created        int64  `json:"created"`
+	OwnedBy        string `json:"owned_by"`
+	Name           string `json:"name"`
+	Ref            string `json:"ref"`
+	Status         string `json:"status"` // available or disabled
+	Verdict        string `json:"verdict"`
+	Rank           int    `json:"rank,omitempty"`
+	DisabledReason string `json:"disabled_reason,omitempty"`
+	Reason         string `json:"reason"`
+}
+
+type modelList struct {
+	Object string        `json:"object"`
+	Data   []modelObject `json:"data"`
+}
+
+// models lists every catalog variant, best first: clients that only know
+// OpenAI's listing see them all, and the ones that read status can grey out
+// those this machine cannot run, with the reason.
+func (s *server) models(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, "machine")
+	if err != nil {
+		return err
+	}
+	m, err := s.machine(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	o := catalog.DefaultOptions()
+	rows, err := catalog.Recommend(s.cfg.Catalog, s.cfg.Lock, m.snap, o)
+	if err != nil {
+		return fmt.Errorf("ranking the catalog: %w", err)
+	}
+	writeJSON(w, http.StatusOK, listModels(s.cfg.Catalog, rows, m.snap, o))
+	return nil
+}
+
+// listModels turns recommendation rows into the listing. A variant the
+// recommendation left out (trained on less context than o asks) is still
+// listed, disabled, so that every variant appears exactly once.
+func listModels(cat *catalog.Catalog, rows []catalog.Row, snap *hw.Snapshot, o catalog.Options) modelList {
+	out := modelList{Object: "list", Data: []modelObject{}}
+	seen := map[string]bool{}
+	for _, row := range rows {
+		id := catalog.VariantKey(row.Entry, row.Quant)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		mo := modelObject{ID: id, Object: "model", OwnedBy: "headroom", Name: row.Name, Ref: row.Ref,
+			Verdict: row.Verdict, Rank: row.Rank, Reason: row.Reason}
+		switch {
+		case row.Enabled:
+			mo.Status = "available"
+		case row.Verdict == plan.Incompatible:
+			mo.Status, mo.DisabledReason = "disabled", disabledIncompatible
+			mo.Reason = "headroom cannot model this architecture: " + row.Reason
+		default:
+			mo.Status, mo.DisabledReason = "disabled", disabledResources
+			mo.Reason = shortOf(row, snap, o)
+		}
+		out.Data = append(out.Data, mo)
+	}
+	for _, e := range cat.Entries {
+		for _, v := range e.Variants {
+			id := catalog.VariantKey(e.ID, v.Quant)
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			out.Data = append(out.Data, modelObject{ID: id, Object: "model", OwnedBy: "headroom", Name: e.Name, Ref: v.Ref,
+				Status: "disabled", DisabledReason: disabledFiltered,
+				Reason: fmt.Sprintf("trained on %d tokens of context, less than the %d per conversation headroom asks for", e.CtxTrained, o.MinCtx)})
+		}
+	}
+	return out
+}
+
+// shortOf says which memory domain keeps a row from fitting, and by how
+// much, for the least useful configuration (one conversation of the
+// minimum context).
+func shortOf(row catalog.Row, snap *hw.Snapshot, o catalog.Options) string {
+	if row.Limiting == nil || row.Limiting.Shortfall <= 0 {
+		return row.Reason
+	}
+	convs := "one conversation"
+	if o.Parallel > 1 {
+		convs = fmt.Sprintf("%d conversations", o.Parallel)
+	}
+	return fmt.Sprintf("does not fit: %s is short by %s, even for %s of %d tokens",
+		domainName(snap, row.Limiting.Domain), gib(row.Limiting.Shortfall), convs, o.MinCtx)
+}

@@ -1,0 +1,123 @@
+// Package server is headroom's local HTTP API and web panel.
+//
+// The API answers the questions the CLI answers, in the same JSON shapes as
+// its --json output: the machine (/api/hw), whether a model fits
+// (/api/fit), how to run it (/api/plan) and what to run (/api/recommend).
+// /v1/models lists every catalog variant the way OpenAI-compatible clients
+// expect, with the ones this machine cannot run present but disabled, so
+// that a client can show why rather than hide them. /api/load, /api/unload
+// and /api/instances drive a Runtime, which admits a model before it starts
+// it. The panel at / draws the same answers as bars per memory domain.
+//
+// A request never names a file: machines are presets or this machine, and
+// models are catalog variants or whatever Config.Open accepts.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/hw"
+)
+
+// Config is what the server answers from.
+type Config struct {
+	// Machine takes a fresh snapshot of this machine. It is called once for
+	// each request that names no preset, so it should be cheap enough for
+	// that (a caller may cache a probe). Required.
+	Machine func(ctx context.Context) (*hw.Snapshot, error)
+	// Catalog and Lock are the curated variants and their pinned
+	// artifacts; nil means the ones built into headroom.
+	Catalog *catalog.Catalog
+	Lock    *catalog.LockFile
+	// Open resolves a model that is not a catalog variant (an hf: reference,
+	// a path in headroom's store) to its planner model. An error wrapping
+	// fs.ErrNotExist answers 404, one for which arch.IsIncompatible holds is
+	// assessed as an incompatible verdict, any other answers 400. Nil means
+	// only catalog variants are known.
+	Open func(ctx context.Context, ref string) (*arch.Model, error)
+	// Runtime loads and unloads models; nil means /api/load and
+	// /api/unload answer 501.
+	Runtime Runtime
+}
+
+// server holds the configuration; it is read-only after New, so handlers
+// share it without locks.
+type server struct {
+	cfg Config
+}
+
+// New returns the API and panel as one handler.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Machine == nil {
+		return nil, errors.New("server: Config.Machine is nil; the server needs a way to snapshot this machine")
+	}
+	if cfg.Catalog == nil {
+		c, err := catalog.Load()
+		if err != nil {
+			return nil, fmt.Errorf("server: loading the built-in catalog: %w", err)
+		}
+		cfg.Catalog = c
+	}
+	if cfg.Lock == nil {
+		l, err := catalog.LoadLock()
+		if err != nil {
+			return nil, fmt.Errorf("server: loading the built-in lock: %w", err)
+		}
+		cfg.Lock = l
+	}
+	s := &server{cfg: cfg}
+	panel, err := panelHandler()
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/hw", route(http.MethodGet, s.hw))
+	mux.Handle("/api/fit", route(http.MethodGet, s.fit))
+	mux.Handle("/api/plan", route(http.MethodGet, s.plan))
+	mux.Handle("/api/recommend", route(http.MethodGet, s.recommend))
+	mux.Handle("/api/instances", route(http.MethodGet, s.instances))
+	mux.Handle("/api/load", route(http.MethodPost, s.load))
+	mux.Handle("/api/unload", route(http.MethodPost, s.unload))
+	mux.Handle("/v1/models", route(http.MethodGet, s.models))
+	// Anything else under the API prefixes is a JSON 404, not the panel.
+	for _, prefix := range []string{"/api/", "/v1/"} {
+		mux.Handle(prefix, handlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			return notFound("no endpoint %s %s; see the package documentation for the API", r.Method, r.URL.Path)
+		}))
+	}
+	mux.Handle("/", panel)
+	return mux, nil
+}
+
+// handlerFunc is a handler that returns its failure; serving writes it as
+// the API's JSON error.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (h handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h(w, r); err != nil {
+		writeError(w, r, err)
+	}
+}
+
+// route accepts one method (GET also answers HEAD, as net/http does) and
+// answers any other with 405 and the Allow header.
+func route(method string, h handlerFunc) http.Handler {
+	allow := method
+	if method == http.MethodGet {
+		allow = "GET, HEAD"
+	}
+	return handlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", allow)
+			return &apiError{status: http.StatusMethodNotAllowed,
+				msg: fmt.Sprintf("%s %s: want %s, got %s", r.Method, r.URL.Path, strings.ReplaceAll(allow, ", ", " or "), r.Method)}
+		}
+		return h(w, r)
+	})
+}
