@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 )
@@ -30,6 +31,10 @@ type Assessed struct {
 	Plan     *plan.Plan
 	Snapshot *hw.Snapshot
 	Options  plan.SearchOptions
+	// Result is the chosen candidate's accounting, buffer by buffer.
+	Result *plan.Result
+	// Key names the inputs of Result.
+	Key admission.Key
 }
 
 // Chosen is the plan's chosen candidate; nil when nothing fits.
@@ -55,6 +60,25 @@ func (d *Deps) Assess(ctx context.Context, m *Model, o plan.SearchOptions) (*Ass
 		return a, &NotFit{Ref: m.Ref, Verdict: plan.DoesNotFit, Why: p.Explain}
 	}
 	c := p.Chosen
+	a.Key = d.key(m, snap, c, o)
+	cpu, gpus := plan.Devices(snap)
+	if a.Result, err = plan.Account(m.Arch, c.Profile, cpu, gpus); err != nil {
+		return nil, err
+	}
+	if d.Cache != nil {
+		d.Cache.Put(a.Key, a.Result)
+	}
 	d.say("assessing", "fits: %d slot(s) of %d tokens, %d GPU layers; flags %s", c.Profile.Parallel, c.CtxPerSlot, c.GPULayers, strings.Join(c.Flags, " "))
 	return a, nil
+}
+
+// key names the inputs of a candidate's accounting on a snapshot.
+func (d *Deps) key(m *Model, snap *hw.Snapshot, c *plan.Candidate, o plan.SearchOptions) admission.Key {
+	return admission.Key{
+		Artifacts: m.Identity(),
+		Engine:    d.Engine,
+		Topology:  admission.Topology(snap),
+		Execution: c.Flags,
+		Capacity:  admission.Capacity(o.FitTarget, o.Headless),
+	}
 }

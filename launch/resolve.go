@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
@@ -29,6 +30,12 @@ type Deps struct {
 	// Say receives the state a person follows and a line about it; nil
 	// discards them.
 	Say func(state, line string)
+	// Engine is the llama-server build loads will use ("" before one is
+	// found); it is part of every admission key.
+	Engine string
+	// Cache keeps accountings between a preview and its load; nil
+	// computes every one.
+	Cache *admission.Cache
 }
 
 func (d *Deps) say(state, format string, args ...any) {
@@ -73,7 +80,7 @@ func (m *Model) Identity() []string {
 // (pinned to its locked commit when the lock has it), a local GGUF, a URL,
 // or hf:OWNER/REPO[:QUANT|/FILE][@REV]. Only the headers are read.
 func (d *Deps) Resolve(ctx context.Context, ref string) (*Model, error) {
-	d.say("resolving", "resolving %s", ref)
+	d.say("resolving", "%s", ref)
 	m := &Model{Ref: ref}
 	open := ref
 	if v, pinned, ok, err := d.variant(ref); err != nil {

@@ -34,6 +34,9 @@ func commands() []command {
 		{"synth", "write a sparse GGUF shaped like a real model, for tests and demos", runSynth},
 		{"hw", "show this machine's memory domains and llama.cpp devices, or a preset's", runHW},
 		{"recommend", "rank the catalog's models for this machine: what fits, how to run it, what does not and why", runRecommend},
+		{"pull", "download a model into the store, only after assessing that it fits; resumes, verifies sha256", runPull},
+		{"serve", "assess, pull, admit and start llama-server with the plan; ready only after a real completion", runServe},
+		{"serve-api", "serve the HTTP API (fit, plan, recommend, /v1/models, load/unload) and the web panel", runServeAPI},
 		{"catalog", "catalog lock: pin every catalog variant to a Hub commit, sizes, sha256 and planner inputs", runCatalog},
 	}
 }

@@ -152,7 +152,9 @@ func (h *Hub) Corrupt(repoID, name string) {
 }
 
 // Served returns the bytes served of a file, how many of them lay past its
-// header, and the Range headers received.
+// header, and the Range header of each request ("" for a whole-file GET).
+// Served bytes are those written to the connection; a client that stops
+// reading early has received fewer.
 func (h *Hub) Served(repoID, name string) (total, weights int64, ranges []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -241,9 +243,7 @@ func (h *Hub) serveBlob(w http.ResponseWriter, req *http.Request, sha string) {
 	var drop int64
 	var corrupt bool
 	if f != nil {
-		if rg := req.Header.Get("Range"); rg != "" {
-			f.ranges = append(f.ranges, rg)
-		}
+		f.ranges = append(f.ranges, req.Header.Get("Range"))
 		drop, f.dropAfter = f.dropAfter, 0
 		corrupt = f.corrupt
 	}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/launch"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/server"
+	"github.com/headroom-llm/headroom/source"
+	"github.com/headroom-llm/headroom/store"
+)
+
+// apiRuntime loads models for the HTTP API: the same chain as serve, with
+// one ledger for every load, so concurrent requests are admitted one
+// against another. Children live as long as base, the API process.
+type apiRuntime struct {
+	base   context.Context
+	d      *launch.Deps
+	st     *store.Store
+	ledger admission.Ledger
+	bin    string
+	opts   plan.SearchOptions
+	ready  time.Duration
+
+	mu   sync.Mutex
+	seq  int
+	runs map[string]*apiInstance
+}
+
+type apiInstance struct {
+	info server.Instance
+	run  *launch.Running
+}
+
+// checkRef accepts what a request may name: catalog variants, hf:
+// references and files inside the store. A path elsewhere or a URL would
+// let a request read any file or reach any host.
+func (rt *apiRuntime) checkRef(ref string) error {
+	if entry, _, ok := strings.Cut(ref, "/"); ok && rt.d.Catalog != nil && rt.d.Catalog.Entry(entry) != nil {
+		return nil // a catalog variant; Resolve checks the quantization
+	}
+	r, err := source.ParseRef(ref)
+	if err != nil {
+		return err
+	}
+	switch r.Kind {
+	case source.KindHF:
+		return nil
+	case source.KindLocal:
+		abs, err := filepath.Abs(r.Path)
+		if err == nil && rt.st.Contains(abs) {
+			return nil
+		}
+		return fmt.Errorf("%s: only files inside headroom's store (%s) may be named: %w", ref, rt.st.Root, server.ErrForbidden)
+	}
+	return fmt.Errorf("%s: the API takes catalog variants, hf: references and store paths, not URLs: %w", ref, server.ErrForbidden)
+}
+
+// open resolves a reference for /api/fit and /api/plan.
+func (rt *apiRuntime) open(ctx context.Context, ref string) (*arch.Model, error) {
+	if err := rt.checkRef(ref); err != nil {
+		return nil, err
+	}
+	m, err := rt.d.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if m.ArchErr != nil {
+		return nil, m.ArchErr
+	}
+	return m.Arch, nil
+}
+
+func (rt *apiRuntime) Load(ctx context.Context, req server.LoadRequest) (*server.Instance, error) {
+	if err := rt.checkRef(req.Model); err != nil {
+		return nil, err
+	}
+	if rt.bin == "" {
+		return nil, errors.New("llama-server was not found when the API started; restart it with --llama-server")
+	}
+	o := rt.opts
+	if req.Parallel > 0 {
+		o.Parallel = req.Parallel
+	}
+	if req.Ctx > 0 {
+		o.Fixed.Ctx = req.Ctx
+	}
+	// The child must outlive the request that started it.
+	ctx = rt.base
+	m, err := rt.d.Resolve(ctx, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	a, err := rt.d.Assess(ctx, m, o)
+	var nf *launch.NotFit
+	if errors.As(err, &nf) {
+		return nil, &server.Refused{Reason: nf.Error()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	path := ""
+	if m.Local() {
+		path = m.Header.Artifact.Files[0].Path
+	} else {
+		p, err := rt.d.Pull(ctx, m, nil, rt.st, false)
+		if err != nil {
+			return nil, err
+		}
+		path = p.Path
+	}
+	run, err := rt.d.Load(ctx, a, path, launch.LoadOptions{Bin: rt.bin, Ledger: &rt.ledger, Port: 0, ReadyTimeout: rt.ready})
+	var refusal *admission.Refusal
+	if errors.As(err, &refusal) {
+		return nil, &server.Refused{Reason: refusal.Error()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.seq++
+	info := server.Instance{ID: run.Ticket.ID, Model: req.Model, State: "ready", URL: run.Server.URL(), Flags: run.Flags,
+		Reason: run.Reconciliation.Summary()}
+	if rt.runs == nil {
+		rt.runs = map[string]*apiInstance{}
+	}
+	rt.runs[info.ID] = &apiInstance{info: info, run: run}
+	return &info, nil
+}
+
+func (rt *apiRuntime) Unload(ctx context.Context, id string) error {
+	rt.mu.Lock()
+	in := rt.runs[id]
+	delete(rt.runs, id)
+	rt.mu.Unlock()
+	if in == nil {
+		return fmt.Errorf("%s: %w", id, server.ErrUnknownInstance)
+	}
+	return in.run.Stop(ctx)
+}
+
+func (rt *apiRuntime) Instances() []server.Instance {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	out := []server.Instance{}
+	for _, in := range rt.runs {
+		out = append(out, in.info)
+	}
+	return out
+}
+
+// stopAll stops every instance, for the API's shutdown.
+func (rt *apiRuntime) stopAll(ctx context.Context) {
+	rt.mu.Lock()
+	runs := rt.runs
+	rt.runs = nil
+	rt.mu.Unlock()
+	for _, in := range runs {
+		in.run.Stop(ctx)
+	}
+}

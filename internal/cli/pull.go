@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/launch"
+	"github.com/headroom-llm/headroom/source"
+	"github.com/headroom-llm/headroom/store"
+)
+
+func runPull(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "pull", "[flags] MODEL", `
+Downloads MODEL into headroom's store, but only after assessing that it
+fits this machine (or --machine): the same search as 'headroom plan', so
+nothing is downloaded that could not run. MODEL is a catalog variant
+(ENTRY/QUANT, see headroom recommend), hf:OWNER/REPO:QUANT, hf:OWNER/REPO/
+FILE.gguf[@REV] or a URL. Split models and the projector beside the model
+come with it.
+
+Free disk space is checked before the first byte. The progress line shows
+bytes, rate and time left. An interrupted pull (Ctrl-C, a dropped
+connection) keeps its partial file and resumes from it with an HTTP range
+request next time. Each file's sha256 is checked against the Hub's listing
+(and the catalog lock, when it pins the variant) before it is moved into
+the content-addressed store; a file that does not match is deleted, never
+installed.
+
+The store is $HEADROOM_STORE, else $XDG_DATA_HOME/headroom/store, else
+~/.local/share/headroom/store. Files sit under blobs/sha256/ and are
+linked under models/OWNER/REPO/COMMIT/ with their own names.
+
+Examples:
+  headroom pull llama-3.1-8b-instruct/Q4_K_M
+  headroom pull hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --parallel 4
+  headroom pull hf:owner/big-model-GGUF:Q8_0 --force`)
+	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of this machine")
+	search := searchFlags(fs)
+	force := fs.Bool("force", false, "download even if the model does not fit this machine (says what it overrides)")
+	storeDir := fs.String("store", "", "the store directory (default: see above)")
+	asJSON := fs.Bool("json", false, "print the installed manifest as JSON")
+	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	ref, err := fs.parseModel(args)
+	if err != nil {
+		return err
+	}
+	opts, err := search()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(env, *storeDir, *quiet)
+	if err != nil {
+		return err
+	}
+	d, err := launchDeps(env, *machine, *quiet)
+	if err != nil {
+		return err
+	}
+	if st.HTTP, err = d.Client.DownloadClient(); err != nil {
+		return err
+	}
+	m, err := d.Resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	_, aerr := d.Assess(ctx, m, opts)
+	p, err := d.Pull(ctx, m, aerr, st, *force)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Path       string          `json:"path"`
+			Overridden string          `json:"overridden,omitempty"`
+			Manifest   *store.Manifest `json:"manifest"`
+		}{p.Path, p.Overridden, p.Manifest})
+	}
+	fmt.Fprintln(env.Stdout, p.Path)
+	return nil
+}
+
+// launchDeps builds what the pull and serve steps need: a Hub client, the
+// embedded catalog and lock, and the machine (a fresh probe each time, or
+// a fixed description).
+func launchDeps(env Env, machine string, quiet bool) (*launch.Deps, error) {
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, err
+	}
+	lock, err := catalog.LoadLock()
+	if err != nil {
+		return nil, err
+	}
+	client := source.NewClient(env.Getenv)
+	d := &launch.Deps{Client: client, Catalog: cat, Lock: lock,
+		Machine: func(ctx context.Context) (*hw.Snapshot, error) { return loadMachine(ctx, machine) }}
+	if !quiet {
+		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, "  "+msg) }
+		d.Say = func(state, line string) { fmt.Fprintf(env.Stderr, "%-11s %s\n", state, line) }
+	}
+	return d, nil
+}
+
+func openStore(env Env, dir string, quiet bool) (*store.Store, error) {
+	if dir == "" {
+		dir = store.DefaultRoot(env.Getenv)
+	}
+	st, err := store.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !quiet {
+		st.Progress = store.NewBar(env.Stderr, isTerminal(env.Stderr))
+	}
+	return st, nil
+}
+
+// isTerminal reports whether w is a character device, where a progress
+// line may redraw itself; logs and pipes get plain lines instead.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

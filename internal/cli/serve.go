@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/launch"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/store"
+)
+
+func runServe(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "serve", "[flags] MODEL", `
+Runs MODEL with llama.cpp's llama-server, planned for this machine:
+
+  resolving    the exact artifact (repository, commit, files, sha256)
+  assessing    a hardware snapshot and the plan search ('headroom plan')
+  downloading  into the store, only if it fits ('headroom pull')
+  loading      a fresh snapshot and admission again, then llama-server
+               with the planned flags
+  ready        only after a real one-token completion succeeded: after an
+               out-of-memory at init llama-server may still answer
+               /health, so /health alone proves nothing
+  failed       with the reason: does not fit, engine error, out of memory
+               at init, engine exited, not ready in time
+
+Once ready it prints how llama.cpp's logged buffers compare with the plan,
+then serves until Ctrl-C (or SIGTERM), when it stops llama-server cleanly
+(SIGTERM, then SIGKILL after 10 s). MODEL is anything 'headroom pull'
+takes, or a local GGUF file.
+
+llama-server is looked up on PATH unless --llama-server names it.
+
+Examples:
+  headroom serve llama-3.1-8b-instruct/Q4_K_M
+  headroom serve ./model.gguf --parallel 4 --port 8081
+  headroom serve hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --llama-server ~/llama.cpp/build/bin/llama-server`)
+	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of probing this machine (for tests and dry runs)")
+	search := searchFlags(fs)
+	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
+	host := fs.String("host", "127.0.0.1", "address llama-server listens on")
+	port := fs.Int("port", 8080, "port llama-server listens on (0: any free port)")
+	storeDir := fs.String("store", "", "the store directory (see headroom pull --help)")
+	noPull := fs.Bool("no-pull", false, "never download: serve only what is local or already in the store")
+	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long the load and the first completion may take")
+	showLog := fs.Bool("engine-log", false, "copy llama-server's own output to standard error")
+	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	ref, err := fs.parseModel(args)
+	if err != nil {
+		return err
+	}
+	opts, err := search()
+	if err != nil {
+		return err
+	}
+	if *port < 0 || *port > 65535 {
+		return usagef("--port must be 0 to 65535, not %d", *port)
+	}
+	path, err := engine.Find(*bin, exec.LookPath)
+	if err != nil {
+		return err
+	}
+	build, err := engine.Version(ctx, path)
+	if err != nil {
+		return err
+	}
+	d, err := launchDeps(env, *machine, *quiet)
+	if err != nil {
+		return err
+	}
+	d.Engine = build.String()
+	d.Cache = &admission.Cache{}
+	if !*quiet {
+		d.Say("resolving", fmt.Sprintf("llama-server %s at %s", build, path))
+	}
+	st, err := openStore(env, *storeDir, *quiet)
+	if err != nil {
+		return err
+	}
+	if st.HTTP, err = d.Client.DownloadClient(); err != nil {
+		return err
+	}
+	run, err := prepareAndLoad(ctx, d, st, ref, opts, *noPull, launch.LoadOptions{
+		Bin: path, Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog),
+	})
+	if err != nil {
+		say(d, "failed", failureKind(err))
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "ready: %s serves %s\n  flags: %s\n  %s\n", run.Server.URL(), ref,
+		strings.Join(run.Flags, " "), run.Reconciliation.Summary())
+	select {
+	case <-ctx.Done():
+		say(d, "stopping", "stopping llama-server")
+	case <-exited(run.Server):
+		say(d, "failed", "llama-server exited on its own: "+strings.Join(run.Server.LogTail(3), " | "))
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return run.Stop(stopCtx)
+}
+
+// prepareAndLoad is serve's chain: resolve, assess, pull (unless it is
+// local or noPull), load.
+func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref string, opts plan.SearchOptions, noPull bool, lo launch.LoadOptions) (*launch.Running, error) {
+	m, err := d.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.Assess(ctx, m, opts)
+	if err != nil {
+		return nil, err
+	}
+	var path string
+	if m.Local() {
+		path = m.Header.Artifact.Files[0].Path
+	} else {
+		if noPull {
+			man, ok, err := st.Lookup(m.Header.Artifact.Repo, m.Header.Artifact.Commit, fileNames(m))
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, errors.New(ref + " is not in the store and --no-pull forbids downloading it; run headroom pull first")
+			}
+			path = man.Files[0].Path
+		} else {
+			p, err := d.Pull(ctx, m, nil, st, false)
+			if err != nil {
+				return nil, err
+			}
+			path = p.Path
+		}
+	}
+	return d.Load(ctx, a, path, lo)
+}
+
+func say(d *launch.Deps, state, line string) {
+	if d.Say != nil {
+		d.Say(state, line)
+	}
+}
+
+// exited is closed when the server's process ends.
+func exited(s *engine.Server) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		s.Wait()
+		close(ch)
+	}()
+	return ch
+}
+
+// logSink is where llama-server's own output goes: standard error with
+// --engine-log, else nowhere (its buffers are still parsed).
+func logSink(env Env, show bool) io.Writer {
+	if show {
+		return env.Stderr
+	}
+	return nil
+}
+
+func fileNames(m *launch.Model) []string {
+	var out []string
+	for _, f := range m.Header.Artifact.Files {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// failureKind names a failed serve's reason in a few words; the error
+// itself follows on the next line.
+func failureKind(err error) string {
+	var (
+		nf   *launch.NotFit
+		ref  *admission.Refusal
+		fail *engine.Failure
+	)
+	switch {
+	case errors.As(err, &nf):
+		return strings.ReplaceAll(nf.Verdict, "_", " ")
+	case errors.As(err, &ref):
+		return "not admitted beside what headroom already runs"
+	case errors.As(err, &fail):
+		return strings.ReplaceAll(string(fail.Reason), "_", " ")
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	}
+	return "error"
+}

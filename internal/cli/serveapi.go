@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/server"
+)
+
+func runServeAPI(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "serve-api", "[flags]", `
+Serves headroom's HTTP API and web panel, on 127.0.0.1 unless --addr says
+otherwise:
+
+  /                  the panel: memory domains as bars, a model's plan as
+                     stacked model/context/compute/auxiliary segments,
+                     context and slot controls that re-plan live, the
+                     recommendation list
+  /api/hw            the hardware snapshot (?machine=PRESET)
+  /api/fit           ?model=M&ctx=N&parallel=N&ngl=N&ctk=T&ctv=T&fa=on|off|auto
+  /api/plan          ?model=M&parallel=N&min_ctx=N&goal=G&headless=1
+  /api/recommend     ?goal=G&min_ctx=N&parallel=N&capability=a,b
+  /v1/models         the catalog as an OpenAI-compatible model list; what
+                     does not fit is listed, disabled, with the reason
+  /api/load          POST {"model":M,"ctx":N,"parallel":N}: resolve,
+                     assess, pull, admit and start llama-server
+  /api/unload        POST {"id":ID}
+  /api/instances     what runs
+
+M is a catalog variant (ENTRY/QUANT), an hf: reference or a file inside
+headroom's store; requests can name no other path and no URL. Every load
+goes through one admission ledger: two models that each fit alone but not
+together are never both started, however many requests arrive at once.
+Loads need llama-server (PATH or --llama-server); without it the API
+plans but does not load.
+
+Examples:
+  headroom serve-api
+  headroom serve-api --addr 127.0.0.1:9000 --machine rtx-4090`)
+	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
+	machine := fs.String("machine", "", "answer for a preset or a file from headroom hw --json instead of this machine")
+	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
+	storeDir := fs.String("store", "", "the store directory (see headroom pull --help)")
+	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long a load and its first completion may take")
+	search := searchFlags(fs)
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("serve-api takes no arguments, got %q", pos)
+	}
+	opts, err := search()
+	if err != nil {
+		return err
+	}
+	d, err := launchDeps(env, *machine, true)
+	if err != nil {
+		return err
+	}
+	d.Cache = &admission.Cache{}
+	snapshots := &snapshotCache{machine: *machine, ttl: 2 * time.Second}
+	d.Machine = snapshots.fresh
+	st, err := openStore(env, *storeDir, true)
+	if err != nil {
+		return err
+	}
+	if st.HTTP, err = d.Client.DownloadClient(); err != nil {
+		return err
+	}
+	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout}
+	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Runtime: rt}
+	if path, err := engine.Find(*bin, exec.LookPath); err != nil {
+		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
+	} else if build, err := engine.Version(ctx, path); err != nil {
+		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
+	} else {
+		rt.bin, d.Engine = path, build.String()
+	}
+	h, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	fmt.Fprintf(env.Stdout, "headroom API and panel on http://%s/\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	rt.stopAll(stopCtx)
+	if err := srv.Shutdown(stopCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// snapshotCache answers requests from a recent snapshot of this machine:
+// a probe asks the drivers and measures nothing, but dozens of panel
+// requests a second need not each run one. Admission asks for a fresh
+// one.
+type snapshotCache struct {
+	machine string
+	ttl     time.Duration
+
+	mu    sync.Mutex
+	snap  *hw.Snapshot
+	taken time.Time
+	// measured keeps the first probe's bandwidth figures: measuring takes
+	// a second of memory traffic, and they do not change between probes.
+	measured map[string]hw.Domain
+}
+
+// probe takes a snapshot, measuring bandwidth only the first time.
+func (c *snapshotCache) probe(ctx context.Context) (*hw.Snapshot, error) {
+	if c.machine != "" {
+		return hw.LoadMachine(c.machine)
+	}
+	if c.measured == nil {
+		s, err := loadMachine(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		c.measured = map[string]hw.Domain{}
+		for _, d := range s.Domains {
+			c.measured[d.ID] = d
+		}
+		return s, nil
+	}
+	s, err := hw.Probe(ctx, hw.ProbeOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range s.Domains {
+		d := &s.Domains[i]
+		if m, ok := c.measured[d.ID]; ok && d.BandwidthGBps == 0 {
+			d.BandwidthGBps, d.BandwidthSource = m.BandwidthGBps, m.BandwidthSource
+		}
+	}
+	return s, nil
+}
+
+func (c *snapshotCache) recent(ctx context.Context) (*hw.Snapshot, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != nil && time.Since(c.taken) < c.ttl {
+		return c.snap, nil
+	}
+	s, err := c.probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.snap, c.taken = s, time.Now()
+	return s, nil
+}
+
+func (c *snapshotCache) fresh(ctx context.Context) (*hw.Snapshot, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, err := c.probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.snap, c.taken = s, time.Now()
+	return s, nil
+}

@@ -1,0 +1,135 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+// LoadOptions say how to start llama-server.
+type LoadOptions struct {
+	// Bin is llama-server's path (see engine.Find).
+	Bin    string
+	Ledger *admission.Ledger
+	Host   string
+	Port   int
+	// ReadyTimeout bounds the load and the first completion; 10 minutes
+	// when 0, since a large model read from a slow disk takes minutes.
+	ReadyTimeout time.Duration
+	// Log receives the engine's own output; nil discards it.
+	Log io.Writer
+	// Extra are flags added after the plan's (for example --alias).
+	Extra []string
+	// Env holds variables added to llama-server's environment.
+	Env []string
+}
+
+// Running is a model headroom started and proved ready.
+type Running struct {
+	Server *engine.Server
+	Ticket *admission.Ticket
+	// Flags are the llama-server flags it was started with, -m aside.
+	Flags []string
+	// Reconciliation compares llama.cpp's logged buffers with the plan.
+	Reconciliation engine.Reconciliation
+	// Reused says the load judged the preview's accounting again instead
+	// of computing a new one (nothing in its Key changed).
+	Reused bool
+}
+
+// Stop stops the server and gives its memory back to the ledger.
+func (r *Running) Stop(ctx context.Context) error {
+	err := r.Server.Stop(ctx)
+	r.Ticket.Release()
+	return err
+}
+
+// Load admits the assessed model again against a fresh snapshot, beside
+// what the ledger already holds, starts llama-server with the plan's
+// flags and the file at path, and returns once a real completion
+// succeeded. On any failure the server is stopped and the booking
+// released.
+func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions) (*Running, error) {
+	c := a.Chosen()
+	if c == nil {
+		return nil, &NotFit{Ref: a.Model.Ref, Verdict: plan.DoesNotFit, Why: a.Plan.Explain}
+	}
+	d.say(string(engine.StateLoading), "re-assessing with a fresh snapshot before the load")
+	fresh, err := d.Machine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := d.key(a.Model, fresh, c, a.Options)
+	r, reused := (*plan.Result)(nil), false
+	if d.Cache != nil {
+		r, reused = d.Cache.Get(key)
+	}
+	if !reused {
+		cpu, gpus := plan.Devices(fresh)
+		if r, err = plan.Account(a.Model.Arch, c.Profile, cpu, gpus); err != nil {
+			return nil, err
+		}
+		if d.Cache != nil {
+			d.Cache.Put(key, r)
+		}
+	}
+	ledger := o.Ledger
+	if ledger == nil {
+		ledger = &admission.Ledger{}
+	}
+	t, err := ledger.Admit(a.Model.Ref, r, fresh)
+	if err != nil {
+		return nil, err
+	}
+	d.say(string(engine.StateLoading), "admitted (%s); starting %s", t.Assessment.Reason, o.Bin)
+	flags := append(append([]string(nil), c.Flags...), o.Extra...)
+	srv, err := engine.Start(ctx, engine.Options{
+		Bin: o.Bin, Args: flags, Model: path, Host: o.Host, Port: o.Port, Log: o.Log, Env: o.Env,
+		OnState: func(s engine.State) {
+			if s == engine.StateLoading {
+				d.say(string(s), "llama-server is loading the model; ready after a real completion")
+			}
+		},
+	})
+	if err != nil {
+		t.Release()
+		return nil, err
+	}
+	timeout := o.ReadyTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	if err := srv.WaitReady(ctx, timeout); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if serr := srv.Stop(stopCtx); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping llama-server: %w", serr))
+		}
+		t.Release()
+		return nil, err
+	}
+	t.Started()
+	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused,
+		Reconciliation: engine.Reconcile(r.Buffers, lastLoad(srv.Logged()))}
+	return run, nil
+}
+
+// lastLoad keeps the buffers of the last load in a log. llama-server's own
+// fit may load the model virtually before the real load and print its
+// buffers too; a model's weights are always printed first, so the last
+// run of model lines starts the real load.
+func lastLoad(logged []engine.Logged) []engine.Logged {
+	start := 0
+	for i := 1; i < len(logged); i++ {
+		if logged[i].Kind == "model" && logged[i-1].Kind != "model" {
+			start = i
+		}
+	}
+	return logged[start:]
+}

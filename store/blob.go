@@ -1,0 +1,188 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+)
+
+// present reports whether the blob of sum is in the store with the given
+// size (any size when size < 0). A blob of the wrong size is corrupt: it is
+// removed so that a fresh download can take its place.
+func (s *Store) present(sum string, size int64) (int64, bool, error) {
+	blob := s.blobPath(sum)
+	fi, err := os.Lstat(blob)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("checking blob %s: %w", blob, err)
+	}
+	if fi.Mode().IsRegular() && (size < 0 || fi.Size() == size) {
+		return fi.Size(), true, nil
+	}
+	// Blobs are read-only, which some systems also apply to removal.
+	_ = os.Chmod(blob, 0o644)
+	if err := os.Remove(blob); err != nil {
+		return 0, false, fmt.Errorf("removing blob %s: expected %d bytes, found %d, and it could not be removed: %w", blob, size, fi.Size(), err)
+	}
+	return 0, false, nil
+}
+
+// install moves a finished, verified part into blobs/. The rename is the
+// moment the blob appears, complete, so a crash leaves either no blob or
+// a whole one.
+func (s *Store) install(j job, sum string, size int64) (string, error) {
+	blob := s.blobPath(sum)
+	if j.want == "" {
+		// A file found by URL may turn out to be one the store has.
+		if _, ok, err := s.present(sum, size); err != nil {
+			return "", fmt.Errorf("%s: %w", j.file.Name, err)
+		} else if ok {
+			s.discard(j.key)
+			return blob, nil
+		}
+	}
+	part := s.partPath(j.key)
+	if err := os.Chmod(part, 0o444); err != nil {
+		return "", fmt.Errorf("%s: installing %s: %w", j.file.Name, part, err)
+	}
+	if err := os.Rename(part, blob); err != nil {
+		_ = os.Chmod(part, 0o644)
+		return "", fmt.Errorf("%s: installing %s as %s: %w", j.file.Name, part, blob, err)
+	}
+	syncDir(s.blobDir())
+	if err := os.Remove(s.sidePath(j.key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s: removing the description of its finished download: %w", j.file.Name, err)
+	}
+	return blob, nil
+}
+
+// discard removes a part and its sidecar; what is left of a failed removal
+// is replaced by the next download.
+func (s *Store) discard(key string) {
+	_ = os.Remove(s.partPath(key))
+	_ = os.Remove(s.sidePath(key))
+}
+
+// link makes path name the blob: a hard link, or a symlink where hard
+// links fail (another filesystem, or one without them). The link is made
+// under a temporary name and renamed, so path never names anything partial.
+func (s *Store) link(blob, path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if bi, err := os.Stat(blob); err == nil && os.SameFile(fi, bi) {
+			return nil
+		}
+	}
+	dir := filepath.Dir(path)
+	tmp := filepath.Join(dir, fmt.Sprintf(".link-%016x.tmp", rand.Uint64()))
+	hardlink := s.hardlink
+	if hardlink == nil {
+		hardlink = os.Link
+	}
+	if herr := hardlink(blob, tmp); herr != nil {
+		// Relative, so that the store can be moved as a whole.
+		target, err := filepath.Rel(dir, blob)
+		if err != nil {
+			target = blob
+		}
+		if err := os.Symlink(target, tmp); err != nil {
+			return fmt.Errorf("linking %s to %s: expected a hard or symbolic link, both failed: %v; %w", path, blob, herr, err)
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("linking %s to %s: %w", path, blob, err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+// sidecar describes what a part belongs to, so that a part left by an
+// earlier run is resumed only for the same file.
+type sidecar struct {
+	// URL is without its query, which may carry a signature.
+	URL    string `json:"url"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+	// ETag is the server's strong validator, for If-Range when there is
+	// no digest to check the file with.
+	ETag string `json:"etag,omitempty"`
+}
+
+// matches reports whether a part described by c can continue one
+// described by want. With a known digest any URL serving it will do.
+func (c *sidecar) matches(want sidecar) bool {
+	if c.Size != want.Size || c.SHA256 != want.SHA256 {
+		return false
+	}
+	return want.SHA256 != "" || c.URL == want.URL
+}
+
+// readSidecar returns nil when the sidecar is missing or unreadable: the
+// part is then started over, which is always safe.
+func readSidecar(path string) *sidecar {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var c sidecar
+	if json.Unmarshal(b, &c) != nil {
+		return nil
+	}
+	return &c
+}
+
+func (s *Store) writeSidecar(d *dl) error {
+	b, err := json.MarshalIndent(d.side, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: describing the partial download: %w", d.j.file.Name, err)
+	}
+	if err := writeAtomic(s.sidePath(d.j.key), append(b, '\n')); err != nil {
+		return fmt.Errorf("%s: describing the partial download: %w", d.j.file.Name, err)
+	}
+	return nil
+}
+
+// writeAtomic replaces path with data through a temporary file and a
+// rename, so that readers see the old content or the new, never a mix.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	syncDir(dir)
+	return nil
+}
+
+// syncDir makes a rename in dir durable. Some systems cannot sync a
+// directory; the rename is then as durable as they make it.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
