@@ -9,35 +9,53 @@
 package admission
 
 import (
+	"crypto/rand"
 	"fmt"
-	"sort"
-	"strconv"
+	"os"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 )
 
 // Ledger books the memory of admitted loads per physical domain. The zero
-// value is ready to use; a Ledger must not be copied after first use.
+// value keeps the bookings of one process; with Path set they are kept in
+// a file that every headroom process on the machine shares, so 'headroom
+// serve' in two terminals sees the other's model. Bookings of processes
+// that have exited are dropped when the file is read. A Ledger must not be
+// copied after first use.
 type Ledger struct {
-	mu      sync.Mutex
-	seq     int
-	tickets map[string]*Ticket
+	// Path is the shared bookings file; "" keeps them in memory.
+	Path string
+
+	mu       sync.Mutex
+	seq      int
+	bookings []Booking // in memory, when Path is ""
 }
 
-// Ticket is one admitted load's booking. Release it when the load fails or
+// Booking is one admitted load as the ledger keeps it.
+type Booking struct {
+	ID    string `json:"id"`
+	PID   int    `json:"pid"`
+	Model string `json:"model"`
+	// Need is what the load requires in each domain, in bytes.
+	Need map[string]int64 `json:"need"`
+	// Started says the load finished: a fresh snapshot shows its memory
+	// as used.
+	Started  bool      `json:"started"`
+	Admitted time.Time `json:"admitted"`
+}
+
+// Ticket is an admitted load's booking. Release it when the load fails or
 // the model is unloaded.
 type Ticket struct {
-	ID    string
-	Model string
-	// Need is what the load requires in each domain, in bytes.
-	Need map[string]int64
+	Booking
 	// Assessment is the judgement that admitted it.
 	Assessment *plan.Assessment
 
-	l       *Ledger
-	started bool // the load finished: its memory is in use now
+	l *Ledger
 }
 
 // Refusal is a load the ledger did not admit, with the judgement that
@@ -59,81 +77,90 @@ func (r *Refusal) Error() string {
 
 // Admit judges an accounting against a fresh snapshot with the memory of
 // every load already admitted held back (see hw.Snapshot.Holding), and books
-// it when it fits. The judgement and the booking happen under one lock, so
-// concurrent Admits see each other.
+// it when it fits. The judgement and the booking happen under one lock (a
+// file lock too, with Path), so concurrent Admits see each other.
 func (l *Ledger) Admit(model string, r *plan.Result, fresh *hw.Snapshot) (*Ticket, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	starting, all := map[string]int64{}, map[string]int64{}
-	var holding []string
-	for _, t := range l.sorted() {
-		holding = append(holding, t.ID+" "+t.Model)
-		for d, n := range t.Need {
-			all[d] += n
-			if !t.started {
-				starting[d] += n
+	var t *Ticket
+	err := l.update(func(bs []Booking) ([]Booking, error) {
+		starting, all := map[string]int64{}, map[string]int64{}
+		var holding []string
+		for _, b := range bs {
+			holding = append(holding, b.ID+" "+b.Model)
+			for d, n := range b.Need {
+				all[d] += n
+				if !b.Started {
+					starting[d] += n
+				}
 			}
 		}
-	}
-	a, err := r.Against(fresh.Holding(starting, all))
+		a, err := r.Against(fresh.Holding(starting, all))
+		if err != nil {
+			return nil, err
+		}
+		if a.Verdict != plan.Fits {
+			return nil, &Refusal{Model: model, Assessment: a, Holding: holding}
+		}
+		need := map[string]int64{}
+		for _, d := range a.Domains {
+			if d.Required > 0 {
+				need[d.ID] = d.Required
+			}
+		}
+		l.seq++
+		// Two Ledgers of one process may share a file: the random part
+		// keeps their ids apart.
+		b := Booking{ID: fmt.Sprintf("%d.%d.%s", os.Getpid(), l.seq, rand.Text()[:6]), PID: os.Getpid(), Model: model, Need: need, Admitted: time.Now().UTC()}
+		t = &Ticket{Booking: b, Assessment: a, l: l}
+		return append(bs, b), nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if a.Verdict != plan.Fits {
-		return nil, &Refusal{Model: model, Assessment: a, Holding: holding}
-	}
-	need := map[string]int64{}
-	for _, d := range a.Domains {
-		if d.Required > 0 {
-			need[d.ID] = d.Required
-		}
-	}
-	if l.tickets == nil {
-		l.tickets = map[string]*Ticket{}
-	}
-	l.seq++
-	t := &Ticket{ID: "m" + strconv.Itoa(l.seq), Model: model, Need: need, Assessment: a, l: l}
-	l.tickets[t.ID] = t
 	return t, nil
 }
 
 // Started records that the load finished, so a fresh snapshot now shows
 // its memory as used.
-func (t *Ticket) Started() {
-	t.l.mu.Lock()
-	defer t.l.mu.Unlock()
-	t.started = true
+func (t *Ticket) Started() error {
+	return t.l.update(func(bs []Booking) ([]Booking, error) {
+		for i := range bs {
+			if bs[i].ID == t.ID {
+				bs[i].Started = true
+			}
+		}
+		return bs, nil
+	})
 }
 
 // Release gives the booking back. Releasing twice is harmless.
-func (t *Ticket) Release() {
-	t.l.mu.Lock()
-	defer t.l.mu.Unlock()
-	delete(t.l.tickets, t.ID)
+func (t *Ticket) Release() error {
+	return t.l.update(func(bs []Booking) ([]Booking, error) {
+		return slices.DeleteFunc(bs, func(b Booking) bool { return b.ID == t.ID }), nil
+	})
 }
 
 // Held returns the bookings in admission order.
-func (l *Ledger) Held() []Ticket {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []Ticket
-	for _, t := range l.sorted() {
-		c := *t
-		c.l = nil
-		out = append(out, c)
-	}
-	return out
+func (l *Ledger) Held() ([]Booking, error) {
+	var out []Booking
+	err := l.update(func(bs []Booking) ([]Booking, error) {
+		out = append(out, bs...)
+		return bs, nil
+	})
+	return out, err
 }
 
-func (l *Ledger) sorted() []*Ticket {
-	out := make([]*Ticket, 0, len(l.tickets))
-	for _, t := range l.tickets {
-		out = append(out, t)
+// update runs f on the bookings under the ledger's lock and keeps what it
+// returns; an error from f changes nothing.
+func (l *Ledger) update(f func([]Booking) ([]Booking, error)) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.Path == "" {
+		bs, err := f(slices.Clone(l.bookings))
+		if err != nil {
+			return err
+		}
+		l.bookings = bs
+		return nil
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := strconv.Atoi(out[i].ID[1:])
-		b, _ := strconv.Atoi(out[j].ID[1:])
-		return a < b
-	})
-	return out
+	return updateFile(l.Path, f)
 }

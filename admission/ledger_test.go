@@ -91,7 +91,7 @@ func TestLedgerRefusesWhatFitsOnlyAlone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second load after the first was unloaded: %v", err)
 	}
-	if got := l.Held(); len(got) != 1 || got[0].ID != b.ID {
+	if got, err := l.Held(); err != nil || len(got) != 1 || got[0].ID != b.ID {
 		t.Errorf("held %+v, want only %s", got, b.ID)
 	}
 }

@@ -244,3 +244,36 @@ func TestPullKilledHalfwayResumes(t *testing.T) {
 		t.Error("resumed file not verified")
 	}
 }
+
+func TestDraftOfCatalogVariant(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Deps{Catalog: cat}
+	var with, without string
+	for _, e := range cat.Entries {
+		if e.Draft != nil && with == "" {
+			with = e.ID + "/" + e.Variants[0].Quant
+		}
+		if e.Draft == nil && without == "" {
+			without = e.ID + "/" + e.Variants[0].Quant
+		}
+	}
+	entry, _, _ := strings.Cut(with, "/")
+	want := cat.Entry(entry).Draft
+	if got, ok := d.Draft(&Model{Variant: with}); !ok || got != want.Entry+"/"+want.Quant {
+		t.Errorf("draft of %s: %q %v, want %s/%s", with, got, ok, want.Entry, want.Quant)
+	}
+	if got, ok := d.Draft(&Model{Variant: without}); ok {
+		t.Errorf("draft of %s, which has none: %q", without, got)
+	}
+	if got, ok := d.Draft(&Model{Ref: "hf:o/r:Q4_K_M"}); ok {
+		t.Errorf("draft of a model outside the catalog: %q", got)
+	}
+	// Its draft must itself be a catalog variant pull can resolve.
+	dm, _, _ := strings.Cut(want.Entry+"/"+want.Quant, "/")
+	if e := cat.Entry(dm); e == nil || e.Variant(want.Quant) == nil {
+		t.Errorf("draft %s/%s is not a catalog variant", want.Entry, want.Quant)
+	}
+}

@@ -28,6 +28,9 @@ type LoadOptions struct {
 	Extra []string
 	// Env holds variables added to llama-server's environment.
 	Env []string
+	// Records, when set, is the directory each ready load writes its
+	// Record to.
+	Records string
 }
 
 // Running is a model headroom started and proved ready.
@@ -41,13 +44,13 @@ type Running struct {
 	// Reused says the load judged the preview's accounting again instead
 	// of computing a new one (nothing in its Key changed).
 	Reused bool
+	// Recorded is the path of the load's Record, when one was written.
+	Recorded string
 }
 
 // Stop stops the server and gives its memory back to the ledger.
 func (r *Running) Stop(ctx context.Context) error {
-	err := r.Server.Stop(ctx)
-	r.Ticket.Release()
-	return err
+	return errors.Join(r.Server.Stop(ctx), r.Ticket.Release())
 }
 
 // Load admits the assessed model again against a fresh snapshot, beside
@@ -98,8 +101,7 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		},
 	})
 	if err != nil {
-		t.Release()
-		return nil, err
+		return nil, errors.Join(err, t.Release())
 	}
 	timeout := o.ReadyTimeout
 	if timeout <= 0 {
@@ -111,12 +113,22 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		if serr := srv.Stop(stopCtx); serr != nil {
 			err = errors.Join(err, fmt.Errorf("stopping llama-server: %w", serr))
 		}
-		t.Release()
-		return nil, err
+		return nil, errors.Join(err, t.Release())
 	}
-	t.Started()
-	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused,
-		Reconciliation: engine.Reconcile(r.Buffers, lastLoad(srv.Logged()))}
+	if err := t.Started(); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, srv.Stop(stopCtx), t.Release())
+	}
+	logged := lastLoad(srv.Logged())
+	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused, Reconciliation: engine.Reconcile(r.Buffers, logged)}
+	if o.Records != "" {
+		rec := Record{Time: time.Now().UTC(), Ref: a.Model.Ref, Artifacts: key.Artifacts, Engine: key.Engine, Machine: key.Topology,
+			Flags: flags, Planned: r.Buffers, Logged: logged, Diff: run.Reconciliation, Summary: run.Reconciliation.Summary()}
+		if run.Recorded, err = writeRecord(o.Records, rec); err != nil {
+			d.say(string(engine.StateReady), "could not record the engine's buffers: %v", err)
+		}
+	}
 	return run, nil
 }
 

@@ -74,7 +74,8 @@ func TestLoadReadyAndReconciled(t *testing.T) {
 	f, a, path := cpuMamba(t)
 	argv := filepath.Join(t.TempDir(), "argv.json")
 	var ledger admission.Ledger
-	run, err := f.deps.Load(context.Background(), a, path, LoadOptions{Bin: bin, Ledger: &ledger, ReadyTimeout: 20 * time.Second,
+	records := t.TempDir()
+	run, err := f.deps.Load(context.Background(), a, path, LoadOptions{Bin: bin, Ledger: &ledger, ReadyTimeout: 20 * time.Second, Records: records,
 		Env: []string{"FAKE_LLAMA_MODE=good", "FAKE_LLAMA_ARGV=" + argv, "FAKE_LLAMA_LOG=" + goldenLog(t, "mamba2-130m.Q8_0.cpu.c4096x1.nofa.b512")}})
 	if err != nil {
 		t.Fatalf("load: %v\nsaid:\n%s", err, f.said)
@@ -102,16 +103,21 @@ func TestLoadReadyAndReconciled(t *testing.T) {
 		t.Errorf("reconciliation with llama.cpp's recorded log: %s (%+v)", rec.Summary(), rec)
 	}
 	t.Log(rec.Summary())
+	var saved Record
+	if data, err := os.ReadFile(run.Recorded); err != nil || json.Unmarshal(data, &saved) != nil ||
+		len(saved.Logged) != 4 || len(saved.Planned) == 0 || saved.Summary != rec.Summary() || filepath.Dir(run.Recorded) != records {
+		t.Errorf("record %q: %v %+v", run.Recorded, err, saved)
+	}
 	if !run.Reused {
 		t.Error("the load recomputed an accounting the preview had made with the same key")
 	}
-	if held := ledger.Held(); len(held) != 1 {
+	if held, _ := ledger.Held(); len(held) != 1 {
 		t.Errorf("ledger holds %d loads, want 1", len(held))
 	}
 	if err := run.Stop(context.Background()); err != nil {
 		t.Error(err)
 	}
-	if held := ledger.Held(); len(held) != 0 {
+	if held, _ := ledger.Held(); len(held) != 0 {
 		t.Errorf("ledger holds %d loads after the stop, want 0", len(held))
 	}
 }
@@ -139,7 +145,7 @@ func TestLoadFailures(t *testing.T) {
 				}
 				t.Fatalf("want a %s failure, got %v", c.want, err)
 			}
-			if held := ledger.Held(); len(held) != 0 {
+			if held, _ := ledger.Held(); len(held) != 0 {
 				t.Errorf("a failed load still holds memory in the ledger: %+v", held)
 			}
 			t.Log(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/headroom-llm/headroom/source"
 	"github.com/headroom-llm/headroom/store"
@@ -71,4 +72,19 @@ func (d *Deps) Pull(ctx context.Context, m *Model, assessErr error, st *store.St
 
 func storeFile(f source.ArtifactFile) store.File {
 	return store.File{Name: f.Name, URL: f.URL, Size: f.Size, SHA256: f.SHA256}
+}
+
+// Draft names the speculative-decoding draft the catalog reviewed for the
+// model's variant, as ENTRY/QUANT; false when the model is not a catalog
+// variant or has none.
+func (d *Deps) Draft(m *Model) (string, bool) {
+	if m.Variant == "" || d.Catalog == nil {
+		return "", false
+	}
+	entry, _, _ := strings.Cut(m.Variant, "/")
+	e := d.Catalog.Entry(entry)
+	if e == nil || e.Draft == nil {
+		return "", false
+	}
+	return e.Draft.Entry + "/" + e.Draft.Quant, true
 }

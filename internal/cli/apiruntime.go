@@ -25,7 +25,7 @@ type apiRuntime struct {
 	base   context.Context
 	d      *launch.Deps
 	st     *store.Store
-	ledger admission.Ledger
+	ledger *admission.Ledger
 	bin    string
 	opts   plan.SearchOptions
 	ready  time.Duration
@@ -117,7 +117,7 @@ func (rt *apiRuntime) Load(ctx context.Context, req server.LoadRequest) (*server
 		}
 		path = p.Path
 	}
-	run, err := rt.d.Load(ctx, a, path, launch.LoadOptions{Bin: rt.bin, Ledger: &rt.ledger, Port: 0, ReadyTimeout: rt.ready})
+	run, err := rt.d.Load(ctx, a, path, launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Port: 0, ReadyTimeout: rt.ready})
 	var refusal *admission.Refusal
 	if errors.As(err, &refusal) {
 		return nil, &server.Refused{Reason: refusal.Error()}

@@ -21,7 +21,8 @@ fits this machine (or --machine): the same search as 'headroom plan', so
 nothing is downloaded that could not run. MODEL is a catalog variant
 (ENTRY/QUANT, see headroom recommend), hf:OWNER/REPO:QUANT, hf:OWNER/REPO/
 FILE.gguf[@REV] or a URL. Split models and the projector beside the model
-come with it.
+come with it, and so does the speculative-decoding draft the catalog
+reviewed for a catalog variant (--no-draft leaves it).
 
 Free disk space is checked before the first byte. The progress line shows
 bytes, rate and time left. An interrupted pull (Ctrl-C, a dropped
@@ -43,6 +44,7 @@ Examples:
 	search := searchFlags(fs)
 	force := fs.Bool("force", false, "download even if the model does not fit this machine (says what it overrides)")
 	storeDir := fs.String("store", "", "the store directory (default: see above)")
+	noDraft := fs.Bool("no-draft", false, "do not pull the speculative-decoding draft the catalog reviewed for this variant")
 	asJSON := fs.Bool("json", false, "print the installed manifest as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	ref, err := fs.parseModel(args)
@@ -73,16 +75,37 @@ Examples:
 	if err != nil {
 		return err
 	}
+	var draft *launch.Pulled
+	if ref, ok := d.Draft(m); ok && !*noDraft {
+		// The draft is a model of its own: resolved, verified and stored
+		// the same way. It is small beside its target; serve does not load
+		// it yet, since its memory is not in the plan.
+		dm, err := d.Resolve(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("draft %s: %w", ref, err)
+		}
+		if draft, err = d.Pull(ctx, dm, nil, st, false); err != nil {
+			return fmt.Errorf("draft %s: %w", ref, err)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		out := struct {
 			Path       string          `json:"path"`
 			Overridden string          `json:"overridden,omitempty"`
 			Manifest   *store.Manifest `json:"manifest"`
-		}{p.Path, p.Overridden, p.Manifest})
+			Draft      *store.Manifest `json:"draft,omitempty"`
+		}{Path: p.Path, Overridden: p.Overridden, Manifest: p.Manifest}
+		if draft != nil {
+			out.Draft = draft.Manifest
+		}
+		return enc.Encode(out)
 	}
 	fmt.Fprintln(env.Stdout, p.Path)
+	if draft != nil {
+		fmt.Fprintln(env.Stdout, draft.Path)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -88,7 +89,7 @@ Examples:
 		return err
 	}
 	run, err := prepareAndLoad(ctx, d, st, ref, opts, *noPull, launch.LoadOptions{
-		Bin: path, Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog),
+		Bin: path, Ledger: sharedLedger(st), Records: filepath.Join(st.Root, "runs"), Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog),
 	})
 	if err != nil {
 		say(d, "failed", failureKind(err))
@@ -96,6 +97,9 @@ Examples:
 	}
 	fmt.Fprintf(env.Stdout, "ready: %s serves %s\n  flags: %s\n  %s\n", run.Server.URL(), ref,
 		strings.Join(run.Flags, " "), run.Reconciliation.Summary())
+	if run.Recorded != "" {
+		fmt.Fprintf(env.Stdout, "  recorded in %s\n", run.Recorded)
+	}
 	select {
 	case <-ctx.Done():
 		say(d, "stopping", "stopping llama-server")
@@ -194,4 +198,10 @@ func failureKind(err error) string {
 		return "interrupted"
 	}
 	return "error"
+}
+
+// sharedLedger is the admission ledger every headroom process using this
+// store shares, so a serve in another terminal (or the API) counts.
+func sharedLedger(st *store.Store) *admission.Ledger {
+	return &admission.Ledger{Path: filepath.Join(st.Root, "ledger.json")}
 }

@@ -77,7 +77,7 @@ Examples:
 	if st.HTTP, err = d.Client.DownloadClient(); err != nil {
 		return err
 	}
-	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout}
+	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st)}
 	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Runtime: rt}
 	if path, err := engine.Find(*bin, exec.LookPath); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))

@@ -1,0 +1,17 @@
+//go:build !unix
+
+package admission
+
+import (
+	"errors"
+	"os"
+)
+
+// Without flock the shared ledger cannot be kept safely; Ledger.Path is
+// refused and bookings stay in one process.
+var errNoFileLock = errors.New("a shared ledger file needs file locks, which this system's build lacks; leave Path empty")
+
+func lockFile(*os.File) error   { return errNoFileLock }
+func unlockFile(*os.File) error { return nil }
+
+func processAlive(pid int) bool { return pid > 0 }
