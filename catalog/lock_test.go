@@ -87,8 +87,10 @@ func (h *hub) addRaw(repo, name string, header []byte, size int64) {
 	// A stand-in for the LFS oid: the sha256 of the header and the size
 	// (hashing gigabytes of zeros would only slow the test).
 	sum := sha256.Sum256(append(append([]byte{}, header...), []byte(fmt.Sprint(size))...))
+	if _, ok := r.files[name]; !ok {
+		r.order = append(r.order, name)
+	}
 	r.files[name] = hubFile{header: header, size: size, sha: hex.EncodeToString(sum[:])}
-	r.order = append(r.order, name)
 	c := sha1.New()
 	for _, n := range r.order {
 		c.Write([]byte(n + r.files[n].sha))
@@ -331,5 +333,48 @@ func TestParseLockRejects(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestLockSeesChangedUpstream republishes one file under the same name: the
+// next lock pins a new commit and sha256 for it (a new package identity),
+// and the untouched repository keeps its identity.
+func TestLockSeesChangedUpstream(t *testing.T) {
+	h := newHub(t)
+	qwen, _ := synth.Lookup("qwen3-0.6b")
+	gemma, _ := synth.Lookup("gemma-3-1b")
+	h.add(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", qwen, synth.Q8_0)
+	h.add(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q4_K_M.gguf", qwen, synth.Q4_K_M)
+	h.add(t, "test/gemma-3-1b-it-GGUF", "gemma-3-1b-it-Q4_K_M.gguf", gemma, synth.Q4_K_M)
+	h.addRaw("test/gemma-3-1b-it-GGUF", "mmproj-F16.gguf", []byte("GGUF"), 1<<20)
+	cat := lockCatalog(t)
+	before, err := Lock(context.Background(), h.client(t), cat.Entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The publisher re-quantizes the Q8_0 file with another recipe and
+	// uploads it under the same name.
+	h.add(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", qwen, synth.F16)
+	after, err := Lock(context.Background(), h.client(t), cat.Entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, a := before.Variants["qwen3-0.6b/Q8_0"], after.Variants["qwen3-0.6b/Q8_0"]
+	if b == nil || a == nil || a.Package == b.Package {
+		t.Fatalf("the republished file kept its identity: before %+v, after %+v", b, a)
+	}
+	pb, pa := before.Packages[b.Package], after.Packages[a.Package]
+	if pa.Files[0].SHA256 == pb.Files[0].SHA256 || pa.Commit == pb.Commit {
+		t.Errorf("new identity %s carries the old sha256 or commit", a.Package)
+	}
+	if _, still := after.Packages[b.Package]; still {
+		t.Errorf("the old identity %s is still in the new lock", b.Package)
+	}
+	if before.Variants["gemma-3-1b-it/Q4_K_M"].Package != after.Variants["gemma-3-1b-it/Q4_K_M"].Package {
+		t.Error("an untouched repository changed identity")
+	}
+	// The planner inputs follow the new file: F16 weights are larger.
+	if pa.Size() <= pb.Size() {
+		t.Errorf("new package %d bytes, old %d; want the F16 file larger", pa.Size(), pb.Size())
 	}
 }
