@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -15,7 +16,10 @@ import (
 	"github.com/headroom-llm/headroom/plan"
 )
 
-var updateAccuracy = flag.Bool("update-accuracy", false, "rewrite docs/accuracy.md from the golden cases")
+var (
+	updateAccuracy = flag.Bool("update-accuracy", false, "rewrite docs/accuracy.md from the golden cases")
+	computeReport  = flag.String("compute-report", "", "log every compute buffer group of the cases whose id matches this regular expression: engine, headroom, error, method")
+)
 
 // llvmpipeMaxAlloc is Mesa llvmpipe's maxStorageBufferRange: a tensor larger
 // than this cannot be bound on the Vulkan device and stays on the CPU.
@@ -184,6 +188,26 @@ func TestAccuracy(t *testing.T) {
 		}
 	}
 	t.Logf("%d cases; %d non-compute buffer groups, %d equal to llama.cpp; not modeled: %v", len(cases), total, exact, incompatible)
+	if *computeReport != "" {
+		re, err := regexp.Compile(*computeReport)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, g := range all {
+			if g.kind != "compute" || !re.MatchString(g.caseID) {
+				continue
+			}
+			ours := float64(g.ours) / (1 << 20)
+			d := ours - g.engine
+			verdict := "ok"
+			if d < -0.02*g.engine || (d > 16 && d > 0.05*g.engine) || (d < -16 && d < -0.05*g.engine) {
+				verdict = "OUT"
+			}
+			fmt.Fprintf(&b, "%-60s %-12s engine %9.2f headroom %9.2f %+7.1f%% %-3s %s\n", g.caseID, g.buft, g.engine, ours, 100*d/max(g.engine, 0.01), verdict, strings.SplitN(g.note, " ", 2)[0])
+		}
+		t.Log("compute report:\n" + b.String())
+	}
 	if *updateAccuracy {
 		if err := os.WriteFile(filepath.Join("..", "docs", "accuracy.md"), []byte(report(cases, all, incompatible, exact, total)), 0o644); err != nil {
 			t.Fatal(err)

@@ -46,12 +46,13 @@ func replayable(m *arch.Model) bool {
 // tensor the allocator places grows with the token count, so the
 // one-token-per-sequence graph only matters when there are more sequences
 // than micro-batch tokens.
-func cpuComputeBytes(m *arch.Model, c Context) int64 {
-	pp := reserve(llamaGraph(m, c, c.NUBatch), cpuAlign)
+func cpuComputeBytes(m *arch.Model, c Context, build graphBuilder) int64 {
+	graph := func(n int) *graph { return build(m, c, n, &gb{cpu: "CPU"}) }
+	pp := reserve(graph(c.NUBatch), cpuAlign)
 	if c.NSeq <= c.NUBatch {
 		return pp
 	}
-	return max(pp, reserve(llamaGraph(m, c, c.NSeq), cpuAlign))
+	return max(pp, reserve(graph(c.NSeq), cpuAlign))
 }
 
 // cpuAlign is TENSOR_ALIGNMENT, the CPU buffer type's alignment.
@@ -88,12 +89,13 @@ func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Devi
 	logits := int64(m.NVocab)*T*f32 + embd*T*f32*2
 	peak := max(attn, ffn, logits)
 
-	if len(gpus) > 0 && replayable(m) {
-		return splitComputeBuffers(m, c, p, cpu, gpus, layerDev)
+	build := builderFor(m)
+	if len(gpus) > 0 && build != nil {
+		return splitComputeBuffers(m, c, p, cpu, gpus, layerDev, build)
 	}
 	if len(gpus) == 0 {
-		if replayable(m) {
-			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Bytes: cpuComputeBytes(m, c), Note: replayNote}}
+		if build != nil {
+			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Bytes: cpuComputeBytes(m, c, build), Note: replayNote}}
 		}
 		return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Bytes: peak, Note: computeNote}}
 	}
@@ -135,8 +137,8 @@ func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Devi
 
 // splitComputeBuffers lists the compute buffers of a CPU and GPU split from
 // the scheduler replay: one per GPU that runs anything, and the host's.
-func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
-	peak := splitComputeBytes(m, c, p, cpu, gpus, layerDev)
+func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, build graphBuilder) []Buffer {
+	peak := splitComputeBytes(m, c, p, cpu, gpus, layerDev, build)
 	var out []Buffer
 	for _, g := range gpus {
 		if n, ok := peak[g.Name]; ok {

@@ -80,6 +80,17 @@ func (b *gb) weight(name string, ne [4]int64) *gtensor {
 	return w
 }
 
+// init records the model's tensor names for has; every builder calls it
+// first.
+func (b *gb) init(m *arch.Model) {
+	if b.names == nil {
+		b.names = map[string]bool{}
+		for _, t := range m.Tensors {
+			b.names[t.Name] = true
+		}
+	}
+}
+
 // has reports whether the model has a tensor of that name.
 func (b *gb) has(name string) bool {
 	_, ok := b.names[name]
@@ -107,12 +118,7 @@ func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 
 // llamaGraphOn builds the graph with b's placement of weights and caches.
 func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
-	if b.names == nil {
-		b.names = map[string]bool{}
-		for _, t := range m.Tensors {
-			b.names[t.Name] = true
-		}
-	}
+	b.init(m)
 	T := int64(nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)

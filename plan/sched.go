@@ -230,7 +230,7 @@ func splitGraph(g *graph, cpu string) *graph {
 // splitComputeBytes replays the worst-case graphs on a CPU and GPUs split
 // and returns each backend buffer's size, keyed by device name (the CPU's
 // buffer is its host buffer type).
-func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) map[string]int64 {
+func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, build graphBuilder) map[string]int64 {
 	homes := weightHomes(m, p, cpu, gpus, layerDev)
 	kv := make([]string, len(m.Layers))
 	for i := range kv {
@@ -257,7 +257,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	}
 	for _, tokens := range graphs {
 		o.offload = tokens >= 32
-		g := llamaGraphOn(m, c, tokens, &gb{cpu: cpu.Name, homes: homes, kvDev: kv})
+		g := build(m, c, tokens, &gb{cpu: cpu.Name, homes: homes, kvDev: kv})
 		assign(g, o)
 		split := splitGraph(g, cpu.Name)
 		allocs := map[string]*dynAlloc{}
