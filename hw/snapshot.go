@@ -61,7 +61,10 @@ type Snapshot struct {
 	Taken   time.Time `json:"taken,omitzero"`
 	Domains []Domain  `json:"domains"`
 	Devices []Device  `json:"devices"`
-	Notes   []string  `json:"notes,omitempty"`
+	// RPC lists the rpc-server endpoints (host:port) whose devices this
+	// machine uses, in the order llama-server's --rpc takes them; see Join.
+	RPC   []string `json:"rpc,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Domain is one physical pool of memory.
@@ -128,6 +131,10 @@ type Device struct {
 	// reports it.
 	Processes []Process `json:"processes,omitempty"`
 	Source    string    `json:"source,omitempty"`
+	// Endpoint is the rpc-server (host:port) an RPC device is served by,
+	// and RemoteIndex its index among that server's devices.
+	Endpoint    string `json:"endpoint,omitempty"`
+	RemoteIndex int    `json:"remote_index,omitempty"`
 }
 
 // Process is another process's use of a device's memory.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -88,6 +89,9 @@ func (s *Snapshot) Validate() error {
 		}
 		if d.Total < 0 || d.MaxAlloc < 0 || (d.Free != nil && *d.Free < 0) {
 			bad("%s: a size is negative (total_bytes %d, max_alloc_bytes %d), expected zero (unknown) or more", at, d.Total, d.MaxAlloc)
+		}
+		if d.Backend == BackendRPC && !slices.Contains(s.RPC, d.Endpoint) {
+			bad("%s: an RPC device of endpoint %q, which rpc does not list (%s)", at, d.Endpoint, strings.Join(s.RPC, ", "))
 		}
 		for j, p := range d.Processes {
 			if p.Bytes < 0 {

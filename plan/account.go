@@ -48,8 +48,16 @@ func Place(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error)
 	r := &Result{Context: ctx}
 	r.LayerDevice = placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
 	r.Buffers = append(r.Buffers, weights(m, p, cpu, gpus, r.LayerDevice)...)
-	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, r.LayerDevice)...)
-	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, r.LayerDevice)...)
+	for _, b := range append(kvBuffers(m, ctx, p, cpu, r.LayerDevice), rsBuffers(m, ctx, p, cpu, r.LayerDevice)...) {
+		// Caches are named by their device's buffer type, which for an
+		// RPC device is not the device's name.
+		for _, g := range gpus {
+			if b.Device == g.Name {
+				b.BufferType = g.bufferType()
+			}
+		}
+		r.Buffers = append(r.Buffers, b)
+	}
 	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
 	return r, nil
 }
@@ -214,13 +222,13 @@ func chooseBuffer(t arch.Tensor, d, cpu Device, gpus []Device, mmap bool) bufKey
 		cpuBuft = mappedCPU
 	}
 	if d.Backend != "CPU" && fitsOn(d) {
-		return bufKey{d.Name, d.Name}
+		return bufKey{d.Name, d.bufferType()}
 	}
-	if len(gpus) > 0 && gpus[0].HostBuffer() != "" && fitsOn(gpus[0]) {
+	if h := hostGPU(gpus); h != nil && fitsOn(*h) {
 		if mmap {
 			return bufKey{cpu.Name, cpuBuft}
 		}
-		return bufKey{cpu.Name, gpus[0].HostBuffer()}
+		return bufKey{cpu.Name, h.HostBuffer()}
 	}
 	if repackable(cpu, t) {
 		return bufKey{cpu.Name, "CPU_REPACK"}

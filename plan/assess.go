@@ -67,6 +67,7 @@ func (f Fix) Apply(p Profile) (Profile, error) {
 func Devices(s *hw.Snapshot) (Device, []Device) {
 	cpu := Device{Name: "CPU", Backend: "CPU"}
 	byBackend := map[string][]Device{}
+	var rpc []Device
 	for _, d := range s.Devices {
 		if d.Type == hw.TypeCPU {
 			cpu.Features = d.Features
@@ -77,15 +78,32 @@ func Devices(s *hw.Snapshot) (Device, []Device) {
 		if d.Free != nil {
 			free = *d.Free
 		}
-		byBackend[d.Backend] = append(byBackend[d.Backend], Device{Name: d.Name, Backend: d.Backend, Free: free, MaxAlloc: d.MaxAlloc})
+		if free == 0 {
+			// A preset gives the domain's size, not the backend's report;
+			// llama.cpp's default split follows what the device reports,
+			// which is close to that.
+			if dom := s.Domain(d.Domain); dom != nil {
+				free = dom.Available()
+			}
+		}
+		dev := Device{Name: d.Name, Backend: d.Backend, Free: free, MaxAlloc: d.MaxAlloc}
+		if d.Backend == hw.BackendRPC {
+			dev.Endpoint = d.Endpoint
+			dev.Buft = "RPC" + strconv.Itoa(d.RemoteIndex) + "[" + d.Endpoint + "]"
+			rpc = append(rpc, dev)
+			continue
+		}
+		byBackend[d.Backend] = append(byBackend[d.Backend], dev)
 	}
+	// llama.cpp puts RPC devices first, in --rpc order, so the last
+	// layers and the output stay on this machine.
 	for _, b := range []string{"CUDA", "ROCm", "Metal", "Vulkan", "SYCL"} {
 		if g := byBackend[b]; len(g) > 0 {
 			sort.Slice(g, func(i, j int) bool { return g[i].Name < g[j].Name })
-			return cpu, g
+			return cpu, append(rpc, g...)
 		}
 	}
-	return cpu, nil
+	return cpu, rpc
 }
 
 // chargeKind maps a buffer kind onto the four parts of a domain's breakdown.

@@ -115,17 +115,17 @@ func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Devi
 	// With layers in host memory and a batch of 32 or more, the scheduler
 	// offloads their matrix multiplications to the first GPU, which then
 	// needs a compute buffer even with no layer of its own.
-	if used[cpu.Name] && c.NUBatch >= 32 {
-		used[gpus[0].Name] = true
+	if g := offloadGPU(gpus); g != nil && used[cpu.Name] && c.NUBatch >= 32 {
+		used[g.Name] = true
 	}
 	for _, g := range gpus {
 		if used[g.Name] {
-			out = append(out, Buffer{Device: g.Name, BufferType: g.Name, Kind: "compute", Bytes: peak, Note: computeNote})
+			out = append(out, Buffer{Device: g.Name, BufferType: g.bufferType(), Kind: "compute", Bytes: peak, Note: computeNote})
 		}
 	}
 	host := cpu.Name
-	if h := gpus[0].HostBuffer(); h != "" {
-		host = h
+	if h := hostGPU(gpus); h != nil {
+		host = h.HostBuffer()
 	}
 	hostBytes := embd*T*f32 + mask
 	if used[cpu.Name] {
@@ -142,12 +142,12 @@ func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus [
 	var out []Buffer
 	for _, g := range gpus {
 		if n, ok := peak[g.Name]; ok {
-			out = append(out, Buffer{Device: g.Name, BufferType: g.Name, Kind: "compute", Bytes: n, Note: schedNote})
+			out = append(out, Buffer{Device: g.Name, BufferType: g.bufferType(), Kind: "compute", Bytes: n, Note: schedNote})
 		}
 	}
 	host := cpu.Name
-	if h := gpus[0].HostBuffer(); h != "" {
-		host = h
+	if h := hostGPU(gpus); h != nil {
+		host = h.HostBuffer()
 	}
 	out = append(out, Buffer{Device: cpu.Name, BufferType: host, Kind: "compute", Bytes: peak[cpu.Name], Note: schedNote})
 	return out

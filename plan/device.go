@@ -17,6 +17,43 @@ type Device struct {
 	// Features are CPU instruction sets (avx2, avx512, neon, dotprod,
 	// i8mm); they decide which weights ggml repacks.
 	Features []string `json:"features,omitempty"`
+	// Endpoint is the rpc-server of an RPC device, and Buft its buffer
+	// type's name, which names the server's own device index and the
+	// endpoint ("RPC0[10.0.0.2:50052]").
+	Endpoint string `json:"endpoint,omitempty"`
+	Buft     string `json:"buffer_type,omitempty"`
+}
+
+// bufferType is the name llama.cpp prints for the device's own buffers.
+func (d Device) bufferType() string {
+	if d.Buft != "" {
+		return d.Buft
+	}
+	return d.Name
+}
+
+// hostGPU is the GPU whose pinned host buffer type llama.cpp adds to the
+// CPU's buffer types and uses for the host's compute buffer: the first
+// device that has one (an RPC device has none), or nil.
+func hostGPU(gpus []Device) *Device {
+	for i := range gpus {
+		if gpus[i].HostBuffer() != "" {
+			return &gpus[i]
+		}
+	}
+	return nil
+}
+
+// offloadGPU is the device the scheduler offloads host-weight ops to: the
+// first that accepts offloaded ops (ggml-rpc's devices accept none), or
+// nil.
+func offloadGPU(gpus []Device) *Device {
+	for i := range gpus {
+		if gpus[i].Backend != "RPC" {
+			return &gpus[i]
+		}
+	}
+	return nil
 }
 
 // HostBuffer is the pinned host buffer type of a GPU backend (CUDA_Host,

@@ -19,6 +19,8 @@ type schedOptions struct {
 	// tokens, an op whose weight is in host memory runs on the first GPU,
 	// which receives a copy of the weight.
 	offload bool
+	// offloadTo is that GPU: the first that accepts offloaded ops.
+	offloadTo string
 }
 
 // viewBytes is the logical size of a view, which a copy to another backend
@@ -82,9 +84,9 @@ func assign(g *graph, o schedOptions) {
 				n.dev = owner.home
 			case isGPU(owner.home):
 				n.dev = owner.home
-			case o.offload && len(o.gpus) > 0 && !n.gather &&
-				(o.maxAlloc[o.gpus[0]] == 0 || owner.bytes <= o.maxAlloc[o.gpus[0]]):
-				n.dev = o.gpus[0]
+			case o.offload && o.offloadTo != "" && !n.gather &&
+				(o.maxAlloc[o.offloadTo] == 0 || owner.bytes <= o.maxAlloc[o.offloadTo]):
+				n.dev = o.offloadTo
 			default:
 				n.dev = o.cpu
 			}
@@ -240,6 +242,9 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		}
 	}
 	o := schedOptions{cpu: cpu.Name, maxAlloc: map[string]int64{}}
+	if g := offloadGPU(gpus); g != nil {
+		o.offloadTo = g.Name
+	}
 	align := map[string]int64{cpu.Name: cpuAlign}
 	for _, g := range gpus {
 		o.gpus = append(o.gpus, g.Name)

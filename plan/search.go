@@ -3,7 +3,9 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
@@ -266,7 +268,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 				continue
 			}
 			c := Candidate{Profile: profile(n, perSlot), CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
-			c.Flags = flagsFor(c.Profile, len(gpus) > 0)
+			c.Flags = append(flagsFor(c.Profile, len(gpus) > 0), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
 			out = append(out, c)
 		}
 	}
@@ -405,6 +407,9 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 	case c.Profile.CacheK == "q8_0":
 		out = append(out, "q8_0 K/V cache with flash attention: it halves the cache per token, and f16 could not reach this context")
 	}
+	if line := rpcLine(c.Flags); line != "" {
+		out = append(out, line)
+	}
 	if o.Fixed.any() {
 		out = append(out, fmt.Sprintf("kept as given and checked: %s", o.Fixed.flags()))
 	}
@@ -431,4 +436,48 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// rpcFlags names the rpc-servers a plan uses and pins its layer split:
+// llama.cpp would otherwise split by the free memory the devices report
+// at load time, which need not be what the plan was made for. The split
+// lists each device's layers (the output layer counts on its device) in
+// llama.cpp's device order, RPC devices first.
+func rpcFlags(nLayer int, p Profile, cpu Device, gpus []Device) []string {
+	var endpoints []string
+	for _, g := range gpus {
+		if g.Endpoint != "" && !slices.Contains(endpoints, g.Endpoint) {
+			endpoints = append(endpoints, g.Endpoint)
+		}
+	}
+	if len(endpoints) == 0 {
+		return nil
+	}
+	counts := map[string]int{}
+	for _, d := range placeLayers(nLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name) {
+		counts[d]++
+	}
+	split := make([]string, len(gpus))
+	for i, g := range gpus {
+		split[i] = strconv.Itoa(counts[g.Name])
+	}
+	return []string{"--rpc", strings.Join(endpoints, ","), "-ts", strings.Join(split, ",")}
+}
+
+// rpcLine says how a plan's layers are split over rpc-servers, from its
+// --rpc and -ts flags; "" when it uses none.
+func rpcLine(flags []string) string {
+	var endpoints, split string
+	for i := 0; i+1 < len(flags); i++ {
+		switch flags[i] {
+		case "--rpc":
+			endpoints = flags[i+1]
+		case "-ts":
+			split = flags[i+1]
+		}
+	}
+	if endpoints == "" {
+		return ""
+	}
+	return fmt.Sprintf("layers per device, remote ones first as llama.cpp orders them: -ts %s over the rpc-server(s) %s and this machine; each host's memory is its own domain, checked separately (start rpc-server on each before llama-server)", split, endpoints)
 }

@@ -35,16 +35,29 @@ memory llama.cpp's --fit will read; without it, names are inferred.
 Presets describe machines you do not have, for what-if planning. A snapshot
 saved with --json can be edited and read back with --machine FILE.
 
+When one box is not enough, llama.cpp's RPC backend lends it the devices of
+other hosts running rpc-server. Save 'headroom hw --json' on each such host,
+then join them here with --rpc: the result is a machine file whose remote
+devices are named as llama-server --rpc names them (RPC0, RPC1, ...), each
+host's memory a domain of its own. 'headroom plan --machine joined.json'
+then splits layers over them and prints --rpc and -ts.
+
 Examples:
   headroom hw
   headroom hw --json > box.json
   headroom hw --machine m4-max-128
   headroom hw --machine box.json
-  headroom hw --presets`)
+  headroom hw --presets
+  headroom hw --rpc 10.0.0.2:50052=gpu-box.json --json > joined.json`)
 	asJSON := fs.Bool("json", false, "print the snapshot as JSON, the shape --machine FILE reads")
 	machine := fs.String("machine", "", "show a preset (see --presets) or a machine `FILE` instead of probing")
 	presets := fs.Bool("presets", false, "list the built-in presets, one a line")
 	llama := fs.String("llama-server", "", "llama-server `program` asked for --list-devices (default: llama-server on PATH; - skips it)")
+	var remotes []string
+	fs.Func("rpc", "join a host running rpc-server: `HOST:PORT=FILE`, FILE its 'headroom hw --json' (repeat, in --rpc order)", func(v string) error {
+		remotes = append(remotes, v)
+		return nil
+	})
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -67,6 +80,11 @@ Examples:
 	}
 	if err != nil {
 		return err
+	}
+	if len(remotes) > 0 {
+		if s, err = joinRemotes(s, remotes); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return s.WriteJSON(env.Stdout)
@@ -144,4 +162,21 @@ func printHW(w io.Writer, s *hw.Snapshot) {
 			fmt.Fprintf(w, "  - %s\n", n)
 		}
 	}
+}
+
+// joinRemotes reads each HOST:PORT=FILE and joins the hosts to s.
+func joinRemotes(s *hw.Snapshot, specs []string) (*hw.Snapshot, error) {
+	var remotes []hw.Remote
+	for _, spec := range specs {
+		endpoint, file, ok := strings.Cut(spec, "=")
+		if !ok || file == "" {
+			return nil, usagef("--rpc %q: expected HOST:PORT=FILE, FILE the host's 'headroom hw --json'", spec)
+		}
+		r, err := hw.LoadMachine(file)
+		if err != nil {
+			return nil, fmt.Errorf("--rpc %s: %w", endpoint, err)
+		}
+		remotes = append(remotes, hw.Remote{Endpoint: endpoint, Snapshot: r})
+	}
+	return hw.Join(s, remotes)
 }

@@ -91,3 +91,29 @@ func TestHWUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestHWJoinAndPlanOverRPC(t *testing.T) {
+	remote := filepath.Join(t.TempDir(), "gpu-box.json")
+	code, out, errs := run(t, "hw", "--machine", "2x-rtx-3090", "--json")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	if err := os.WriteFile(remote, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, "hw", "--machine", "rtx-4090", "--rpc", "10.0.0.2:50052="+remote, "--json")
+	if code != 0 {
+		t.Fatalf("hw --rpc: exit %d: %s", code, errs)
+	}
+	joined := filepath.Join(t.TempDir(), "joined.json")
+	if err := os.WriteFile(joined, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, "plan", "--quiet", "--print-args", "--machine", joined, synthFile(t, "llama-3.1-70b"))
+	if code != 0 || !strings.Contains(out, "--rpc 10.0.0.2:50052 -ts ") || !strings.Contains(out, "-ngl 81") {
+		t.Errorf("plan over the joined machine: exit %d, %q %s", code, out, errs)
+	}
+	if code, _, errs := run(t, "hw", "--rpc", "10.0.0.2:50052"); code != 2 || !strings.Contains(errs, "HOST:PORT=FILE") {
+		t.Errorf("--rpc without a file: exit %d %s", code, errs)
+	}
+}

@@ -28,8 +28,12 @@ checked, as llama.cpp's --fit keeps a user's -ngl; the rest is searched.
 GPU memory a desktop session holds (compositor, browser; see headroom hw)
 is not counted as free; the plan says what running headless would allow,
 and --headless plans for that.
-Not yet planned: MoE expert offload (-ot, --cpu-moe), tensor split across
-several GPUs, RPC hosts, projectors and draft models.
+A machine file joined with 'headroom hw --rpc' adds the GPUs of hosts
+running rpc-server: layers are split over them and this machine, each
+host's memory checked on its own, and the flags carry --rpc and -ts.
+Not yet planned: MoE expert offload (-ot, --cpu-moe), a searched tensor
+split across several local GPUs (llama.cpp's split by free memory is
+used), projectors and draft models.
 
 Examples:
   headroom plan model.gguf
