@@ -373,9 +373,10 @@ func wanted(e *Entry, o Options) bool {
 // speed: the estimated decode speed (known estimates first), then model
 // size.
 // balanced: configurations that decode at least usableTPS tokens per
-// second first, best quality among them (cited score, else model size,
-// then wholly on the GPU before spilling, then quantization fidelity),
-// then context; slower ones after, fastest first.
+// second first, the largest model among them (a cited score breaks ties
+// between models of one size; scores are cited for only some entries),
+// then wholly on the GPU before spilling, then quantization fidelity, then
+// context; slower ones after, fastest first.
 // context: context per slot, then GPU share, then model size.
 func rank(rows []Row, goal string) {
 	tier := func(r *Row) int {
@@ -442,15 +443,15 @@ func rank(rows []Row, goal string) {
 		} else if !ua && da != db {
 			return da > db
 		}
-		qa, qb := a.Quality != nil, b.Quality != nil
-		if qa != qb {
-			return qa
-		}
-		if qa && a.Quality.Score != b.Quality.Score {
-			return a.Quality.Score > b.Quality.Score
-		}
+		// Size first: scores are cited for only some entries, and a
+		// missing score says nothing about a model, so it must not rank a
+		// small scored model above a large unscored one. Between models
+		// of one size, a cited score decides.
 		if a.ParamsB != b.ParamsB {
 			return a.ParamsB > b.ParamsB
+		}
+		if a.Quality != nil && b.Quality != nil && a.Quality.Score != b.Quality.Score {
+			return a.Quality.Score > b.Quality.Score
 		}
 		// Of one model, a quantization that runs wholly on the GPU beats a
 		// finer one that spills layers to system memory: the spill costs

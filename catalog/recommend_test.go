@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
@@ -206,5 +207,48 @@ func TestRecommendTopPicks(t *testing.T) {
 			t.Errorf("%s: top pick %s %s (%s %.1fB, %d/%d layers on the GPU, %.0f tok/s); want %s",
 				tc.preset, top.Entry, top.Quant, top.Class, top.ParamsB, top.Plan.GPULayers, top.Plan.LayersTotal, d, tc.why)
 		}
+	}
+}
+
+// TestQualityGoal ranks the fitting configurations with a cited score
+// first, best score first, and every cited score comes from one
+// evaluation, so the scores compare.
+func TestQualityGoal(t *testing.T) {
+	cat, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, _ := LoadLock()
+	o := DefaultOptions()
+	o.Goal = GoalQuality
+	rows, err := Recommend(cat, lock, machine_(t, "m4-max-128"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	benchmarks := map[string]bool{}
+	seenNull := false
+	last := 101.0
+	for _, r := range rows {
+		if !r.Enabled {
+			break
+		}
+		if r.Quality == nil {
+			seenNull = true
+			continue
+		}
+		if seenNull {
+			t.Fatalf("%s %s with score %.1f ranks after an entry without one", r.Entry, r.Quant, r.Quality.Score)
+		}
+		if r.Quality.Score > last {
+			t.Errorf("%s %s: score %.1f after %.1f", r.Entry, r.Quant, r.Quality.Score, last)
+		}
+		last = r.Quality.Score
+		benchmarks[strings.SplitN(r.Quality.Benchmark, ",", 2)[0]+" "+r.Quality.Source] = true
+	}
+	if len(benchmarks) != 1 {
+		t.Errorf("scores from %d sources ranked together: %v", len(benchmarks), benchmarks)
+	}
+	if rows[0].Entry != "qwen3-32b" {
+		t.Errorf("top by quality on a 128 GB Mac: %s %s, want qwen3-32b (85.7, the best cited score that fits)", rows[0].Entry, rows[0].Quant)
 	}
 }

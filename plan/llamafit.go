@@ -19,7 +19,8 @@ type LlamaFit struct {
 // defaults (-c 0, -ngl auto): keep the trained context and every layer if
 // that leaves the target free; otherwise reduce the context, in steps of
 // 256 cells per stream but not below the minimum, with every layer on the
-// GPUs; otherwise, at the minimum context, fill layers back to front. Where
+// GPUs; otherwise, at the minimum context, fill layers back to front (on
+// several devices, each device in turn from the last). Where
 // llama.cpp interpolates between measurements, this searches exactly, so it
 // finds at least what llama.cpp finds.
 func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target int64) LlamaFit {
@@ -61,11 +62,25 @@ func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target
 		}
 		return LlamaFit{Ctx: lo * 256, GPULayers: full, Fits: true}
 	}
-	// Fill layers at the minimum context.
+	// Fill layers at the minimum context, back to front over several
+	// devices as fit's layer fill does.
+	filled := func(ctx, ngl int) bool {
+		if fits(ctx, ngl) {
+			return true
+		}
+		p := base
+		p.Ctx, p.GPULayers = ctx*base.Parallel, ngl
+		a, err := assessOnce(m, p, s, cpu, gpus)
+		if err != nil {
+			return false
+		}
+		_, _, ok := fillSplit(m, p, a, s, cpu, gpus, target)
+		return ok
+	}
 	nlo, nhi := -1, full
 	for nlo < nhi {
 		mid := (nlo + nhi + 1) / 2
-		if fits(minCtx, mid) {
+		if filled(minCtx, mid) {
 			nlo = mid
 		} else {
 			nhi = mid - 1

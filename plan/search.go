@@ -210,12 +210,52 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			}
 			return p
 		}
-		eval := func(ngl, perSlot int) (*Assessment, bool) {
-			a, err := assessOnce(m, profile(ngl, perSlot), s, cpu, gpus)
+		// eval checks a profile with llama.cpp's default split and, on
+		// several devices where that fails, with layers filled back to
+		// front as llama.cpp's fit fills them; it returns the profile that
+		// fits, split included.
+		// The bisections ask about nearby contexts at one layer count
+		// many times; a split that worked for that count is tried before
+		// filling again.
+		splits := map[int][]float64{}
+		// A fill that failed fails again with more context or more
+		// layers: remember the least of each that failed.
+		failCtx, failNgl := map[int]int{}, map[int]int{}
+		hopeless := func(ngl, perSlot int) bool {
+			c, ok := failCtx[ngl]
+			n, ok2 := failNgl[perSlot]
+			return ok && perSlot >= c || ok2 && ngl >= n
+		}
+		eval := func(ngl, perSlot int) (Profile, *Assessment, bool) {
+			p := profile(ngl, perSlot)
+			a, err := assessOnce(m, p, s, cpu, gpus)
 			if err != nil {
-				return nil, false
+				return p, nil, false
 			}
-			return a, a.Verdict == Fits && minMargin(a) >= o.FitTarget
+			if a.Verdict == Fits && minMargin(a) >= o.FitTarget {
+				return p, a, true
+			}
+			if ts, ok := splits[ngl]; ok {
+				q := p
+				q.TensorSplit = ts
+				if b, err := assessOnce(m, q, s, cpu, gpus); err == nil && b.Verdict == Fits && minMargin(b) >= o.FitTarget {
+					return q, b, true
+				}
+			}
+			if hopeless(ngl, perSlot) {
+				return p, a, false
+			}
+			if q, b, ok := fillSplit(m, p, a, s, cpu, gpus, o.FitTarget); ok {
+				splits[ngl] = q.TensorSplit
+				return q, b, true
+			}
+			if c, ok := failCtx[ngl]; !ok || perSlot < c {
+				failCtx[ngl] = perSlot
+			}
+			if n, ok := failNgl[perSlot]; !ok || ngl < n {
+				failNgl[perSlot] = ngl
+			}
+			return p, a, false
 		}
 		// The most layers that fit at the minimum context (bisection:
 		// fewer GPU layers never need more GPU memory).
@@ -223,18 +263,18 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		switch {
 		case fx.GPULayers != nil:
 			n := min(max(*fx.GPULayers, 0), maxLayers)
-			if _, ok := eval(n, minCtx); ok {
+			if _, _, ok := eval(n, minCtx); ok {
 				ngl = n
 			}
 		case unified:
-			if _, ok := eval(maxLayers, minCtx); ok {
+			if _, _, ok := eval(maxLayers, minCtx); ok {
 				ngl = maxLayers
 			}
 		default:
 			lo, hi := -1, maxLayers
 			for lo < hi {
 				mid := (lo + hi + 1) / 2
-				if _, ok := eval(mid, minCtx); ok {
+				if _, _, ok := eval(mid, minCtx); ok {
 					lo = mid
 				} else {
 					hi = mid - 1
@@ -255,7 +295,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 				lo, hi := minCtx/256, ceiling/256
 				for lo < hi {
 					mid := (lo + hi + 1) / 2
-					if _, ok := eval(n, mid*256); ok {
+					if _, _, ok := eval(n, mid*256); ok {
 						lo = mid
 					} else {
 						hi = mid - 1
@@ -263,11 +303,11 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 				}
 				perSlot = lo * 256
 			}
-			a, ok := eval(n, perSlot)
+			prof, a, ok := eval(n, perSlot)
 			if !ok {
 				continue
 			}
-			c := Candidate{Profile: profile(n, perSlot), CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
+			c := Candidate{Profile: prof, CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
 			c.Flags = append(flagsFor(c.Profile, len(gpus) > 0), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
 			out = append(out, c)
 		}
@@ -379,6 +419,9 @@ func flagsFor(p Profile, gpus bool) []string {
 	if p.CacheV != "f16" {
 		f = append(f, "-ctv", p.CacheV)
 	}
+	if len(p.TensorSplit) > 0 {
+		f = append(f, "-ts", splitString(p.TensorSplit))
+	}
 	return f
 }
 
@@ -453,15 +496,27 @@ func rpcFlags(nLayer int, p Profile, cpu Device, gpus []Device) []string {
 	if len(endpoints) == 0 {
 		return nil
 	}
+	if len(p.TensorSplit) > 0 {
+		return []string{"--rpc", strings.Join(endpoints, ",")} // flagsFor gave -ts
+	}
 	counts := map[string]int{}
 	for _, d := range placeLayers(nLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name) {
 		counts[d]++
 	}
-	split := make([]string, len(gpus))
+	split := make([]float64, len(gpus))
 	for i, g := range gpus {
-		split[i] = strconv.Itoa(counts[g.Name])
+		split[i] = float64(counts[g.Name])
 	}
-	return []string{"--rpc", strings.Join(endpoints, ","), "-ts", strings.Join(split, ",")}
+	return []string{"--rpc", strings.Join(endpoints, ","), "-ts", splitString(split)}
+}
+
+// splitString renders a tensor split of whole layer counts as -ts takes it.
+func splitString(split []float64) string {
+	parts := make([]string, len(split))
+	for i, x := range split {
+		parts[i] = strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strings.Join(parts, ",")
 }
 
 // rpcLine says how a plan's layers are split over rpc-servers, from its

@@ -30,11 +30,12 @@ whose lock was never resolved are planned from headers derived from their
 public configuration (provenance: derived); 'headroom catalog lock' makes
 them inspected.
 
-Goals: quality (the cited score; null scores after known ones), speed (GPU
-share, then fewer active parameters), balanced (GPU share, then context),
-context (context per slot). Every fitting row carries an estimated decode
-speed (docs/speed.md); balanced puts configurations of at least 10 tokens/s
-first, best quality (model size while no score is cited) among them.
+Goals: quality (the cited score, MMLU-Redux from one evaluation for 17
+models; entries without one follow, largest first), speed (estimated
+decode speed), context (context per slot), balanced (the default):
+configurations of at least 10 tokens/s first, the largest model among
+them, a cited score deciding between models of one size. Every fitting row
+carries an estimated decode speed (docs/speed.md).
 
 Examples:
   headroom recommend
