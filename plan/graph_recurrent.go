@@ -1,6 +1,615 @@
 package plan
 
-import "github.com/headroom-llm/headroom/arch"
+import (
+	"strconv"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// This file describes the graphs llama.cpp builds for recurrent and hybrid
+// models: Mamba-2 (src/models/mamba.cpp with llm_graph_context_mamba's
+// build_mamba2_layer), and the hybrids that reuse that layer. The recurrent
+// state lives in the rs buffer, a cache outside the graph like the KV
+// cache: build_rs gathers the states of the micro-batch's sequences with
+// get_rows, the layer runs ggml_ssm_conv and ggml_ssm_scan, and ggml_cpy
+// writes the final states back into views of the cache.
 
 // recurrentBuilder returns the graph builder for mamba2, lfm2, nemotron_h, granitehybrid and falcon-h1: recurrent and hybrid models; nil for a model it does not describe.
-func recurrentBuilder(m *arch.Model) graphBuilder { return nil }
+func recurrentBuilder(m *arch.Model) graphBuilder {
+	if m.NExpert > 0 || m.MLA || m.Window > 0 {
+		return nil
+	}
+	// Nemotron-H's description (nemotron-h.cpp as stored) reaches 6 MiB
+	// under llama.cpp's compute buffer without flash attention and 6 MiB
+	// over with it (an {n_embd, n_ubatch} tensor either way), and its graph
+	// has one node more than llama.cpp's: the engine's Nemotron-H graph
+	// differs from the stored source somewhere not found yet, so it keeps
+	// the rough estimate.
+	if m.Arch == "nemotron_h" {
+		return nil
+	}
+	// mixer says which block each layer runs: 'M' a Mamba-2 mixer, 'A'
+	// attention, 'C' LFM2's short convolution, 'F' an MLP only
+	// (Nemotron-H), 'P' attention and Mamba-2 in parallel (Falcon-H1).
+	mixer := make([]byte, len(m.Layers))
+	for il, l := range m.Layers {
+		attn := l.Attention == arch.Full && l.HeadsKV > 0 && l.KDim == l.VDim && m.NHead > 0 && l.KDim%l.HeadsKV == 0
+		switch {
+		case m.Arch == "mamba2" && l.Recurrent && l.Attention == arch.NoAttention:
+			mixer[il] = 'M'
+		case m.Arch == "lfm2" && l.Recurrent && l.Attention == arch.NoAttention && l.FF > 0:
+			mixer[il] = 'C'
+		case m.Arch == "lfm2" && !l.Recurrent && attn && l.FF > 0:
+			mixer[il] = 'A'
+		case (m.Arch == "nemotron_h" || m.Arch == "granitehybrid") && l.Recurrent && l.Attention == arch.NoAttention:
+			mixer[il] = 'M'
+		case (m.Arch == "nemotron_h" || m.Arch == "granitehybrid") && !l.Recurrent && attn:
+			mixer[il] = 'A'
+		case m.Arch == "nemotron_h" && !l.Recurrent && l.Attention == arch.NoAttention && l.FF > 0:
+			mixer[il] = 'F'
+		case m.Arch == "falcon-h1" && l.Recurrent && attn:
+			mixer[il] = 'P'
+		default:
+			return nil
+		}
+		if mixer[il] == 'M' || mixer[il] == 'P' {
+			if _, ok := recurrentMamba2Dims(m, il); !ok {
+				return nil
+			}
+		}
+		if !recurrentHasLayerTensors(m, il, mixer[il]) {
+			return nil
+		}
+	}
+	return func(m *arch.Model, c Context, nTokens int, b *gb) *graph {
+		return recurrentGraphOf(m, c, nTokens, b, mixer)
+	}
+}
+
+// recurrentHasLayerTensors checks that layer il holds the weights its
+// block reads, and no bias or extra weight the description leaves out.
+func recurrentHasLayerTensors(m *arch.Model, il int, mixer byte) bool {
+	blk := "blk." + strconv.Itoa(il) + "."
+	names := map[string]bool{}
+	for _, t := range m.Tensors {
+		if t.Layer == il {
+			names[t.Name] = true
+		}
+	}
+	need := []string{"attn_norm.weight"}
+	switch mixer {
+	case 'A', 'P':
+		need = append(need, "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight")
+	case 'C':
+		need = append(need, "shortconv.conv.weight", "shortconv.in_proj.weight", "shortconv.out_proj.weight")
+	case 'F':
+		need = append(need, "ffn_up.weight", "ffn_down.weight")
+	}
+	switch {
+	case m.Arch == "lfm2":
+		need = append(need, "ffn_norm.weight", "ffn_up.weight", "ffn_gate.weight", "ffn_down.weight")
+		if mixer == 'A' {
+			need = append(need, "attn_q_norm.weight", "attn_k_norm.weight")
+		}
+	case m.Arch == "granitehybrid":
+		need = append(need, "ffn_norm.weight", "ffn_up.weight", "ffn_gate.weight", "ffn_down.weight")
+	case m.Arch == "falcon-h1":
+		need = append(need, "ffn_norm", "ffn_up.weight", "ffn_gate.weight", "ffn_down.weight")
+	}
+	for _, n := range need {
+		if !names[blk+n] {
+			return false
+		}
+	}
+	for _, n := range []string{"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_up.bias", "ffn_gate.bias", "ffn_down.bias", "ffn_gate_inp.weight", "rope_freqs.weight"} {
+		if names[blk+n] {
+			return false
+		}
+	}
+	return true
+}
+
+// recurrentSSM holds one Mamba-2 mixer's sizes (llama_hparams ssm_*), read
+// back from its tensors' shapes.
+type recurrentSSM struct {
+	conv, inner, state, heads, groups int64
+	inProj                            int64 // ssm_in's output width
+}
+
+// recurrentShapes maps the model's tensor names to their shapes.
+func recurrentShapes(m *arch.Model) map[string][]uint64 {
+	out := make(map[string][]uint64, len(m.Tensors))
+	for _, t := range m.Tensors {
+		out[t.Name] = t.Shape
+	}
+	return out
+}
+
+// recurrentMamba2Dims reads layer il's Mamba-2 sizes from its tensors:
+// ssm_conv1d is {d_conv, d_inner + 2*n_group*d_state}, ssm_norm
+// {d_inner/n_group, n_group}, ssm_a {1, n_head}, ssm_in {n_embd, d_in_proj};
+// it checks them against the layer's state sizes (n_embd_r, n_embd_s).
+func recurrentMamba2Dims(m *arch.Model, il int) (recurrentSSM, bool) {
+	var d recurrentSSM
+	shapes := map[string][]uint64{}
+	blk := "blk." + strconv.Itoa(il) + "."
+	for _, t := range m.Tensors {
+		if t.Layer == il {
+			shapes[t.Name] = t.Shape
+		}
+	}
+	conv, norm, a, in := shapes[blk+"ssm_conv1d.weight"], shapes[blk+"ssm_norm.weight"], shapes[blk+"ssm_a"], shapes[blk+"ssm_in.weight"]
+	if len(conv) != 2 || len(norm) != 2 || len(a) < 1 || len(in) != 2 {
+		return d, false
+	}
+	for _, n := range []string{"ssm_conv1d.bias", "ssm_dt.bias", "ssm_d", "ssm_out.weight"} {
+		if _, ok := shapes[blk+n]; !ok {
+			return d, false
+		}
+	}
+	d.conv = int64(conv[0])
+	d.groups = int64(norm[1])
+	d.inner = int64(norm[0]) * d.groups
+	d.heads = int64(a[len(a)-1])
+	d.inProj = int64(in[1])
+	channels := int64(conv[1])
+	if d.groups <= 0 || d.heads <= 0 || d.conv < 1 || (channels-d.inner)%(2*d.groups) != 0 || d.inner%d.heads != 0 {
+		return d, false
+	}
+	d.state = (channels - d.inner) / (2 * d.groups)
+	l := m.Layers[il]
+	if int64(l.RDim) != (d.conv-1)*channels || int64(l.SDim) != d.state*d.inner || d.inProj != 2*d.inner+2*d.groups*d.state+d.heads {
+		return d, false
+	}
+	return d, true
+}
+
+// recurrentGraph builds the shared parts of a recurrent graph: the
+// micro-batch's split into sequences and build_rs_inp's state-copy input.
+type recurrentGraph struct {
+	b *gb
+	m *arch.Model
+	// nSeqs sequences of nSeqTokens tokens each (llama_ubatch); nRS is the
+	// number of state cells the full reserve context copies (its size).
+	nSeqs, nSeqTokens, nRS int64
+	sCopyMain, sCopyExtra  *gtensor
+}
+
+// newRecurrentGraph sets up the micro-batch as graph_reserve does: the
+// prompt graph splits n_ubatch tokens over one sequence per stream (all
+// n_seq_max without a unified cache), the generation graph one token per
+// sequence.
+func newRecurrentGraph(m *arch.Model, c Context, nTokens int, b *gb) *recurrentGraph {
+	b.init(m)
+	seqs := int64(max(c.NStream, 1))
+	T := int64(nTokens)
+	if T%seqs != 0 {
+		T = (T + seqs - 1) / seqs * seqs
+	}
+	r := &recurrentGraph{b: b, m: m, nSeqs: seqs, nSeqTokens: T / seqs, nRS: int64(max(1, c.NSeq))}
+	return r
+}
+
+// rsInput is build_rs_inp: one I32 index per state cell, viewed as the
+// cells of the batch's sequences and the other ones.
+func (r *recurrentGraph) rsInput() {
+	sCopy := r.b.input("s_copy", gguf.TypeI32, [4]int64{r.nRS})
+	r.sCopyMain = r.b.view("s_copy_main", sCopy, [4]int64{r.nSeqs})
+	r.sCopyExtra = r.recurrentView("s_copy_extra", sCopy, 1, [4]int64{r.nRS - r.nSeqs})
+	r.sCopyExtra.layout.typ = int(gguf.TypeI32)
+	r.sCopyMain.layout.typ = int(gguf.TypeI32)
+}
+
+// recurrentView is gb.view of a tensor of dims dimensions that may be
+// empty: build_rs's copies of the cells outside the batch are empty in the
+// reserve graph.
+func (r *recurrentGraph) recurrentView(name string, v *gtensor, dims int, ne [4]int64, src ...*gtensor) *gtensor {
+	t := r.b.view(name, v, ne, src...)
+	t.layout.ne = recurrentNE(dims, ne)
+	return t
+}
+
+// recurrentF32 is gb.f32 for a tensor of dims dimensions that may be
+// empty (zero bytes).
+func (r *recurrentGraph) recurrentF32(name string, op gop, dims int, ne [4]int64, src ...*gtensor) *gtensor {
+	t := r.b.f32(name, op, ne, src...)
+	t.layout.ne = recurrentNE(dims, ne)
+	if t.layout.ne[0]*t.layout.ne[1]*t.layout.ne[2]*t.layout.ne[3] == 0 {
+		t.bytes = 0
+	}
+	return t
+}
+
+// recurrentNE sets the dimensions past the first dims to 1, keeping zeros
+// among the first.
+func recurrentNE(dims int, ne [4]int64) [4]int64 {
+	for i := dims; i < len(ne); i++ {
+		ne[i] = 1
+	}
+	return ne
+}
+
+// cpy is ggml_cpy(src, dst): a node that is a view of its destination,
+// here a slice of a state cache, which it writes.
+func (r *recurrentGraph) cpy(name string, src, dst *gtensor) *gtensor {
+	t := r.b.view(name, dst, dst.layout.ne)
+	t.src = []*gtensor{src, dst}
+	t.layout = dst.layout
+	return t
+}
+
+// buildRS is llm_graph_context::build_rs on a state cache s of stateSize
+// floats per cell: clear the zeroed cell in place, gather the batch's
+// states (with rows, or get_rows by default), and copy the states of the
+// other cells (none in the reserve graph).
+func (r *recurrentGraph) buildRS(s *gtensor, stateSize int64, rows func(states, ids *gtensor) *gtensor) *gtensor {
+	b := r.b
+	states := b.view("states", s, [4]int64{stateSize, r.nRS})
+	zero := b.view("state_zero", states, [4]int64{stateSize})
+	// ggml_scale_inplace: a view of the cache that the scheduler runs
+	// where the cache lives.
+	clear := b.view("state_zero_scale", zero, [4]int64{stateSize})
+	clear.dev = s.home
+	b.g.expand(clear)
+	var out *gtensor
+	if rows != nil {
+		out = rows(states, r.sCopyMain)
+	} else {
+		out = b.f32("state_rows", opOther, [4]int64{stateSize, r.nSeqs}, states, r.sCopyMain)
+		out.gather = true
+	}
+	b.g.expand(out)
+	extra := r.recurrentF32("states_extra", opOther, 2, [4]int64{stateSize, r.nRS - r.nSeqs}, states, r.sCopyExtra)
+	extra.gather = true
+	dst := r.recurrentView("states_extra_dst", s, 1, [4]int64{stateSize * (r.nRS - r.nSeqs)})
+	b.g.expand(r.cpy("states_extra_cpy", extra, dst))
+	return out
+}
+
+// mamba2Layer is build_mamba2_layer for layer il on its normed input cur
+// {n_embd, n_tokens}; it returns the mixer's output {n_embd, n_tokens}.
+func (r *recurrentGraph) mamba2Layer(il int, cur *gtensor, d recurrentSSM) *gtensor {
+	b := r.b
+	blk := "blk." + strconv.Itoa(il) + "."
+	embd := int64(r.m.NEmbd)
+	T, S := r.nSeqTokens, r.nSeqs
+	headDim := d.inner / d.heads
+	channels := d.inner + 2*d.groups*d.state
+	l := r.m.Layers[il]
+	rCache := b.cache(il, "cache_r", [4]int64{int64(l.RDim) * r.nRS})
+	sCache := b.cache(il, "cache_s", [4]int64{int64(l.SDim) * r.nRS})
+
+	conv := r.buildRS(rCache, int64(l.RDim), nil)
+	conv = b.view("conv_3d", conv, [4]int64{d.conv - 1, channels, S})
+	cur = b.view("cur_3d", cur, [4]int64{embd, T, S})
+	zx := b.f32("zxBCdt", opOther, [4]int64{d.inProj, T, S}, b.weight(blk+"ssm_in.weight", [4]int64{embd, d.inProj}), cur)
+	z := b.view("z", zx, [4]int64{headDim, d.heads, T, S})
+	xBC := b.view("xBC", zx, [4]int64{channels, T, S})
+	dt := b.view("dt", zx, [4]int64{d.heads, T, S})
+
+	// conv_x = concat(state, transpose(xBC)) along the time axis.
+	convX := b.f32("conv_x", opOther, [4]int64{d.conv - 1 + T, channels, S}, conv, b.view("xBC_t", xBC, [4]int64{T, channels, S}))
+	last := b.view("last_conv", convX, [4]int64{d.conv - 1, channels, S})
+	b.g.expand(r.cpy("conv_store", last, b.view("conv_state_dst", rCache, [4]int64{(d.conv - 1) * channels * S})))
+	xBC = b.f32("ssm_conv", opOther, [4]int64{channels, T, S}, convX, b.weight(blk+"ssm_conv1d.weight", [4]int64{d.conv, channels}))
+	xBC = b.f32("ssm_conv_b", opInplace, xBC.layout.ne, xBC, b.weight(blk+"ssm_conv1d.bias", [4]int64{channels}))
+	xBC = b.f32("ssm_conv_silu", opInplace, xBC.layout.ne, xBC)
+
+	x := b.view("x", xBC, [4]int64{headDim, d.heads, T, S})
+	B := b.view("B", xBC, [4]int64{d.state, d.groups, T, S})
+	C := b.view("C", xBC, [4]int64{d.state, d.groups, T, S})
+	dt = b.f32("dt_cont", opOther, [4]int64{d.heads, T, S}, dt)
+	dt = b.f32("dt_b", opInplace, dt.layout.ne, dt, b.weight(blk+"ssm_dt.bias", [4]int64{d.heads}))
+	A := b.weight(blk+"ssm_a", [4]int64{1, d.heads})
+
+	// ggml_ssm_scan packs y {d_inner, n_tokens} and the final states
+	// {d_state, d_inner, n_seqs} in one F32 tensor.
+	yssm := r.buildRS(sCache, int64(l.SDim), func(states, ids *gtensor) *gtensor {
+		ssm := b.view("ssm", states, [4]int64{d.state, headDim, d.heads, r.nRS})
+		return b.f32("ssm_scan", opOther, [4]int64{d.inner*T*S + d.state*d.inner*S}, ssm, x, dt, A, B, C, ids)
+	})
+	stateOut := b.view("ssm_state_out", yssm, [4]int64{d.state * d.inner * S})
+	b.g.expand(r.cpy("ssm_store", stateOut, b.view("ssm_state_dst", sCache, [4]int64{d.state * d.inner * S})))
+
+	y := b.view("y", yssm, [4]int64{headDim, d.heads, T, S})
+	dx := recurrentNoOffload(b.f32("y_d", opInplace, x.layout.ne, x, b.weight(blk+"ssm_d", [4]int64{1, d.heads})))
+	y = b.f32("mamba2_y_add_d", opInplace, y.layout.ne, y, dx)
+	zc := b.f32("z_cont", opOther, z.layout.ne, z)
+	y = b.f32("y_swiglu", opOther, y.layout.ne, zc, y)
+	if b.has(blk + "ssm_norm.weight") {
+		y = b.view("y_groups", y, [4]int64{d.inner / d.groups, d.groups, T, S})
+		y = b.f32("ssm_norm_rms", opInplace, y.layout.ne, y)
+		y = recurrentNoOffload(b.f32("ssm_norm", opInplace, y.layout.ne, y, b.weight(blk+"ssm_norm.weight", [4]int64{d.inner / d.groups, d.groups})))
+	}
+	y = b.view("y_3d", y, [4]int64{d.inner, T, S})
+	out := b.f32("ssm_out", opOther, [4]int64{embd, T, S}, b.weight(blk+"ssm_out.weight", [4]int64{d.inner, embd}), y)
+	return b.view("mamba_out", out, [4]int64{embd, T * S})
+}
+
+// embed is build_inp_embd, as in llamaGraphOn.
+func (r *recurrentGraph) embed() *gtensor {
+	b := r.b
+	T := r.nSeqs * r.nSeqTokens
+	embd := int64(r.m.NEmbd)
+	tokens := b.input("inp_tokens", gguf.TypeI32, [4]int64{T})
+	tokEmbd := b.weight("token_embd.weight", [4]int64{embd, int64(r.m.NVocab)})
+	vecEmbd := b.input("inp_embd", gguf.TypeF32, [4]int64{embd, T})
+	inpL := b.f32("embd", opOther, [4]int64{embd, T}, tokEmbd, tokens)
+	inpL.gather = true
+	b.g.expand(inpL)
+	b.g.expand(vecEmbd)
+	return inpL
+}
+
+// rmsNorm is build_norm with LLM_NORM_RMS and a weight.
+func (r *recurrentGraph) rmsNorm(name string, x *gtensor, weight string) *gtensor {
+	cur := r.b.f32(name+"_rms", opInplace, x.layout.ne, x)
+	return recurrentNoOffload(r.b.f32(name, opInplace, x.layout.ne, cur, r.b.weight(weight, [4]int64{x.layout.ne[0]})))
+}
+
+// recurrentNoOffload marks an op on a host weight that a GPU does not take
+// by op offload: Vulkan's offload_op wants ne[1] >= 32 (the batch), which
+// ops on per-head or per-group rows (ne[1] = heads or groups) miss. The
+// scheduler model's gather flag says exactly that.
+func recurrentNoOffload(t *gtensor) *gtensor {
+	if t.layout.ne[1] < 32 {
+		t.gather = true
+	}
+	return t
+}
+
+// output is the final norm and the LM head on the last layer's output.
+func (r *recurrentGraph) output(inpL *gtensor, norm string) *graph {
+	b := r.b
+	T := r.nSeqs * r.nSeqTokens
+	embd := int64(r.m.NEmbd)
+	cur := r.rmsNorm("result_norm", inpL, norm)
+	cur.output = true
+	logits := b.f32("result_output", opOther, [4]int64{int64(r.m.NVocab), T}, b.weight("output.weight", [4]int64{embd, int64(r.m.NVocab)}), cur)
+	logits.output = true
+	b.g.expand(logits)
+	return &b.g
+}
+
+// attnInputs are build_attn_inp_kv's inputs (shared by every attention
+// layer) and the positions, made when the first layer needs them.
+type recurrentAttnInputs struct {
+	pos, kqMask, kIdx, vIdx *gtensor
+}
+
+// attention is build_attn on a KV cache for q, k, v {head, heads, tokens}
+// already normed and roped, followed by the output projection, as in
+// llamaGraphOn.
+func (r *recurrentGraph) attention(il int, c Context, in *recurrentAttnInputs, q, k, v *gtensor) *gtensor {
+	b := r.b
+	l := r.m.Layers[il]
+	blk := "blk." + strconv.Itoa(il) + "."
+	T := r.nSeqs * r.nSeqTokens
+	nKV := int64(c.NCtxSeq)
+	streams := int64(max(c.NStream, 1))
+	heads := int64(r.m.NHead)
+	headsKV := int64(l.HeadsKV)
+	headK := int64(l.KDim) / headsKV
+	headV := int64(l.VDim) / headsKV
+	// build_attn expands K last, so that RoPE on K can be fused with the
+	// write into the cache.
+	b.g.expand(q)
+	b.g.expand(v)
+	b.g.expand(k)
+	cacheK := b.cache(il, "cache_k", [4]int64{headK * headsKV, nKV, streams})
+	cacheV := b.cache(il, "cache_v", [4]int64{headV * headsKV, nKV, streams})
+	b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), in.kIdx))
+	b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), in.vIdx))
+	kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
+	vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
+	q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})
+	qp := b.view("q_perm", q4, [4]int64{headK, T / streams, heads, streams})
+	kp := b.view("k_perm", kView, [4]int64{headK, nKV, headsKV, streams})
+	vp := b.view("v_perm", vView, [4]int64{headV, nKV, headsKV, streams})
+	var cur *gtensor
+	if c.Flash {
+		fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, qp, kp, vp, in.kqMask)
+		cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
+	} else {
+		kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
+		kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, kq, in.kqMask)
+		kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
+		perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
+		cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
+	}
+	b.g.expand(cur)
+	embd := int64(r.m.NEmbd)
+	return b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur)
+}
+
+// attnInputs makes build_inp_mem_hybrid's attention inputs.
+func (r *recurrentGraph) attnInputs(c Context) *recurrentAttnInputs {
+	b := r.b
+	T := r.nSeqs * r.nSeqTokens
+	streams := int64(max(c.NStream, 1))
+	maskType := gguf.TypeF32
+	if c.Flash {
+		maskType = gguf.TypeF16 // made in F16 directly for flash attention
+	}
+	in := &recurrentAttnInputs{
+		pos:    b.input("inp_pos", gguf.TypeI32, [4]int64{T}),
+		kqMask: b.input("kq_mask", maskType, [4]int64{int64(c.NCtxSeq), T / streams, 1, streams}),
+		kIdx:   b.input("k_idxs", gguf.TypeI64, [4]int64{T}),
+	}
+	// A transposed V cache is written element by element.
+	vIdxN := T
+	if c.VTrans {
+		vIdxN = T * int64(maxVDim(r.m))
+	}
+	in.vIdx = b.input("v_idxs", gguf.TypeI64, [4]int64{vIdxN})
+	return in
+}
+
+// qkv projects cur to Q, K and V viewed as {head, heads, tokens}.
+func (r *recurrentGraph) qkv(il int, cur *gtensor) (q, k, v *gtensor) {
+	b := r.b
+	l := r.m.Layers[il]
+	blk := "blk." + strconv.Itoa(il) + "."
+	T := r.nSeqs * r.nSeqTokens
+	embd := int64(r.m.NEmbd)
+	heads, headsKV := int64(r.m.NHead), int64(l.HeadsKV)
+	head := int64(l.KDim) / headsKV
+	q = b.f32("Qcur", opOther, [4]int64{heads * head, T}, b.weight(blk+"attn_q.weight", [4]int64{embd, heads * head}), cur)
+	k = b.f32("Kcur", opOther, [4]int64{headsKV * head, T}, b.weight(blk+"attn_k.weight", [4]int64{embd, headsKV * head}), cur)
+	v = b.f32("Vcur", opOther, [4]int64{headsKV * head, T}, b.weight(blk+"attn_v.weight", [4]int64{embd, headsKV * head}), cur)
+	q = b.view("Qcur_3d", q, [4]int64{head, heads, T})
+	k = b.view("Kcur_3d", k, [4]int64{head, headsKV, T})
+	v = b.view("Vcur_3d", v, [4]int64{head, headsKV, T})
+	return q, k, v
+}
+
+// rope is ggml_rope_ext on a {head, heads, tokens} tensor.
+func (r *recurrentGraph) rope(name string, x, pos *gtensor) *gtensor {
+	return r.b.f32(name, opInplace, x.layout.ne, x, pos)
+}
+
+// ffn is build_ffn with LLM_FFN_SILU and LLM_FFN_PAR (a SwiGLU), or for
+// Nemotron-H's MLP layers LLM_FFN_RELU_SQR without a gate.
+func (r *recurrentGraph) ffn(il int, cur *gtensor, reluSqr bool) *gtensor {
+	b := r.b
+	blk := "blk." + strconv.Itoa(il) + "."
+	T := r.nSeqs * r.nSeqTokens
+	embd := int64(r.m.NEmbd)
+	ff := int64(r.m.Layers[il].FF)
+	up := b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur)
+	var act *gtensor
+	if reluSqr {
+		act = b.f32("ffn_relu", opInplace, up.layout.ne, up)
+		act = b.f32("ffn_sqr", opInplace, up.layout.ne, act)
+	} else {
+		gate := b.f32("ffn_gate", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur)
+		act = b.f32("ffn_swiglu", opOther, [4]int64{ff, T}, gate, up)
+	}
+	return b.f32("ffn_out", opOther, [4]int64{embd, T}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act)
+}
+
+// shortConv is LFM2's build_shortconv_block: a gated depthwise convolution
+// over the last l_cache inputs, whose state is the previous l_cache-1.
+func (r *recurrentGraph) shortConv(il int, cur *gtensor) *gtensor {
+	b := r.b
+	blk := "blk." + strconv.Itoa(il) + "."
+	embd := int64(r.m.NEmbd)
+	T, S := r.nSeqTokens, r.nSeqs
+	l := r.m.Layers[il]
+	dConv := int64(l.RDim) / embd
+	cur = b.view("cur_3d", cur, [4]int64{embd, T, S})
+	bcx := b.f32("in_proj", opOther, [4]int64{3 * embd, T, S}, b.weight(blk+"shortconv.in_proj.weight", [4]int64{embd, 3 * embd}), cur)
+	bv := b.view("b", bcx, [4]int64{embd, T, S})
+	cv := b.view("c", bcx, [4]int64{embd, T, S})
+	xv := b.view("x", bcx, [4]int64{embd, T, S})
+	bx := b.f32("bx", opInplace, [4]int64{embd, T, S}, bv, xv)
+	bxT := b.view("bx_t", bx, [4]int64{T, embd, S})
+	rCache := b.cache(il, "cache_r", [4]int64{int64(l.RDim) * r.nRS})
+	conv := r.buildRS(rCache, int64(l.RDim), nil)
+	conv = b.view("conv_3d", conv, [4]int64{dConv, embd, S})
+	cat := b.f32("conv_x", opOther, [4]int64{dConv + T, embd, S}, conv, bxT)
+	last := b.view("new_conv", cat, [4]int64{dConv, embd, S})
+	b.g.expand(r.cpy("conv_store", last, b.view("conv_state_dst", rCache, [4]int64{dConv * embd * S})))
+	out := b.f32("conv", opOther, [4]int64{embd, T, S}, cat, b.weight(blk+"shortconv.conv.weight", [4]int64{dConv + 1, embd}))
+	y := b.f32("conv_gated", opInplace, [4]int64{embd, T, S}, cv, out)
+	y = b.f32("out_proj", opOther, [4]int64{embd, T, S}, b.weight(blk+"shortconv.out_proj.weight", [4]int64{embd, embd}), y)
+	return b.view("y_2d", y, [4]int64{embd, T * S})
+}
+
+// recurrentGraphOf builds the graph of the model's architecture, mixer
+// giving each layer's block (see recurrentBuilder): src/models/mamba.cpp,
+// lfm2.cpp, nemotron-h.cpp, granite-hybrid.cpp and falcon-h1.cpp.
+func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte) *graph {
+	r := newRecurrentGraph(m, c, nTokens, b)
+	T := r.nSeqs * r.nSeqTokens
+	embd := int64(m.NEmbd)
+	last := len(m.Layers) - 1
+	inpL := r.embed()
+	r.rsInput()
+	var in *recurrentAttnInputs
+	if m.Arch != "mamba2" {
+		in = r.attnInputs(c)
+	}
+	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+	rows := func(name string, x *gtensor) *gtensor {
+		return b.f32(name, opOther, [4]int64{embd, T}, x, outIDs)
+	}
+	outputNorm := "output_norm.weight"
+	for il := range m.Layers {
+		blk := "blk." + strconv.Itoa(il) + "."
+		inpSA := inpL
+		switch m.Arch {
+		case "mamba2":
+			d, _ := recurrentMamba2Dims(m, il)
+			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
+			cur = r.mamba2Layer(il, cur, d)
+			if il == last {
+				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
+			}
+			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, inpSA)
+		case "lfm2":
+			outputNorm = "token_embd_norm.weight"
+			cur := r.rmsNorm("operator_norm", inpL, blk+"attn_norm.weight")
+			if mixer[il] == 'C' {
+				cur = r.shortConv(il, cur)
+			} else {
+				q, k, v := r.qkv(il, cur)
+				q = r.rmsNorm("q_norm", q, blk+"attn_q_norm.weight")
+				k = r.rmsNorm("k_norm", k, blk+"attn_k_norm.weight")
+				cur = r.attention(il, c, in, r.rope("Qcur_rope", q, in.pos), r.rope("Kcur_rope", k, in.pos), v)
+			}
+			if il == last {
+				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
+			}
+			cur = b.f32("ffn_inp", opInplace, [4]int64{embd, T}, inpSA, cur)
+			ffn := r.ffn(il, r.rmsNorm("ffn_norm", cur, blk+"ffn_norm.weight"), false)
+			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffn)
+		case "nemotron_h", "granitehybrid":
+			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
+			switch mixer[il] {
+			case 'M':
+				d, _ := recurrentMamba2Dims(m, il)
+				cur = r.mamba2Layer(il, cur, d)
+			case 'A':
+				// Nemotron-H never ropes Q and K; Granite does when
+				// rope_finetuned, which llama.cpp defaults to true for it
+				// (rope.scaling.finetuned absent).
+				q, k, v := r.qkv(il, cur)
+				if m.Arch == "granitehybrid" {
+					q, k = r.rope("Qcur_rope", q, in.pos), r.rope("Kcur_rope", k, in.pos)
+				}
+				cur = r.attention(il, c, in, q, k, v)
+			case 'F':
+				cur = r.ffn(il, cur, true)
+			}
+			if il == last {
+				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
+			}
+			if m.Arch == "nemotron_h" {
+				inpL = b.f32("block_out", opInplace, [4]int64{embd, T}, cur, inpSA)
+				continue
+			}
+			ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+			ffn := r.ffn(il, r.rmsNorm("ffn_norm", ffnInp, blk+"ffn_norm.weight"), false)
+			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, ffnInp)
+		case "falcon-h1":
+			d, _ := recurrentMamba2Dims(m, il)
+			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
+			q, k, v := r.qkv(il, cur)
+			attnOut := r.attention(il, c, in, r.rope("Qcur_rope", q, in.pos), r.rope("Kcur_rope", k, in.pos), v)
+			cur = r.rmsNorm("ssm_in", inpL, blk+"attn_norm.weight")
+			ssmOut := r.mamba2Layer(il, cur, d)
+			cur = b.f32("layer_out", opInplace, [4]int64{embd, T}, attnOut, ssmOut)
+			inpSA = b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+			if il == last {
+				// The rows of cur are taken but never used, so they are
+				// not part of the graph.
+				inpSA = rows("get_rows_inp", inpSA)
+			}
+			ffn := r.ffn(il, r.rmsNorm("ffn_norm", inpSA, blk+"ffn_norm"), false)
+			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, inpSA)
+		}
+	}
+	return r.output(inpL, outputNorm)
+}
