@@ -79,11 +79,11 @@ func (f *fixture) resolveAssess(t *testing.T, ref string) (*Model, *Assessed, er
 }
 
 func TestPullRefusesWhatDoesNotFitBeforeAnyWeightMoves(t *testing.T) {
-	f := newFixture(t, "rtx-3060-12")
+	f := newFixture(t, "m4-16")
 	m, _, aerr := f.resolveAssess(t, "hf:"+bigRepo+"/"+bigFile)
 	var nf *NotFit
 	if !errors.As(aerr, &nf) || nf.Verdict != plan.DoesNotFit {
-		t.Fatalf("a 70B on a 12 GB card with 32 GB of RAM: want does_not_fit, got %v", aerr)
+		t.Fatalf("a 70B (40 GiB) on a 16 GB Mac: want does_not_fit, got %v", aerr)
 	}
 	_, err := f.deps.Pull(context.Background(), m, aerr, f.store, false)
 	if !errors.As(err, &nf) {

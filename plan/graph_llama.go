@@ -119,7 +119,11 @@ func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 // llamaGraphOn builds the graph with b's placement of weights and caches.
 func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
-	T := int64(nTokens)
+	// llama_context::graph_reserve rounds the token count up to a
+	// multiple of the sequences but keeps the outputs at nTokens.
+	nSeq := int64(max(c.NSeq, 1))
+	T := (int64(nTokens) + nSeq - 1) / nSeq * nSeq
+	nOut := int64(nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)
@@ -150,7 +154,19 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		vIdxN = T * int64(maxVDim(m))
 	}
 	vIdx := b.input("v_idxs", gguf.TypeI64, [4]int64{vIdxN})
-	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+	// A quantized cache is written and read through Hadamard rotations
+	// (see swaCacheInputs).
+	kv := swaKV{kIdx: kIdx, vIdx: vIdx, mask: kqMask}
+	quant := func(t gguf.GGMLType) bool { i, _ := t.Info(); return i.Quantized }
+	hk, hv := uniformHeads(m)
+	if quant(c.TypeK) && hk > 0 && hk%64 == 0 {
+		n := swaRotSize(hk)
+		kv.kRot = b.input("k_rot", gguf.TypeF32, [4]int64{n, n})
+	}
+	if quant(c.TypeV) && hv > 0 && hv%64 == 0 {
+		kv.vRot = b.input("v_rot", gguf.TypeF32, [4]int64{64, 64})
+	}
+	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{nOut})
 
 	for il, l := range m.Layers {
 		heads := int64(m.NHead)
@@ -180,6 +196,13 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		}
 		q = b.f32("Qcur_rope", opInplace, [4]int64{headK, heads, T}, q, pos)
 		k = b.f32("Kcur_rope", opInplace, [4]int64{headK, headsKV, T}, k, pos)
+		if kv.kRot != nil {
+			q = b.swaRotate(q, kv.kRot, false)
+			k = b.swaRotate(k, kv.kRot, false)
+		}
+		if kv.vRot != nil {
+			v = b.swaRotate(v, kv.vRot, false)
+		}
 		// build_attn expands K last, so that RoPE on K can be fused with
 		// the write into the cache.
 		b.g.expand(q)
@@ -206,26 +229,31 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
 		}
 		b.g.expand(cur)
-		cur = b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur)
-		if il == len(m.Layers)-1 {
-			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, T}, cur, outIDs)
-			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, T}, inpSA, outIDs)
+		if kv.vRot != nil {
+			cur = b.swaRotate(cur, kv.vRot, false)
 		}
-		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
-		cur = b.f32("norm", opInplace, [4]int64{embd, T}, ffnInp)
-		cur = b.f32("ffn_norm", opInplace, [4]int64{embd, T}, cur, b.weight(blk+"ffn_norm.weight", [4]int64{embd}))
+		cur = b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur)
+		rows := T
+		if il == len(m.Layers)-1 {
+			rows = nOut
+			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, rows}, cur, outIDs)
+			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, rows}, inpSA, outIDs)
+		}
+		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, rows}, cur, inpSA)
+		cur = b.f32("norm", opInplace, [4]int64{embd, rows}, ffnInp)
+		cur = b.f32("ffn_norm", opInplace, [4]int64{embd, rows}, cur, b.weight(blk+"ffn_norm.weight", [4]int64{embd}))
 		ff := int64(l.FF)
-		up := b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur)
-		gate := b.f32("ffn_gate", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur)
-		act := b.f32("ffn_swiglu", opOther, [4]int64{ff, T}, gate, up)
-		cur = b.f32("ffn_out", opOther, [4]int64{embd, T}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act)
-		cur = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffnInp)
+		up := b.f32("ffn_up", opOther, [4]int64{ff, rows}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur)
+		gate := b.f32("ffn_gate", opOther, [4]int64{ff, rows}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur)
+		act := b.f32("ffn_swiglu", opOther, [4]int64{ff, rows}, gate, up)
+		cur = b.f32("ffn_out", opOther, [4]int64{embd, rows}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act)
+		cur = b.f32("l_out", opInplace, [4]int64{embd, rows}, cur, ffnInp)
 		inpL = cur
 	}
-	cur := b.f32("norm", opInplace, [4]int64{embd, T}, inpL)
-	cur = b.f32("result_norm", opInplace, [4]int64{embd, T}, cur, b.weight("output_norm.weight", [4]int64{embd}))
+	cur := b.f32("norm", opInplace, [4]int64{embd, nOut}, inpL)
+	cur = b.f32("result_norm", opInplace, [4]int64{embd, nOut}, cur, b.weight("output_norm.weight", [4]int64{embd}))
 	cur.output = true
-	logits := b.f32("result_output", opOther, [4]int64{int64(m.NVocab), T}, b.weight("output.weight", [4]int64{embd, int64(m.NVocab)}), cur)
+	logits := b.f32("result_output", opOther, [4]int64{int64(m.NVocab), nOut}, b.weight("output.weight", [4]int64{embd, int64(m.NVocab)}), cur)
 	logits.output = true
 	b.g.expand(logits)
 	return &b.g
@@ -237,4 +265,23 @@ func maxVDim(m *arch.Model) int {
 		n = max(n, l.VDim)
 	}
 	return n
+}
+
+// uniformHeads is every layer's K and V head size when all layers share
+// them, else 0: llama.cpp rotates a quantized cache only then.
+func uniformHeads(m *arch.Model) (k, v int64) {
+	k, v = -1, -1
+	for _, l := range m.Layers {
+		hk, hv := int64(l.KDim/max(l.HeadsKV, 1)), int64(l.VDim/max(l.HeadsKV, 1))
+		if k == -1 {
+			k, v = hk, hv
+		}
+		if hk != k {
+			k = 0
+		}
+		if hv != v {
+			v = 0
+		}
+	}
+	return max(k, 0), max(v, 0)
 }

@@ -1,6 +1,524 @@
 package plan
 
-import "github.com/headroom-llm/headroom/arch"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// This file describes the graphs llama.cpp builds for its mixture-of-experts
+// transformers: qwen2moe (src/models/qwen2moe.cpp), qwen3moe
+// (src/models/qwen3moe.cpp), gpt-oss (src/models/openai-moe-iswa.cpp) and
+// llama4 with chunked attention (src/models/llama-iswa.cpp). Their attention
+// is llm_graph_context::build_attn over a unified or an iswa (two-cache)
+// KV cache; their FFN is llm_graph_context::build_moe_ffn: router logits,
+// probabilities, top-k selection with argsort and a view, get_rows of the
+// selected weights, ggml_mul_mat_id over the selected experts and a sum of
+// per-expert views.
+
+// moeGating is how build_moe_ffn turns router logits into expert weights
+// (llama_expert_gating_func_type).
+type moeGating int
+
+const (
+	moeSoftmax       moeGating = iota // softmax over all experts (qwen2moe, qwen3moe)
+	moeSigmoid                        // sigmoid, selection on the raw logits (llama4)
+	moeSoftmaxWeight                  // softmax over the selected logits only (gpt-oss)
+)
+
+// moeArch is what differs between the four architectures' graphs.
+type moeArch struct {
+	gating moeGating
+	normW  bool // weights divided by their sum (qwen3moe)
+	// iswa: two KV caches (sliding or chunked layers, and the others) with
+	// their own inputs; build_attn then expands Q, K and V in that order.
+	iswa bool
+	// biases on the router and the experts, applied with ggml_add_id, and
+	// the swiglu_oai activation (gpt-oss).
+	expertBiases bool
+	oai          bool
+	sinks        bool // per-head attention sinks (gpt-oss)
+	// postNorm: the FFN norm is post_attention_norm (gpt-oss).
+	postNorm bool
+	// llama4: no RoPE (and temperature tuning) on every fourth layer, an
+	// unweighted RMS norm of Q and K after RoPE, expert weights applied to
+	// the input, a shared expert.
+	llama4 bool
+	// sharedGate: qwen2moe's shared expert behind a one-row sigmoid gate.
+	sharedGate bool
+}
 
 // moeBuilder returns the graph builder for qwen2moe, qwen3moe, gpt-oss and llama4: mixture-of-experts transformers; nil for a model it does not describe.
-func moeBuilder(m *arch.Model) graphBuilder { return nil }
+func moeBuilder(m *arch.Model) graphBuilder {
+	a, ok := moeDescribe(m)
+	if !ok {
+		return nil
+	}
+	return func(m *arch.Model, c Context, nTokens int, b *gb) *graph {
+		return moeGraph(m, a, c, nTokens, b)
+	}
+}
+
+// moeDescribe says which graph the model gets, and whether this file
+// describes it: every layer must hold exactly the tensors the
+// architecture's graph reads, so a variant with anything else (merged
+// gate_up experts, scales, rope factors, dense layers where llama.cpp has
+// none) keeps the rough estimate.
+func moeDescribe(m *arch.Model) (moeArch, bool) {
+	var a moeArch
+	switch m.Arch {
+	case "qwen2moe":
+		a = moeArch{gating: moeSoftmax, sharedGate: true}
+	case "qwen3moe":
+		a = moeArch{gating: moeSoftmax, normW: true}
+	case "gpt-oss":
+		a = moeArch{gating: moeSoftmaxWeight, iswa: true, expertBiases: true, oai: true, sinks: true, postNorm: true}
+	case "llama4":
+		a = moeArch{gating: moeSigmoid, iswa: true, llama4: true}
+	default:
+		return a, false
+	}
+	if m.MLA || m.NExpert <= 0 || m.NExpertUsed <= 0 || m.NExpertUsed > m.NExpert || len(m.Layers) == 0 || m.NHead <= 0 {
+		return a, false
+	}
+	// gpt-oss always uses the iswa cache; llama4 only with chunked
+	// attention (an explicit sliding_window of 0 selects llm_build_llama).
+	if a.iswa && m.Window <= 0 {
+		return a, false
+	}
+	if !a.iswa && m.Window > 0 {
+		return a, false
+	}
+	shape := map[string][]uint64{}
+	for _, t := range m.Tensors {
+		if !t.Unused {
+			shape[t.Name] = t.Shape
+		}
+	}
+	headK := 0
+	for il, l := range m.Layers {
+		if l.Recurrent || l.Attention == arch.NoAttention || l.HeadsKV <= 0 || l.VDim <= 0 ||
+			l.KDim%l.HeadsKV != 0 || l.VDim%l.HeadsKV != 0 || l.KDim != l.VDim {
+			return a, false
+		}
+		if l.Attention == arch.Sliding && !a.iswa {
+			return a, false
+		}
+		if headK == 0 {
+			headK = l.KDim / l.HeadsKV
+		}
+		if l.KDim/l.HeadsKV != headK {
+			return a, false
+		}
+		blk := "blk." + strconv.Itoa(il) + "."
+		want := moeLayerTensors(a, blk, shape)
+		if want == nil {
+			return a, false
+		}
+		for _, n := range want {
+			if _, ok := shape[blk+n]; !ok {
+				return a, false
+			}
+		}
+		have := 0
+		for n := range shape {
+			if strings.HasPrefix(n, blk) {
+				have++
+			}
+		}
+		if have != len(want) {
+			return a, false
+		}
+		q := shape[blk+"attn_q.weight"]
+		if len(q) != 2 || int(q[1])%headK != 0 {
+			return a, false
+		}
+	}
+	for n := range shape {
+		switch {
+		case strings.HasPrefix(n, "blk."):
+		case n == "token_embd.weight", n == "output_norm.weight", n == "output.weight":
+		default:
+			return a, false
+		}
+	}
+	if _, ok := shape["token_embd.weight"]; !ok {
+		return a, false
+	}
+	if _, ok := shape["output_norm.weight"]; !ok {
+		return a, false
+	}
+	return a, true
+}
+
+// moeLayerTensors lists the tensors the architecture's graph reads in one
+// layer, or nil if the layer has none of its FFN layouts.
+func moeLayerTensors(a moeArch, blk string, shape map[string][]uint64) []string {
+	has := func(n string) bool { _, ok := shape[blk+n]; return ok }
+	names := []string{"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight"}
+	if has("attn_q.bias") || a.expertBiases {
+		names = append(names, "attn_q.bias", "attn_k.bias", "attn_v.bias")
+	}
+	if a.postNorm {
+		names = append(names, "post_attention_norm.weight")
+	} else {
+		names = append(names, "ffn_norm.weight")
+	}
+	experts := []string{"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}
+	shared := []string{"ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"}
+	switch {
+	case a.sharedGate: // qwen2moe
+		names = append(names, experts...)
+		names = append(names, shared...)
+		names = append(names, "ffn_gate_inp_shexp.weight")
+	case a.expertBiases: // gpt-oss
+		names = append(names, "attn_output.bias", "attn_sinks.weight")
+		names = append(names, experts...)
+		names = append(names, "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias")
+	case a.llama4:
+		if has("ffn_gate_inp.weight") {
+			names = append(names, experts...)
+			names = append(names, shared...)
+		} else {
+			names = append(names, "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight")
+		}
+	default: // qwen3moe
+		names = append(names, "attn_q_norm.weight", "attn_k_norm.weight")
+		if !has("attn_q_norm.weight") {
+			return nil
+		}
+		names = append(names, experts...)
+	}
+	return names
+}
+
+// moeInputs are the attention inputs of one cache (build_attn_inp_kv, or
+// each half of build_attn_inp_kv_iswa): the write indices and the mask.
+// They enter the graph where a layer first reads them.
+type moeInputs struct {
+	kIdx, vIdx, mask *gtensor
+	nKV              int64
+}
+
+// moeGraph describes the graph for one micro-batch of nTokens against a
+// full cache, in the order ggml records it.
+func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
+	b.init(m)
+	shape := map[string][]uint64{}
+	for _, t := range m.Tensors {
+		shape[t.Name] = t.Shape
+	}
+	ne := func(name string) [4]int64 {
+		var out [4]int64
+		for i, d := range shape[name] {
+			if i < 4 {
+				out[i] = int64(d)
+			}
+		}
+		return out
+	}
+	w := func(name string) *gtensor { return b.weight(name, ne(name)) }
+
+	T := int64(nTokens)
+	streams := int64(c.NStream)
+	embd := int64(m.NEmbd)
+
+	tokens := b.input("inp_tokens", gguf.TypeI32, [4]int64{T})
+	// build_inp_embd: token ids and ready-made embeddings, one selected;
+	// the unused vector input is a leaf that is never freed.
+	vecEmbd := b.input("inp_embd", gguf.TypeF32, [4]int64{embd, T})
+	inpL := b.f32("embd", opOther, [4]int64{embd, T}, w("token_embd.weight"), tokens)
+	inpL.gather = true
+	b.g.expand(inpL)
+	b.g.expand(vecEmbd)
+	pos := b.input("inp_pos", gguf.TypeI32, [4]int64{T})
+	var attnScale *gtensor
+	if a.llama4 {
+		// Temperature tuning of the layers without RoPE
+		// (build_inp_attn_scale): one factor per token.
+		attnScale = b.input("attn_scale", gguf.TypeF32, [4]int64{1, 1, T})
+	}
+	maskType := gguf.TypeF32
+	if c.Flash {
+		maskType = gguf.TypeF16 // flash attention takes an F16 mask
+	}
+	vIdxN := T
+	if c.VTrans {
+		// A transposed V cache is written element by element.
+		vIdxN = T * int64(maxVDim(m))
+	}
+	newInputs := func(nKV int64, suffix string) *moeInputs {
+		return &moeInputs{
+			kIdx: b.input("k_idxs"+suffix, gguf.TypeI64, [4]int64{T}),
+			vIdx: b.input("v_idxs"+suffix, gguf.TypeI64, [4]int64{vIdxN}),
+			mask: b.input("kq_mask"+suffix, maskType, [4]int64{nKV, T / streams, 1, streams}),
+			nKV:  nKV,
+		}
+	}
+	full := newInputs(int64(c.NCtxSeq), "")
+	swa := full
+	if a.iswa {
+		cells := c.NCtxSeq
+		if !c.SWAFull {
+			// llama_kv_cache_iswa: the window of each stream plus a
+			// micro-batch, padded to 256, at most the full cache.
+			cells = pad(min(c.NCtxSeq, m.Window*swaSeqs(c)+c.NUBatch), 256)
+		}
+		swa = newInputs(int64(cells), "_swa")
+	}
+	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+
+	for il, l := range m.Layers {
+		blk := "blk." + strconv.Itoa(il) + "."
+		inpSA := inpL
+		cur := b.moeNorm(inpL, w(blk+"attn_norm.weight"))
+		in := full
+		if l.Attention == arch.Sliding {
+			in = swa
+		}
+		cur = b.moeAttention(m, a, c, il, l, cur, pos, attnScale, in, T, w)
+		if il == len(m.Layers)-1 {
+			// Only the rows of the outputs go on (inp_out_ids; all of
+			// them in the worst-case graph).
+			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, T}, cur, outIDs)
+			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, T}, inpSA, outIDs)
+		}
+		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+		normName := blk + "ffn_norm.weight"
+		if a.postNorm {
+			normName = blk + "post_attention_norm.weight"
+		}
+		cur = b.moeNorm(ffnInp, w(normName))
+		if _, ok := shape[blk+"ffn_gate_inp.weight"]; ok {
+			moe := b.moeExperts(m, a, blk, cur, T, w)
+			switch {
+			case a.sharedGate:
+				// qwen2moe: the shared expert scaled by sigmoid(x·g),
+				// computed as silu(v)/v.
+				sh := b.moeDenseFFN(blk, "_shexp", cur, T, w)
+				gin := b.f32("ffn_shexp_gate_inp", opOther, [4]int64{1, T}, w(blk+"ffn_gate_inp_shexp.weight"), cur)
+				silu := b.f32("ffn_shexp_silu", opInplace, gin.layout.ne, gin)
+				gate := b.f32("ffn_shexp_gate", opInplace, gin.layout.ne, silu, gin)
+				sh = b.f32("ffn_shexp_out", opInplace, sh.layout.ne, sh, gate)
+				moe = b.f32("ffn_out", opInplace, moe.layout.ne, moe, sh)
+			case a.llama4:
+				sh := b.moeDenseFFN(blk, "_shexp", cur, T, w)
+				moe = b.f32("ffn_moe_out_merged", opInplace, moe.layout.ne, moe, sh)
+			}
+			cur = moe
+		} else {
+			cur = b.moeDenseFFN(blk, "", cur, T, w)
+		}
+		inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffnInp)
+	}
+	cur := b.moeNorm(inpL, w("output_norm.weight"))
+	cur.output = true
+	logits := b.f32("result_output", opOther, [4]int64{int64(m.NVocab), T}, w("output.weight"), cur)
+	logits.output = true
+	b.g.expand(logits)
+	return &b.g
+}
+
+// moeNorm is build_norm with LLM_NORM_RMS and a weight: ggml_rms_norm and
+// ggml_mul, both of which may run in place.
+func (b *gb) moeNorm(x, weight *gtensor) *gtensor {
+	n := b.f32("norm", opInplace, x.layout.ne, x)
+	return b.f32("norm_w", opInplace, x.layout.ne, n, weight)
+}
+
+// moeAttention records a layer's self-attention (build_attn with the KV
+// cache, or its iswa variant) from the normed input to the output
+// projection, as llama.cpp expands it.
+func (b *gb) moeAttention(m *arch.Model, a moeArch, c Context, il int, l arch.Layer, cur, pos, attnScale *gtensor, in *moeInputs, T int64, w func(string) *gtensor) *gtensor {
+	blk := "blk." + strconv.Itoa(il) + "."
+	streams := int64(c.NStream)
+	headsKV := int64(l.HeadsKV)
+	headK := int64(l.KDim) / headsKV
+	headV := int64(l.VDim) / headsKV
+	qw := w(blk + "attn_q.weight")
+	heads := qw.layout.ne[1] / headK
+	embd := cur.layout.ne[0]
+	q := b.f32("Qcur", opOther, [4]int64{heads * headK, T}, qw, cur)
+	k := b.f32("Kcur", opOther, [4]int64{headsKV * headK, T}, w(blk+"attn_k.weight"), cur)
+	v := b.f32("Vcur", opOther, [4]int64{headsKV * headV, T}, w(blk+"attn_v.weight"), cur)
+	if b.has(blk + "attn_q.bias") {
+		q = b.f32("Qcur_b", opInplace, q.layout.ne, q, w(blk+"attn_q.bias"))
+		k = b.f32("Kcur_b", opInplace, k.layout.ne, k, w(blk+"attn_k.bias"))
+		v = b.f32("Vcur_b", opInplace, v.layout.ne, v, w(blk+"attn_v.bias"))
+	}
+	q = b.view("Qcur_3d", q, [4]int64{headK, heads, T})
+	k = b.view("Kcur_3d", k, [4]int64{headK, headsKV, T})
+	v = b.view("Vcur_3d", v, [4]int64{headV, headsKV, T})
+	if b.has(blk + "attn_q_norm.weight") {
+		// qwen3moe: per-head RMS norms with weights before RoPE; the norm
+		// of a reshaped projection cannot run in place.
+		q = b.moeNorm(q, w(blk+"attn_q_norm.weight"))
+		k = b.moeNorm(k, w(blk+"attn_k_norm.weight"))
+	}
+	// llama4 leaves RoPE out on every fourth layer
+	// (n_no_rope_layer_step) and scales Q there instead.
+	rope := !a.llama4 || (il+1)%4 != 0
+	if rope {
+		q = b.f32("Qcur_rope", opInplace, q.layout.ne, q, pos)
+		k = b.f32("Kcur_rope", opInplace, k.layout.ne, k, pos)
+		if a.llama4 {
+			// Llama4TextL2Norm: an RMS norm without weight.
+			q = b.f32("Qcur_normed", opInplace, q.layout.ne, q)
+			k = b.f32("Kcur_normed", opInplace, k.layout.ne, k)
+		}
+	} else if attnScale != nil {
+		q = b.f32("Qcur_scaled", opInplace, q.layout.ne, q, attnScale)
+	}
+	// build_attn expands Q, V, K (K last so that RoPE can be fused with
+	// the cache write); the iswa variant expands Q, K, V.
+	b.g.expand(q)
+	if a.iswa {
+		b.g.expand(k)
+		b.g.expand(v)
+	} else {
+		b.g.expand(v)
+		b.g.expand(k)
+	}
+	nKV := in.nKV
+	cacheK := b.cache(il, "cache_k", [4]int64{headK * headsKV, nKV, streams})
+	cacheV := b.cache(il, "cache_v", [4]int64{headV * headsKV, nKV, streams})
+	b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), in.kIdx))
+	b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), in.vIdx))
+	kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
+	vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
+	q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})
+	qp := b.view("q_perm", q4, [4]int64{headK, T / streams, heads, streams})
+	kp := b.view("k_perm", kView, [4]int64{headK, nKV, headsKV, streams})
+	vp := b.view("v_perm", vView, [4]int64{headV, nKV, headsKV, streams})
+	var sinks *gtensor
+	if a.sinks {
+		sinks = w(blk + "attn_sinks.weight")
+	}
+	if c.Flash {
+		src := []*gtensor{qp, kp, vp, in.mask}
+		if sinks != nil {
+			src = append(src, sinks)
+		}
+		fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, src...)
+		cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
+	} else {
+		kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
+		src := []*gtensor{kq, in.mask}
+		if sinks != nil {
+			src = append(src, sinks)
+		}
+		kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, src...)
+		kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
+		perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
+		cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
+	}
+	b.g.expand(cur)
+	cur = b.f32("attn_out", opOther, [4]int64{embd, T}, w(blk+"attn_output.weight"), cur)
+	if b.has(blk + "attn_output.bias") {
+		cur = b.f32("attn_out_b", opInplace, cur.layout.ne, cur, w(blk+"attn_output.bias"))
+	}
+	return cur
+}
+
+// moeDenseFFN is build_ffn with a SwiGLU of parallel gate and up
+// projections: a shared expert (suffix "_shexp") or a dense layer.
+func (b *gb) moeDenseFFN(blk, suffix string, cur *gtensor, T int64, w func(string) *gtensor) *gtensor {
+	upW := w(blk + "ffn_up" + suffix + ".weight")
+	ff := upW.layout.ne[1]
+	embd := cur.layout.ne[0]
+	up := b.f32("ffn_up"+suffix, opOther, [4]int64{ff, T}, upW, cur)
+	gate := b.f32("ffn_gate"+suffix, opOther, [4]int64{ff, T}, w(blk+"ffn_gate"+suffix+".weight"), cur)
+	act := b.f32("ffn_swiglu"+suffix, opOther, [4]int64{ff, T}, gate, up)
+	return b.f32("ffn_down"+suffix, opOther, [4]int64{embd, T}, w(blk+"ffn_down"+suffix+".weight"), act)
+}
+
+// moeExperts is build_moe_ffn: it returns the sum of the selected
+// experts' outputs, [n_embd, n_tokens], and records the nodes in
+// llama.cpp's order (the weights first, then the experts, then the views
+// of each expert's rows, then the adds).
+func (b *gb) moeExperts(m *arch.Model, a moeArch, blk string, cur *gtensor, T int64, w func(string) *gtensor) *gtensor {
+	nExp := int64(m.NExpert)
+	nUsed := int64(m.NExpertUsed)
+	embd := cur.layout.ne[0]
+	logits := b.f32("ffn_moe_logits", opOther, [4]int64{nExp, T}, w(blk+"ffn_gate_inp.weight"), cur)
+	if a.expertBiases {
+		logits = b.f32("ffn_moe_logits_biased", opInplace, logits.layout.ne, logits, w(blk+"ffn_gate_inp.bias"))
+	}
+	// Softmax or sigmoid over all experts (both may run in place); with
+	// SOFTMAX_WEIGHT the logits themselves are the probabilities.
+	probs := logits
+	if a.gating != moeSoftmaxWeight {
+		probs = b.f32("ffn_moe_probs", opInplace, logits.layout.ne, logits)
+	}
+	// llama4 selects on the raw logits and weighs with their sigmoid.
+	selFrom := probs
+	if a.gating == moeSigmoid {
+		selFrom = logits
+	}
+	// ggml_argsort_top_k: a full descending argsort and a view of its
+	// first n_expert_used columns.
+	argsort := b.tensor("ffn_moe_argsort", gguf.TypeI32, opOther, [4]int64{nExp, T}, selFrom)
+	selected := b.view("ffn_moe_topk", argsort, [4]int64{nUsed, T})
+	selected.layout.typ = int(gguf.TypeI32)
+	probs3 := b.view("ffn_moe_probs_3d", probs, [4]int64{1, nExp, T})
+	weights := b.f32("ffn_moe_weights", opOther, [4]int64{1, nUsed, T}, probs3, selected)
+	if a.gating == moeSoftmaxWeight {
+		w2 := b.view("ffn_moe_weights_2d", weights, [4]int64{nUsed, T})
+		sm := b.f32("ffn_moe_weights_softmax", opInplace, [4]int64{nUsed, T}, w2)
+		weights = b.view("ffn_moe_weights_3d", sm, [4]int64{1, nUsed, T})
+	}
+	if a.normW {
+		w2 := b.view("ffn_moe_weights_2d", weights, [4]int64{nUsed, T})
+		sum := b.f32("ffn_moe_weights_sum", opOther, [4]int64{1, T}, w2)
+		sum = b.f32("ffn_moe_weights_sum_clamped", opInplace, sum.layout.ne, sum)
+		norm := b.f32("ffn_moe_weights_norm", opInplace, [4]int64{nUsed, T}, w2, sum)
+		weights = b.view("ffn_moe_weights_3d", norm, [4]int64{1, nUsed, T})
+	}
+	// Expanded early so that the top-k fusion can see it.
+	b.g.expand(weights)
+	x := b.view("ffn_moe_in_3d", cur, [4]int64{embd, 1, T})
+	if a.llama4 {
+		// The weights multiply the input, repeated per selected expert.
+		rep := b.f32("ffn_moe_repeat", opOther, [4]int64{embd, nUsed, T}, x)
+		x = b.f32("ffn_moe_weighted_in", opInplace, rep.layout.ne, rep, weights)
+	}
+	mmid := func(name, wname string, in *gtensor) *gtensor {
+		ww := w(blk + wname + ".weight")
+		t := b.f32(name, opOther, [4]int64{ww.layout.ne[1], nUsed, T}, ww, in, selected)
+		if a.expertBiases {
+			// ggml_add_id: one bias row per selected expert. Its second
+			// dimension is n_expert_used, under the 32 rows Vulkan's
+			// offload_op asks of an op (ne[1]; only MUL_MAT_ID is judged
+			// by ne[2]), so it runs where its bias lives instead of
+			// being offloaded with a copy of it.
+			t = b.f32(name+"_biased", opInplace, t.layout.ne, t, w(blk+wname+".bias"), selected)
+			t.gather = true
+		}
+		return t
+	}
+	up := mmid("ffn_moe_up", "ffn_up_exps", x)
+	gate := mmid("ffn_moe_gate", "ffn_gate_exps", x)
+	act := b.f32("ffn_moe_swiglu", opOther, gate.layout.ne, gate, up)
+	experts := mmid("ffn_moe_down", "ffn_down_exps", act)
+	if !a.llama4 {
+		experts = b.f32("ffn_moe_weighted", opInplace, experts.layout.ne, experts, weights)
+	}
+	b.g.expand(experts)
+	views := make([]*gtensor, nUsed)
+	for i := range views {
+		views[i] = b.view("ffn_moe_expert_"+strconv.Itoa(i), experts, [4]int64{embd, T})
+		b.g.expand(views[i])
+	}
+	out := views[0]
+	for i := 1; i < len(views); i++ {
+		out = b.f32("ffn_moe_add", opInplace, [4]int64{embd, T}, out, views[i])
+		b.g.expand(out)
+	}
+	if nUsed == 1 {
+		// A single expert's view is not contiguous: ggml_cont.
+		out = b.f32("ffn_moe_cont", opOther, [4]int64{embd, T}, out)
+	}
+	return out
+}

@@ -81,7 +81,11 @@ func assign(g *graph, o schedOptions) {
 			}
 			switch {
 			case !owner.isWeight:
-				n.dev = owner.home
+				// Only a source in a weights buffer decides where an op
+				// runs (ggml_backend_sched_backend_id_from_cur); a KV or
+				// state cache does not, so the op is left to its
+				// neighbours.
+				continue
 			case isGPU(owner.home):
 				n.dev = owner.home
 			case o.offload && o.offloadTo != "" && !n.gather &&

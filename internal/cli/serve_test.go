@@ -82,9 +82,9 @@ func smallHub(t *testing.T) *hubtest.Hub {
 func TestPullCommand(t *testing.T) {
 	hub := smallHub(t)
 	s := newSession(t, hub)
-	code, out, errs := s.run("pull", "--machine", "rtx-3060-12", "hf:test/llama-70b-GGUF/Llama-3.1-70B-Q4_K_M.gguf")
+	code, out, errs := s.run("pull", "--machine", "m4-16", "hf:test/llama-70b-GGUF/Llama-3.1-70B-Q4_K_M.gguf")
 	if code != 1 || !strings.Contains(errs, "does not fit") {
-		t.Errorf("pull of a 70B on a 12 GB card: exit %d, stderr:\n%s", code, errs)
+		t.Errorf("pull of a 70B (40 GiB) on a 16 GB Mac: exit %d, stderr:\n%s", code, errs)
 	}
 	code, out, errs = s.run("pull", "--machine", "rtx-3060-12", "hf:test/mamba-GGUF/Mamba2-130M-Q8_0.gguf")
 	if code != 0 {
