@@ -64,6 +64,13 @@ const cpuAlign = 32
 // die; the peak is dominated by the attention scores (without flash
 // attention), the micro-batch's activations, and the logits.
 func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
+	return computeBuffersWith(builderFor(m), m, c, p, cpu, gpus, layerDev)
+}
+
+// computeBuffersWith is computeBuffers with the model's graph builder
+// already chosen (choosing it checks every tensor of the model, which a
+// search need not repeat for each profile).
+func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
 	T := int64(c.NUBatch)
 	f32 := int64(4)
 	nKV := int64(c.NCtxSeq)
@@ -89,7 +96,6 @@ func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Devi
 	logits := int64(m.NVocab)*T*f32 + embd*T*f32*2
 	peak := max(attn, ffn, logits)
 
-	build := builderFor(m)
 	if len(gpus) > 0 && build != nil {
 		return splitComputeBuffers(m, c, p, cpu, gpus, layerDev, build)
 	}

@@ -74,7 +74,7 @@ func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target
 		if err != nil {
 			return false
 		}
-		_, _, ok := fillSplit(m, p, a, s, cpu, gpus, target)
+		_, _, ok := fillSplit(newBoundsMemo(m, s, cpu, gpus, target), p, a)
 		return ok
 	}
 	nlo, nhi := -1, full

@@ -195,6 +195,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		minCtx = max(fx.Ctx/o.Parallel, 1)
 	}
 	var out []Candidate
+	memo := newBoundsMemo(m, s, cpu, gpus, o.FitTarget)
 	for _, cc := range caches {
 		profile := func(ngl, perSlot int) Profile {
 			p := o.Base
@@ -228,24 +229,24 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		}
 		eval := func(ngl, perSlot int) (Profile, *Assessment, bool) {
 			p := profile(ngl, perSlot)
-			a, err := assessOnce(m, p, s, cpu, gpus)
+			a, ok, err := memo.keeps(p, "")
 			if err != nil {
 				return p, nil, false
 			}
-			if a.Verdict == Fits && minMargin(a) >= o.FitTarget {
+			if ok {
 				return p, a, true
 			}
 			if ts, ok := splits[ngl]; ok {
 				q := p
 				q.TensorSplit = ts
-				if b, err := assessOnce(m, q, s, cpu, gpus); err == nil && b.Verdict == Fits && minMargin(b) >= o.FitTarget {
+				if b, ok, err := memo.keeps(q, ""); err == nil && ok {
 					return q, b, true
 				}
 			}
 			if hopeless(ngl, perSlot) {
 				return p, a, false
 			}
-			if q, b, ok := fillSplit(m, p, a, s, cpu, gpus, o.FitTarget); ok {
+			if q, b, ok := fillSplit(memo, p, a); ok {
 				splits[ngl] = q.TensorSplit
 				return q, b, true
 			}
@@ -271,16 +272,38 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 				ngl = maxLayers
 			}
 		default:
+			// Without compute buffers, which only add, the most layers
+			// that could fit is found with no replay; the replayed search
+			// then counts down from it, since compute buffers seldom cost
+			// more than a layer or two, and bisects below if they do.
 			lo, hi := -1, maxLayers
 			for lo < hi {
 				mid := (lo + hi + 1) / 2
-				if _, _, ok := eval(mid, minCtx); ok {
+				if memo.mayKeep(profile(mid, minCtx)) {
 					lo = mid
 				} else {
 					hi = mid - 1
 				}
 			}
-			ngl = lo
+			top := lo
+			for n := top; n >= 0 && n >= top-2; n-- {
+				if _, _, ok := eval(n, minCtx); ok {
+					ngl = n
+					break
+				}
+			}
+			if ngl < 0 && top-3 >= 0 {
+				lo, hi = -1, top-3
+				for lo < hi {
+					mid := (lo + hi + 1) / 2
+					if _, _, ok := eval(mid, minCtx); ok {
+						lo = mid
+					} else {
+						hi = mid - 1
+					}
+				}
+				ngl = lo
+			}
 		}
 		if ngl < 0 {
 			continue
@@ -312,6 +335,18 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			out = append(out, c)
 		}
 	}
+	// The search decided some candidates on bounds; what a plan shows is
+	// the exact accounting.
+	exact := out[:0]
+	for _, c := range out {
+		a, err := memo.exact(c.Profile)
+		if err != nil || a.Verdict != Fits || minMargin(a) < o.FitTarget {
+			continue // cannot happen while compute grows with context; never shown unchecked
+		}
+		c.Result, c.MinMargin = a, minMargin(a)
+		exact = append(exact, c)
+	}
+	out = exact
 	p := &Plan{Candidates: out}
 	if len(out) == 0 {
 		if fx.any() {

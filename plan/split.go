@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 )
 
@@ -13,7 +12,8 @@ import (
 // device also carries the output layer and its compute buffer, are the
 // usual case. It returns the profile with the split as -ts takes it
 // (layers per device) and its assessment when that fits.
-func fillSplit(m *arch.Model, p Profile, a *Assessment, s *hw.Snapshot, cpu Device, gpus []Device, target int64) (Profile, *Assessment, bool) {
+func fillSplit(b *boundsMemo, p Profile, a *Assessment) (Profile, *Assessment, bool) {
+	m, s, cpu, gpus, target := b.m, b.s, b.cpu, b.gpus, b.target
 	if len(gpus) < 2 || len(p.TensorSplit) > 0 || a == nil {
 		return p, nil, false
 	}
@@ -35,11 +35,12 @@ func fillSplit(m *arch.Model, p Profile, a *Assessment, s *hw.Snapshot, cpu Devi
 		}
 	}
 	counts := make([]float64, len(gpus))
-	with := func(c []float64) (*Assessment, bool) {
+	// with assesses a split as far as domain only needs ("" for all).
+	with := func(c []float64, only string) (*Assessment, bool) {
 		q := p
 		q.GPULayers, q.TensorSplit = ngl, append([]float64(nil), c...)
-		b, err := assessOnce(m, q, s, cpu, gpus)
-		return b, err == nil
+		a, _, err := b.keeps(q, only)
+		return a, err == nil
 	}
 	marginOf := func(b *Assessment, id string) int64 {
 		for _, d := range b.Domains {
@@ -59,7 +60,7 @@ func fillSplit(m *arch.Model, p Profile, a *Assessment, s *hw.Snapshot, cpu Devi
 		try := func(k int) (int64, bool) {
 			c := append([]float64(nil), counts...)
 			c[d], c[0] = float64(k), float64(remaining-k)
-			b, ok := with(c)
+			b, ok := with(c, domainOf[d])
 			if !ok {
 				return 0, false
 			}
@@ -94,13 +95,13 @@ func fillSplit(m *arch.Model, p Profile, a *Assessment, s *hw.Snapshot, cpu Devi
 		remaining -= k
 	}
 	counts[0] = float64(remaining)
-	b, ok := with(counts)
-	if !ok || b.Verdict != Fits || minMargin(b) < target {
-		return p, nil, false
-	}
 	q := p
 	q.GPULayers, q.TensorSplit = ngl, counts
-	return q, b, true
+	final, ok, err := b.keeps(q, "")
+	if err != nil || !ok {
+		return p, nil, false
+	}
+	return q, final, true
 }
 
 // roomOnGPUs reports whether another split could help: nothing outside

@@ -1,0 +1,152 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+)
+
+// boundsMemo spares a search most compute-buffer replays. For one
+// placement (everything in the profile but the context), compute buffers
+// only grow with the context: every tensor of the graph is as large or
+// larger with more cache cells. So the replays already made at other
+// contexts bound the one asked about: if the profile fits with the compute
+// buffers of a larger context, it fits; if it is short with those of a
+// smaller one, it is short. Only when the bounds disagree is the graph
+// replayed, and that replay becomes a bound for the next question.
+type boundsMemo struct {
+	m       *arch.Model
+	s       *hw.Snapshot
+	cpu     Device
+	gpus    []Device
+	target  int64
+	anchors map[string][]anchor
+	build   graphBuilder
+	// replays counts the graph replays made, for tests.
+	replays int
+}
+
+type anchor struct {
+	ctx     int
+	compute []Buffer
+}
+
+func newBoundsMemo(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, target int64) *boundsMemo {
+	return &boundsMemo{m: m, s: s, cpu: cpu, gpus: gpus, target: target, anchors: map[string][]anchor{}, build: builderFor(m)}
+}
+
+// placementKey is the profile without its context.
+func placementKey(p Profile) string {
+	p.Ctx = 0
+	return fmt.Sprintf("%+v", p)
+}
+
+// keeps reports whether p leaves the target free in domain only, or in
+// every domain when only is "", with an assessment: exact when a replay
+// was needed, else one whose compute buffers are the bound that decided
+// (callers that show a result assess it again with assessOnce).
+func (b *boundsMemo) keeps(p Profile, only string) (*Assessment, bool, error) {
+	r, err := Place(b.m, p, b.cpu, b.gpus)
+	if err != nil {
+		return nil, false, err
+	}
+	judge := func(compute []Buffer) (*Assessment, bool, error) {
+		q := *r
+		q.Buffers = append(append([]Buffer(nil), r.Buffers...), compute...)
+		a, err := q.Against(b.s)
+		if err != nil {
+			return nil, false, err
+		}
+		if only != "" {
+			return a, marginIn(a, only) >= b.target, nil
+		}
+		return a, a.Verdict == Fits && minMargin(a) >= b.target, nil
+	}
+	if a, ok, err := judge(nil); err != nil || !ok {
+		return a, false, err
+	}
+	key := placementKey(p)
+	var below, above *anchor
+	for i := range b.anchors[key] {
+		an := &b.anchors[key][i]
+		if an.ctx <= p.Ctx && (below == nil || an.ctx > below.ctx) {
+			below = an
+		}
+		if an.ctx >= p.Ctx && (above == nil || an.ctx < above.ctx) {
+			above = an
+		}
+	}
+	if above != nil {
+		if a, ok, err := judge(above.compute); err != nil || ok || above.ctx == p.Ctx {
+			return a, ok, err
+		}
+	}
+	if below != nil {
+		if a, ok, err := judge(below.compute); err != nil || !ok {
+			return a, false, err
+		}
+	}
+	b.replays++
+	compute := computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice)
+	b.anchors[key] = append(b.anchors[key], anchor{ctx: p.Ctx, compute: compute})
+	return judge(compute)
+}
+
+// mayKeep is an optimistic answer without a replay: false only when p
+// cannot leave the target free whatever its compute buffers and however
+// its layers are split over the GPUs. It bounds layer searches from above.
+func (b *boundsMemo) mayKeep(p Profile) bool {
+	r, err := Place(b.m, p, b.cpu, b.gpus)
+	if err != nil {
+		return false
+	}
+	a, err := r.Against(b.s)
+	if err != nil {
+		return false
+	}
+	if a.Verdict == Fits && minMargin(a) >= b.target {
+		return true
+	}
+	if len(b.gpus) < 2 || len(a.Breaches) > 0 {
+		return false
+	}
+	gpu := map[string]bool{}
+	for _, g := range b.gpus {
+		if d, err := b.s.DomainOf(g.Name); err == nil {
+			gpu[d.ID] = true
+		}
+	}
+	var need, room int64
+	for _, d := range a.Domains {
+		switch {
+		case gpu[d.ID]:
+			need += d.Required
+			room += d.Available - b.target
+		case d.Required > 0 && d.Margin < b.target:
+			return false
+		}
+	}
+	return need <= room
+}
+
+// exact is the exact assessment of p, from a replay already made at its
+// context when there is one.
+func (b *boundsMemo) exact(p Profile) (*Assessment, error) {
+	for _, an := range b.anchors[placementKey(p)] {
+		if an.ctx == p.Ctx {
+			r, err := Place(b.m, p, b.cpu, b.gpus)
+			if err != nil {
+				return nil, err
+			}
+			r.Buffers = append(r.Buffers, an.compute...)
+			return r.Against(b.s)
+		}
+	}
+	r, err := Place(b.m, p, b.cpu, b.gpus)
+	if err != nil {
+		return nil, err
+	}
+	r.Buffers = append(r.Buffers, computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice)...)
+	return r.Against(b.s)
+}
