@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/source"
@@ -30,6 +31,11 @@ type Catalog struct {
 	// Licenses are the license ids entries may use, with a description.
 	Licenses map[string]string `json:"licenses"`
 	Entries  []Entry           `json:"entries"`
+
+	// models holds the planner inputs built for this catalog's variants:
+	// derived headers take milliseconds each to synthesize, and they never
+	// change.
+	models *sync.Map // key -> *cachedModel
 }
 
 // Architecture classes.
@@ -125,6 +131,7 @@ func Parse(data []byte) (*Catalog, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	c.models = &sync.Map{}
 	return &c, nil
 }
 

@@ -274,7 +274,7 @@ func TestLockAgainstFakeHub(t *testing.T) {
 	h.srv.Close()
 	for _, e := range cat.Entries {
 		for _, v := range e.Variants {
-			m, prov, size, err := Model(&e, v, back)
+			m, prov, size, err := cat.Model(&e, v, back)
 			if err != nil {
 				t.Fatalf("%s %s: %v", e.ID, v.Quant, err)
 			}
@@ -307,7 +307,7 @@ func TestLockAgainstFakeHub(t *testing.T) {
 	// A changed reference makes the lock entry stale: derived again.
 	v := cat.Entries[0].Variants[0]
 	v.Ref = "hf:test/Other-GGUF:Q8_0"
-	if _, prov, _, _ := Model(&cat.Entries[0], v, back); prov != ProvenanceDerived {
+	if _, prov, _, _ := cat.Model(&cat.Entries[0], v, back); prov != ProvenanceDerived {
 		t.Errorf("a variant whose reference changed is %s, want derived", prov)
 	}
 }

@@ -145,10 +145,6 @@ type Limit struct {
 	Shortfall int64  `json:"shortfall_bytes"`
 }
 
-// modelCache holds planner inputs already built in this process: derived
-// headers cost milliseconds each to synthesize, and they never change.
-var modelCache sync.Map // key -> *cachedModel
-
 type cachedModel struct {
 	once sync.Once
 	m    *arch.Model
@@ -157,9 +153,12 @@ type cachedModel struct {
 	c    costs
 }
 
-func loadModel(key string, build func() (*arch.Model, int64, error)) *cachedModel {
-	v, _ := modelCache.LoadOrStore(key, &cachedModel{})
-	cm := v.(*cachedModel)
+func (c *Catalog) loadModel(key string, build func() (*arch.Model, int64, error)) *cachedModel {
+	cm := &cachedModel{}
+	if c.models != nil { // a Catalog made by Parse; one built by hand caches nothing
+		v, _ := c.models.LoadOrStore(key, cm)
+		cm = v.(*cachedModel)
+	}
 	cm.once.Do(func() {
 		cm.m, cm.size, cm.err = build()
 		if cm.err == nil {
@@ -172,20 +171,20 @@ func loadModel(key string, build func() (*arch.Model, int64, error)) *cachedMode
 // Model returns the planner's model of a variant: from the lock when the
 // variant is locked (inspected), else derived from the entry's shape and
 // recipe. An incompatible architecture is returned as arch's error.
-func Model(e *Entry, v Variant, lock *LockFile) (m *arch.Model, provenance string, size int64, err error) {
-	cm, prov := model(e, v, lock)
+func (c *Catalog) Model(e *Entry, v Variant, lock *LockFile) (m *arch.Model, provenance string, size int64, err error) {
+	cm, prov := c.model(e, v, lock)
 	return cm.m, prov, cm.size, cm.err
 }
 
-func model(e *Entry, v Variant, lock *LockFile) (*cachedModel, string) {
+func (c *Catalog) model(e *Entry, v Variant, lock *LockFile) (*cachedModel, string) {
 	if pkg, _ := lock.Lookup(e.ID, v); pkg != nil {
 		id := PackageID(pkg.Repo, pkg.Commit, pkg.Files[0].Name)
-		return loadModel("inspected/"+id, func() (*arch.Model, int64, error) {
+		return c.loadModel("inspected/"+id, func() (*arch.Model, int64, error) {
 			m, err := pkg.Inputs.Arch()
 			return m, pkg.Size(), err
 		}), ProvenanceInspected
 	}
-	return loadModel("derived/"+e.ID+"/"+v.Quant, func() (*arch.Model, int64, error) {
+	return c.loadModel("derived/"+e.ID+"/"+v.Quant, func() (*arch.Model, int64, error) {
 		s, err := e.Shape.Resolve()
 		if err != nil {
 			return nil, 0, err
@@ -261,7 +260,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 	parallel(len(rows), workers, func(i int) {
 		r := &rows[i]
 		e := cat.Entry(r.Entry)
-		cm, prov := model(e, *e.Variant(r.Quant), lock)
+		cm, prov := cat.model(e, *e.Variant(r.Quant), lock)
 		r.Provenance, r.SizeBytes, r.model, r.costs = prov, cm.size, cm.m, cm.c
 		r.SizeSource = map[string]string{ProvenanceDerived: "derived", ProvenanceInspected: "hub"}[prov]
 		switch {

@@ -208,7 +208,7 @@ func TestFit(t *testing.T) {
 	cat, _ := catalog.Load()
 	lock, _ := catalog.LoadLock()
 	e := cat.Entry("qwen3-8b")
-	m, _, _, err := catalog.Model(e, *e.Variant("Q4_K_M"), lock)
+	m, _, _, err := cat.Model(e, *e.Variant("Q4_K_M"), lock)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func fakeOpen(cat *catalog.Catalog, lock *catalog.LockFile) func(context.Context
 		switch ref {
 		case "hf:example/tiny-GGUF:Q4_K_M":
 			e := cat.Entry("qwen3-0.6b")
-			m, _, _, err := catalog.Model(e, *e.Variant("Q4_K_M"), lock)
+			m, _, _, err := cat.Model(e, *e.Variant("Q4_K_M"), lock)
 			return m, err
 		case "hf:example/strange-GGUF":
 			return nil, &arch.Incompatible{Reason: "architecture \"strange\" is not modeled"}

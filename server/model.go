@@ -87,7 +87,7 @@ func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
 }
 
 func (s *server) catalogModel(e *catalog.Entry, v *catalog.Variant) (*resolved, error) {
-	m, prov, size, err := catalog.Model(e, *v, s.cfg.Lock)
+	m, prov, size, err := s.cfg.Catalog.Model(e, *v, s.cfg.Lock)
 	key := catalog.VariantKey(e.ID, v.Quant)
 	r := &resolved{m: m, artifact: artifact{Ref: v.Ref, Files: []source.ArtifactFile{}, SizeBytes: size, Variant: key, Provenance: prov}}
 	switch {

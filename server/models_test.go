@@ -48,7 +48,7 @@ func TestPlan(t *testing.T) {
 			}
 			got := decode[planAnswer](t, body)
 			e := cat.Entry(tt.variant[0])
-			m, _, _, err := catalog.Model(e, *e.Variant(tt.variant[1]), lock)
+			m, _, _, err := cat.Model(e, *e.Variant(tt.variant[1]), lock)
 			if err != nil {
 				t.Fatal(err)
 			}
