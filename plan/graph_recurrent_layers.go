@@ -1,0 +1,152 @@
+package plan
+
+import (
+	"strconv"
+
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// attnInputs are build_attn_inp_kv's inputs (shared by every attention
+// layer) and the positions, made when the first layer needs them.
+type recurrentAttnInputs struct {
+	pos, kqMask, kIdx, vIdx *gtensor
+}
+
+// attention is build_attn on a KV cache for q, k, v {head, heads, tokens}
+// already normed and roped, followed by the output projection, as in
+// llamaGraphOn.
+func (r *recurrentGraph) attention(il int, c Context, in *recurrentAttnInputs, q, k, v *gtensor) *gtensor {
+	b := r.b
+	l := r.m.Layers[il]
+	blk := "blk." + strconv.Itoa(il) + "."
+	T := r.nSeqs * r.nSeqTokens
+	nKV := int64(c.NCtxSeq)
+	streams := int64(max(c.NStream, 1))
+	heads := int64(r.m.NHead)
+	headsKV := int64(l.HeadsKV)
+	headK := int64(l.KDim) / headsKV
+	headV := int64(l.VDim) / headsKV
+	// build_attn expands K last, so that RoPE on K can be fused with the
+	// write into the cache.
+	b.g.expand(q)
+	b.g.expand(v)
+	b.g.expand(k)
+	cacheK := b.cache(il, "cache_k", [4]int64{headK * headsKV, nKV, streams})
+	cacheV := b.cache(il, "cache_v", [4]int64{headV * headsKV, nKV, streams})
+	b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), in.kIdx))
+	b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), in.vIdx))
+	kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
+	vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
+	q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})
+	qp := b.view("q_perm", q4, [4]int64{headK, T / streams, heads, streams})
+	kp := b.view("k_perm", kView, [4]int64{headK, nKV, headsKV, streams})
+	vp := b.view("v_perm", vView, [4]int64{headV, nKV, headsKV, streams})
+	var cur *gtensor
+	if c.Flash {
+		fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, qp, kp, vp, in.kqMask)
+		cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
+	} else {
+		kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
+		kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, kq, in.kqMask)
+		kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
+		perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
+		cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
+	}
+	b.g.expand(cur)
+	embd := int64(r.m.NEmbd)
+	return b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur)
+}
+
+// attnInputs makes build_inp_mem_hybrid's attention inputs.
+func (r *recurrentGraph) attnInputs(c Context) *recurrentAttnInputs {
+	b := r.b
+	T := r.nSeqs * r.nSeqTokens
+	streams := int64(max(c.NStream, 1))
+	maskType := gguf.TypeF32
+	if c.Flash {
+		maskType = gguf.TypeF16 // made in F16 directly for flash attention
+	}
+	in := &recurrentAttnInputs{
+		pos:    b.input("inp_pos", gguf.TypeI32, [4]int64{T}),
+		kqMask: b.input("kq_mask", maskType, [4]int64{int64(c.NCtxSeq), T / streams, 1, streams}),
+		kIdx:   b.input("k_idxs", gguf.TypeI64, [4]int64{T}),
+	}
+	// A transposed V cache is written element by element.
+	vIdxN := T
+	if c.VTrans {
+		vIdxN = T * int64(maxVDim(r.m))
+	}
+	in.vIdx = b.input("v_idxs", gguf.TypeI64, [4]int64{vIdxN})
+	return in
+}
+
+// qkv projects cur to Q, K and V viewed as {head, heads, tokens}.
+func (r *recurrentGraph) qkv(il int, cur *gtensor) (q, k, v *gtensor) {
+	b := r.b
+	l := r.m.Layers[il]
+	blk := "blk." + strconv.Itoa(il) + "."
+	T := r.nSeqs * r.nSeqTokens
+	embd := int64(r.m.NEmbd)
+	heads, headsKV := int64(r.m.NHead), int64(l.HeadsKV)
+	head := int64(l.KDim) / headsKV
+	q = b.f32("Qcur", opOther, [4]int64{heads * head, T}, b.weight(blk+"attn_q.weight", [4]int64{embd, heads * head}), cur)
+	k = b.f32("Kcur", opOther, [4]int64{headsKV * head, T}, b.weight(blk+"attn_k.weight", [4]int64{embd, headsKV * head}), cur)
+	v = b.f32("Vcur", opOther, [4]int64{headsKV * head, T}, b.weight(blk+"attn_v.weight", [4]int64{embd, headsKV * head}), cur)
+	q = b.view("Qcur_3d", q, [4]int64{head, heads, T})
+	k = b.view("Kcur_3d", k, [4]int64{head, headsKV, T})
+	v = b.view("Vcur_3d", v, [4]int64{head, headsKV, T})
+	return q, k, v
+}
+
+// rope is ggml_rope_ext on a {head, heads, tokens} tensor.
+func (r *recurrentGraph) rope(name string, x, pos *gtensor) *gtensor {
+	return r.b.f32(name, opInplace, x.layout.ne, x, pos)
+}
+
+// ffn is build_ffn with LLM_FFN_SILU and LLM_FFN_PAR (a SwiGLU), or for
+// Nemotron-H's MLP layers LLM_FFN_RELU_SQR without a gate.
+func (r *recurrentGraph) ffn(il int, cur *gtensor, reluSqr bool) *gtensor {
+	b := r.b
+	blk := "blk." + strconv.Itoa(il) + "."
+	T := r.nSeqs * r.nSeqTokens
+	embd := int64(r.m.NEmbd)
+	ff := int64(r.m.Layers[il].FF)
+	up := b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur)
+	var act *gtensor
+	if reluSqr {
+		act = b.f32("ffn_relu", opInplace, up.layout.ne, up)
+		act = b.f32("ffn_sqr", opInplace, up.layout.ne, act)
+	} else {
+		gate := b.f32("ffn_gate", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur)
+		act = b.f32("ffn_swiglu", opOther, [4]int64{ff, T}, gate, up)
+	}
+	return b.f32("ffn_out", opOther, [4]int64{embd, T}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act)
+}
+
+// shortConv is LFM2's build_shortconv_block: a gated depthwise convolution
+// over the last l_cache inputs, whose state is the previous l_cache-1.
+func (r *recurrentGraph) shortConv(il int, cur *gtensor) *gtensor {
+	b := r.b
+	blk := "blk." + strconv.Itoa(il) + "."
+	embd := int64(r.m.NEmbd)
+	T, S := r.nSeqTokens, r.nSeqs
+	l := r.m.Layers[il]
+	dConv := int64(l.RDim) / embd
+	cur = b.view("cur_3d", cur, [4]int64{embd, T, S})
+	bcx := b.f32("in_proj", opOther, [4]int64{3 * embd, T, S}, b.weight(blk+"shortconv.in_proj.weight", [4]int64{embd, 3 * embd}), cur)
+	bv := b.view("b", bcx, [4]int64{embd, T, S})
+	cv := b.view("c", bcx, [4]int64{embd, T, S})
+	xv := b.view("x", bcx, [4]int64{embd, T, S})
+	bx := b.f32("bx", opInplace, [4]int64{embd, T, S}, bv, xv)
+	bxT := b.view("bx_t", bx, [4]int64{T, embd, S})
+	rCache := b.cache(il, "cache_r", [4]int64{int64(l.RDim) * r.nRS})
+	conv := r.buildRS(rCache, int64(l.RDim), nil)
+	conv = b.view("conv_3d", conv, [4]int64{dConv, embd, S})
+	cat := b.f32("conv_x", opOther, [4]int64{dConv + T, embd, S}, conv, bxT)
+	last := b.view("new_conv", cat, [4]int64{dConv, embd, S})
+	b.g.expand(r.cpy("conv_store", last, b.view("conv_state_dst", rCache, [4]int64{dConv * embd * S})))
+	out := b.f32("conv", opOther, [4]int64{embd, T, S}, cat, b.weight(blk+"shortconv.conv.weight", [4]int64{dConv + 1, embd}))
+	y := b.f32("conv_gated", opInplace, [4]int64{embd, T, S}, cv, out)
+	y = b.f32("out_proj", opOther, [4]int64{embd, T, S}, b.weight(blk+"shortconv.out_proj.weight", [4]int64{embd, embd}), y)
+	return b.view("y_2d", y, [4]int64{embd, T * S})
+}
