@@ -110,6 +110,7 @@ func estimateSpeed(rows []Row, snap *hw.Snapshot) {
 		p.Parallel = max(r.Plan.Slots, 1)
 		p.Ctx = r.Plan.CtxPerSlot * p.Parallel
 		p.GPULayers = r.Plan.GPULayers
+		p.CPUMoE = r.Plan.CPUMoE
 		if r.Plan.CacheType != "" && r.Plan.CacheType != "f16" {
 			p.CacheK, p.CacheV, p.FlashAttn = r.Plan.CacheType, r.Plan.CacheType, plan.FlashOn
 		}
@@ -129,13 +130,16 @@ func estimateSpeed(rows []Row, snap *hw.Snapshot) {
 type RowPlan struct {
 	// Source is "search" (plan.Search, every buffer accounted) or
 	// "estimate" (the screen's closed form).
-	Source      string   `json:"source"`
-	CtxPerSlot  int      `json:"ctx_per_slot"`
-	Slots       int      `json:"slots"`
-	GPULayers   int      `json:"gpu_layers"`
-	LayersTotal int      `json:"layers_total"` // blocks plus the output layer
-	CacheType   string   `json:"cache_type"`
-	Flags       []string `json:"flags,omitempty"`
+	Source      string `json:"source"`
+	CtxPerSlot  int    `json:"ctx_per_slot"`
+	Slots       int    `json:"slots"`
+	GPULayers   int    `json:"gpu_layers"`
+	LayersTotal int    `json:"layers_total"` // blocks plus the output layer
+	CacheType   string `json:"cache_type"`
+	// CPUMoE is how many layers keep their routed experts in system
+	// memory (--n-cpu-moe).
+	CPUMoE int      `json:"cpu_moe_layers,omitempty"`
+	Flags  []string `json:"flags,omitempty"`
 }
 
 // Limit is the resource that keeps a configuration from fitting.
@@ -325,7 +329,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		}
 		c := p.Chosen
 		r.Plan = &RowPlan{Source: "search", CtxPerSlot: c.CtxPerSlot, Slots: c.Profile.Parallel, GPULayers: c.GPULayers,
-			LayersTotal: r.costs.layers + 1, CacheType: c.Profile.CacheK, Flags: c.Flags}
+			LayersTotal: r.costs.layers + 1, CacheType: c.Profile.CacheK, CPUMoE: c.Profile.CPUMoE, Flags: c.Flags}
 		if c.Result != nil {
 			r.Reason = c.Result.Reason
 		}

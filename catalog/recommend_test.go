@@ -175,7 +175,7 @@ func TestRecommendTopPicks(t *testing.T) {
 		// speed with most of it in system memory; no dense model that size
 		// would.
 		{"rtx-3060-12", "30B-class MoE, partly offloaded", func(r *Row) bool {
-			return r.Class == "moe" && r.ParamsB >= 30 && r.ParamsB < 35 && !wholeOnGPU(r)
+			return r.Class == "moe" && r.ParamsB >= 30 && r.ParamsB < 35 && (!wholeOnGPU(r) || r.Plan.CPUMoE > 0)
 		}},
 		// 24 GB: gpt-oss-120b's 5.1B active parameters keep it usable with
 		// most experts in DDR5.

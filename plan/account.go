@@ -25,6 +25,9 @@ type Result struct {
 	Buffers []Buffer `json:"buffers"`
 	// LayerDevice is where each block (and, last, the output layer) runs.
 	LayerDevice []string `json:"layer_device"`
+	// CPUMoE is the profile's --n-cpu-moe: the routed experts of the first
+	// CPUMoE layers live in system memory, wherever their layer runs.
+	CPUMoE int `json:"cpu_moe_layers,omitempty"`
 }
 
 // Account places the model on the CPU and GPUs and lists every buffer.
@@ -45,7 +48,7 @@ func Place(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Context: ctx}
+	r := &Result{Context: ctx, CPUMoE: p.CPUMoE}
 	r.LayerDevice = placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
 	r.Buffers = append(r.Buffers, weights(m, p, cpu, gpus, r.LayerDevice)...)
 	for _, b := range append(kvBuffers(m, ctx, p, cpu, r.LayerDevice), rsBuffers(m, ctx, p, cpu, r.LayerDevice)...) {
@@ -160,6 +163,9 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 			dev = layerDev[t.Layer]
 		}
 		k := chooseBuffer(t, byName[dev], cpu, gpus, p.Mmap)
+		if p.expertsOnCPU(t) {
+			k = cpuOverride(cpu, p.Mmap)
+		}
 		place(t, k)
 		if t.Layer == arch.InputLayer && m.TiedOutput && strings.HasPrefix(t.Name, "token_embd.weight") {
 			// The output projection reuses the embedding. llama.cpp creates
@@ -192,6 +198,16 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 
 // mappedCPU marks the CPU buffer type when weights stay in the mapped file.
 const mappedCPU = "CPU_Mapped"
+
+// cpuOverride is where a tensor overridden to the CPU buffer type lands:
+// the plain CPU buffer type, never a repack or pinned host one, which under
+// mmap is the mapped file.
+func cpuOverride(cpu Device, mmap bool) bufKey {
+	if mmap {
+		return bufKey{cpu.Name, mappedCPU}
+	}
+	return bufKey{cpu.Name, "CPU"}
+}
 
 // sameBuffer reports whether two choices land in the same llama.cpp
 // buffer-type context: the mapped file and the plain CPU buffer type are one.

@@ -57,6 +57,9 @@ func flagsFor(p Profile, gpus bool) []string {
 	if len(p.TensorSplit) > 0 {
 		f = append(f, "-ts", splitString(p.TensorSplit))
 	}
+	if p.CPUMoE > 0 {
+		f = append(f, "--n-cpu-moe", strconv.Itoa(p.CPUMoE))
+	}
 	return f
 }
 
@@ -73,6 +76,8 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 		out = append(out, "no GPU: everything runs on the CPU")
 	case unified:
 		out = append(out, "the GPU shares one memory pool with the CPU, so every layer stays on the GPU: moving layers to the CPU would free nothing")
+	case c.GPULayers == m.NLayer+1 && c.Profile.CPUMoE > 0:
+		out = append(out, fmt.Sprintf("every layer's attention and dense weights are on the GPU; the routed experts of the first %d of %d layers stay in system memory (--n-cpu-moe %d), as llama.cpp's fit places a mixture of experts: each token reads only its %d chosen experts there", c.Profile.CPUMoE, m.NLayer, c.Profile.CPUMoE, m.NExpertUsed))
 	case c.GPULayers == m.NLayer+1:
 		out = append(out, "every layer, and the output layer, is on the GPU")
 	default:

@@ -6,7 +6,7 @@ import (
 	"github.com/headroom-llm/headroom/gguf"
 )
 
-// attnInputs are build_attn_inp_kv's inputs (shared by every attention
+// recurrentAttnInputs are build_attn_inp_kv's inputs (shared by every attention
 // layer) and the positions, made when the first layer needs them.
 type recurrentAttnInputs struct {
 	pos, kqMask, kIdx, vIdx *gtensor

@@ -13,6 +13,9 @@ type LlamaFit struct {
 	Ctx       int  `json:"ctx"`
 	GPULayers int  `json:"gpu_layers"`
 	Fits      bool `json:"fits"`
+	// CPUMoE is how many layers keep their routed experts in system
+	// memory, when the fit placed a mixture of experts dense-first.
+	CPUMoE int `json:"cpu_moe_layers,omitempty"`
 }
 
 // FitLikeLlamaCpp applies llama.cpp's fit steps for a model left at its
@@ -20,7 +23,9 @@ type LlamaFit struct {
 // that leaves the target free; otherwise reduce the context, in steps of
 // 256 cells per stream but not below the minimum, with every layer on the
 // GPUs; otherwise, at the minimum context, fill layers back to front (on
-// several devices, each device in turn from the last). Where
+// several devices, each device in turn from the last), a mixture of
+// experts dense-first (routed experts of the first layers in system
+// memory, counted in CPUMoE). Where
 // llama.cpp interpolates between measurements, this searches exactly, so it
 // finds at least what llama.cpp finds.
 func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target int64) LlamaFit {
@@ -31,12 +36,13 @@ func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target
 	if len(gpus) == 0 {
 		all = 0
 	}
-	fits := func(ctx, ngl int) bool {
+	fitsMoE := func(ctx, ngl, moe int) bool {
 		p := base
-		p.Ctx, p.GPULayers = ctx*base.Parallel, ngl
+		p.Ctx, p.GPULayers, p.CPUMoE = ctx*base.Parallel, ngl, moe
 		a, err := assessOnce(m, p, s, cpu, gpus)
 		return err == nil && a.Verdict == Fits && minMargin(a) >= target
 	}
+	fits := func(ctx, ngl int) bool { return fitsMoE(ctx, ngl, 0) }
 	train := m.CtxTrain
 	if train <= 0 {
 		train = minCtx
@@ -76,6 +82,22 @@ func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target
 		}
 		_, _, ok := fillSplit(newBoundsMemo(m, s, cpu, gpus, target), p, a)
 		return ok
+	}
+	// A mixture of experts is placed dense-first: every layer on the
+	// GPUs with its routed experts in system memory, then layers made
+	// whole while they fit; the experts of the remaining layers stay in
+	// system memory.
+	if m.NExpert > 0 && len(gpus) > 0 && !fits(minCtx, all) && fitsMoE(minCtx, full, m.NLayer) {
+		lo, hi := 1, m.NLayer
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if fitsMoE(minCtx, full, mid) {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		return LlamaFit{Ctx: minCtx, GPULayers: full, Fits: true, CPUMoE: lo}
 	}
 	nlo, nhi := -1, full
 	for nlo < nhi {

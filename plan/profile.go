@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 )
 
@@ -43,6 +44,17 @@ type Profile struct {
 	NoKVOffload bool     `json:"no_kv_offload"`
 	// SWAFull gives sliding-window layers a full-size cache (--swa-full).
 	SWAFull bool `json:"swa_full"`
+	// CPUMoE keeps the routed experts of the first CPUMoE layers in
+	// system memory (--n-cpu-moe; all layers is --cpu-moe), whatever
+	// device their layer is on: llama.cpp's override of
+	// blk.N.ffn_(up|down|gate)_exps to the CPU buffer type.
+	CPUMoE int `json:"cpu_moe_layers,omitempty"`
+}
+
+// expertsOnCPU reports whether the profile's --n-cpu-moe keeps tensor t
+// in system memory.
+func (p Profile) expertsOnCPU(t arch.Tensor) bool {
+	return t.Expert && t.Layer >= 0 && t.Layer < p.CPUMoE
 }
 
 // Defaults returns llama-server's defaults for an explicit -np 1 run with

@@ -300,6 +300,9 @@ func weightHomes(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 			dev = layerDev[t.Layer]
 		}
 		k := chooseBuffer(t, byName[dev], cpu, gpus, p.Mmap)
+		if p.expertsOnCPU(t) {
+			k = cpuOverride(cpu, p.Mmap)
+		}
 		out[t.Name] = home{device: k.device, bytes: int64(t.Size)}
 		if t.Name == "token_embd.weight" && m.TiedOutput {
 			dup := t

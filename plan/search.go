@@ -195,8 +195,9 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	var out []Candidate
 	memo := newBoundsMemo(m, s, cpu, gpus, o.FitTarget)
 	for _, cc := range caches {
-		profile := func(ngl, perSlot int) Profile {
+		profile := func(ngl, moe, perSlot int) Profile {
 			p := o.Base
+			p.CPUMoE = moe
 			p.Parallel, p.KVUnified = o.Parallel, false
 			p.Ctx = perSlot * o.Parallel
 			if fx.Ctx > 0 {
@@ -216,17 +217,19 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		// The bisections ask about nearby contexts at one layer count
 		// many times; a split that worked for that count is tried before
 		// filling again.
-		splits := map[int][]float64{}
+		type layers struct{ ngl, moe int }
+		splits := map[layers][]float64{}
 		// A fill that failed fails again with more context or more
 		// layers: remember the least of each that failed.
-		failCtx, failNgl := map[int]int{}, map[int]int{}
-		hopeless := func(ngl, perSlot int) bool {
-			c, ok := failCtx[ngl]
-			n, ok2 := failNgl[perSlot]
-			return ok && perSlot >= c || ok2 && ngl >= n
+		failCtx, failNgl := map[layers]int{}, map[[2]int]int{}
+		hopeless := func(l layers, perSlot int) bool {
+			c, ok := failCtx[l]
+			n, ok2 := failNgl[[2]int{l.moe, perSlot}]
+			return ok && perSlot >= c || ok2 && l.ngl >= n
 		}
-		eval := func(ngl, perSlot int) (Profile, *Assessment, bool) {
-			p := profile(ngl, perSlot)
+		eval := func(ngl, moe, perSlot int) (Profile, *Assessment, bool) {
+			l := layers{ngl, moe}
+			p := profile(ngl, moe, perSlot)
 			a, ok, err := memo.keeps(p, "")
 			if err != nil {
 				return p, nil, false
@@ -234,25 +237,25 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			if ok {
 				return p, a, true
 			}
-			if ts, ok := splits[ngl]; ok {
+			if ts, ok := splits[l]; ok {
 				q := p
 				q.TensorSplit = ts
 				if b, ok, err := memo.keeps(q, ""); err == nil && ok {
 					return q, b, true
 				}
 			}
-			if hopeless(ngl, perSlot) {
+			if hopeless(l, perSlot) {
 				return p, a, false
 			}
 			if q, b, ok := fillSplit(memo, p, a); ok {
-				splits[ngl] = q.TensorSplit
+				splits[l] = q.TensorSplit
 				return q, b, true
 			}
-			if c, ok := failCtx[ngl]; !ok || perSlot < c {
-				failCtx[ngl] = perSlot
+			if c, ok := failCtx[l]; !ok || perSlot < c {
+				failCtx[l] = perSlot
 			}
-			if n, ok := failNgl[perSlot]; !ok || ngl < n {
-				failNgl[perSlot] = ngl
+			if n, ok := failNgl[[2]int{moe, perSlot}]; !ok || ngl < n {
+				failNgl[[2]int{moe, perSlot}] = ngl
 			}
 			return p, a, false
 		}
@@ -262,11 +265,11 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		switch {
 		case fx.GPULayers != nil:
 			n := min(max(*fx.GPULayers, 0), maxLayers)
-			if _, _, ok := eval(n, minCtx); ok {
+			if _, _, ok := eval(n, 0, minCtx); ok {
 				ngl = n
 			}
 		case unified:
-			if _, _, ok := eval(maxLayers, minCtx); ok {
+			if _, _, ok := eval(maxLayers, 0, minCtx); ok {
 				ngl = maxLayers
 			}
 		default:
@@ -277,7 +280,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			lo, hi := -1, maxLayers
 			for lo < hi {
 				mid := (lo + hi + 1) / 2
-				if memo.mayKeep(profile(mid, minCtx)) {
+				if memo.mayKeep(profile(mid, 0, minCtx)) {
 					lo = mid
 				} else {
 					hi = mid - 1
@@ -285,7 +288,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			}
 			top := lo
 			for n := top; n >= 0 && n >= top-2; n-- {
-				if _, _, ok := eval(n, minCtx); ok {
+				if _, _, ok := eval(n, 0, minCtx); ok {
 					ngl = n
 					break
 				}
@@ -294,7 +297,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 				lo, hi = -1, top-3
 				for lo < hi {
 					mid := (lo + hi + 1) / 2
-					if _, _, ok := eval(mid, minCtx); ok {
+					if _, _, ok := eval(mid, 0, minCtx); ok {
 						lo = mid
 					} else {
 						hi = mid - 1
@@ -306,17 +309,47 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		if ngl < 0 {
 			continue
 		}
-		layerChoices := []int{ngl}
+		layerChoices := []layers{{ngl, 0}}
 		if o.Goal == GoalContext && !unified && ngl > 0 && fx.GPULayers == nil {
-			layerChoices = append(layerChoices, 0)
+			layerChoices = append(layerChoices, layers{0, 0})
 		}
-		for _, n := range layerChoices {
+		// A mixture of experts that does not fit whole: llama.cpp's fit
+		// keeps every layer's attention and dense weights on the GPUs and
+		// sends the routed experts of the first layers to system memory
+		// (--n-cpu-moe), which reads far less per token from system
+		// memory than whole layers there. The fewest such layers that fit.
+		if m.NExpert > 0 && len(gpus) > 0 && !unified && ngl < maxLayers && fx.GPULayers == nil {
+			// As for layers: the fewest that could do without compute
+			// buffers needs no replay; count up from there.
+			lo, hi := 1, m.NLayer
+			for lo < hi {
+				mid := (lo + hi) / 2
+				if memo.mayKeep(profile(maxLayers, mid, minCtx)) {
+					hi = mid
+				} else {
+					lo = mid + 1
+				}
+			}
+			for n := lo; n <= m.NLayer; n++ {
+				if _, _, ok := eval(maxLayers, n, minCtx); ok {
+					if o.Goal != GoalContext {
+						// It has more on the GPUs than any partial offload,
+						// which then cannot win: skip that one's search.
+						layerChoices = layerChoices[:0]
+					}
+					layerChoices = append(layerChoices, layers{maxLayers, n})
+					break
+				}
+			}
+		}
+		for _, lc := range layerChoices {
+			n := lc.ngl
 			perSlot := minCtx
 			if o.Goal != GoalSpeed && fx.Ctx == 0 {
 				lo, hi := minCtx/256, ceiling/256
 				for lo < hi {
 					mid := (lo + hi + 1) / 2
-					if _, _, ok := eval(n, mid*256); ok {
+					if _, _, ok := eval(n, lc.moe, mid*256); ok {
 						lo = mid
 					} else {
 						hi = mid - 1
@@ -324,7 +357,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 				}
 				perSlot = lo * 256
 			}
-			prof, a, ok := eval(n, perSlot)
+			prof, a, ok := eval(n, lc.moe, perSlot)
 			if !ok {
 				continue
 			}
@@ -373,18 +406,29 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 // better orders candidates by the goal. f16 wins ties with q8_0: the
 // quantized cache is proposed only when it buys something.
 func better(a, b Candidate, goal string, ceiling int) bool {
+	// Of plans with every layer on the GPUs, fewer experts in system
+	// memory read less from it per token.
+	moreOnGPU := func() (bool, bool) {
+		if a.GPULayers != b.GPULayers {
+			return a.GPULayers > b.GPULayers, true
+		}
+		if a.Profile.CPUMoE != b.Profile.CPUMoE {
+			return a.Profile.CPUMoE < b.Profile.CPUMoE, true
+		}
+		return false, false
+	}
 	switch goal {
 	case GoalSpeed:
-		if a.GPULayers != b.GPULayers {
-			return a.GPULayers > b.GPULayers
+		if w, ok := moreOnGPU(); ok {
+			return w
 		}
 	case GoalContext:
 		if a.CtxPerSlot != b.CtxPerSlot {
 			return a.CtxPerSlot > b.CtxPerSlot
 		}
 	default:
-		if a.GPULayers != b.GPULayers {
-			return a.GPULayers > b.GPULayers
+		if w, ok := moreOnGPU(); ok {
+			return w
 		}
 		if a.CtxPerSlot != b.CtxPerSlot {
 			return a.CtxPerSlot > b.CtxPerSlot

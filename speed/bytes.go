@@ -60,6 +60,9 @@ func perDevice(m *arch.Model, r *plan.Result, filled int, notes *[]string) []*tr
 			}
 		case t.Layer >= 0 && t.Layer <= m.NLayer:
 			d := at(r.LayerDevice[t.Layer])
+			if t.Expert && t.Layer < r.CPUMoE {
+				d = at(cpu) // --n-cpu-moe: these experts are read from system memory
+			}
 			size, elems := int64(t.Size), int64(t.Elements())
 			if t.Expert {
 				n := int64(t.Shape[len(t.Shape)-1])

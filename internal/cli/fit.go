@@ -119,11 +119,15 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	for _, n := range []string{"nkvo", "no-kv-offload"} {
 		fs.BoolVar(&nkvo, n, false, "keep the KV cache in system memory")
 	}
-	for _, n := range []string{"ot", "override-tensor", "n-cpu-moe", "ncmoe", "sm", "split-mode", "fit", "fitt", "fit-target"} {
-		fs.Var(refused{"-" + n}, n, "not modeled yet (refused rather than ignored)")
+	for _, n := range []string{"ncmoe", "n-cpu-moe"} {
+		fs.IntVar(&p.CPUMoE, n, 0, "keep the routed experts of the first N layers in system memory (MoE models)")
 	}
-	for _, n := range []string{"cpu-moe", "cmoe"} {
-		fs.Var(refusedBool{refused{"-" + n}}, n, "not modeled yet (refused rather than ignored)")
+	var cpuMoE bool
+	for _, n := range []string{"cmoe", "cpu-moe"} {
+		fs.BoolVar(&cpuMoE, n, false, "keep every layer's routed experts in system memory (MoE models)")
+	}
+	for _, n := range []string{"ot", "override-tensor", "sm", "split-mode", "fit", "fitt", "fit-target"} {
+		fs.Var(refused{"-" + n}, n, "not modeled yet (refused rather than ignored)")
 	}
 	return func() (plan.Profile, error) {
 		switch plan.FlashAttn(fa) {
@@ -143,6 +147,12 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 			p.GPULayers = plan.GPULayersAuto
 		}
 		p.TensorSplit = []float64(*ts)
+		if cpuMoE {
+			p.CPUMoE = 1 << 20 // every layer; the accountant needs no count
+		}
+		if p.CPUMoE < 0 {
+			return p, usagef("--n-cpu-moe must be 0 or more, not %d", p.CPUMoE)
+		}
 		p.Mmap = !noMmap
 		p.NoKVOffload = nkvo
 		if p.Ctx < 0 || p.Batch <= 0 || p.UBatch <= 0 {

@@ -133,7 +133,7 @@ func TestFitFlags(t *testing.T) {
 		err  string
 	}{
 		{[]string{"-ot", "exps=CPU"}, "-ot is not modeled yet"},
-		{[]string{"--cpu-moe"}, "not modeled yet"},
+		{[]string{"--n-cpu-moe", "-3"}, "--n-cpu-moe must be 0 or more"},
 		{[]string{"-fa", "maybe"}, "-fa must be on, off or auto"},
 		{[]string{"-ngl", "lots"}, "want a number of layers"},
 		{[]string{"-ctk", "q9"}, "unknown K cache type"},
@@ -144,6 +144,38 @@ func TestFitFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, tc.err) {
 			t.Errorf("%v: exit %d, %q", tc.args, code, errs)
 		}
+	}
+	// --n-cpu-moe moves routed experts to system memory: on a MoE model
+	// the GPU carries less and the mapped file more.
+	moe := synthFile(t, "qwen3-30b-a3b")
+	gpuOf := func(args ...string) (gpu, ram int64) {
+		code, out, errs := run(t, append([]string{"fit", "--quiet", "--json", moe, "-c", "4096", "-np", "1", "-ngl", "all", "--machine", "rtx-4090"}, args...)...)
+		if code != 0 {
+			t.Fatalf("fit %v: exit %d %s", args, code, errs)
+		}
+		var f struct {
+			Domains []struct {
+				ID    string `json:"id"`
+				Model int64  `json:"model"`
+			} `json:"domains"`
+		}
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Domains {
+			if d.ID == "gpu0" {
+				gpu = d.Model
+			} else {
+				ram = d.Model
+			}
+		}
+		return gpu, ram
+	}
+	g0, r0 := gpuOf()
+	g20, r20 := gpuOf("--n-cpu-moe", "20")
+	gAll, _ := gpuOf("--cpu-moe")
+	if !(g20 < g0 && r20 > r0 && gAll < g20) {
+		t.Errorf("GPU model bytes: %d without, %d with --n-cpu-moe 20, %d with --cpu-moe; RAM %d -> %d", g0, g20, gAll, r0, r20)
 	}
 	code, out, _ := run(t, "fit", "--quiet", path, "-c", "2048", "-np", "1", "--machine", "m4-16")
 	if code != 0 || !strings.Contains(out, "unified") || !strings.Contains(out, "MTL0") {

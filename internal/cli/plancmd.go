@@ -31,9 +31,13 @@ and --headless plans for that.
 A machine file joined with 'headroom hw --rpc' adds the GPUs of hosts
 running rpc-server: layers are split over them and this machine, each
 host's memory checked on its own, and the flags carry --rpc and -ts.
-Not yet planned: MoE expert offload (-ot, --cpu-moe), a searched tensor
-split across several local GPUs (llama.cpp's split by free memory is
-used), projectors and draft models.
+A mixture of experts that does not fit whole is placed dense-first, as
+llama.cpp's fit places it: every layer's attention and dense weights on
+the GPUs, the routed experts of the fewest leading layers in system memory
+(--n-cpu-moe N). On several GPUs where llama.cpp's default split (by free
+memory) falls short, layers are filled back to front and pinned with -ts.
+Not yet planned: arbitrary tensor overrides (-ot), projectors and draft
+models.
 
 Examples:
   headroom plan model.gguf

@@ -137,6 +137,9 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, machine 
 			}
 			ctxs = est + strconv.Itoa(r.Plan.CtxPerSlot)
 			ngl = fmt.Sprintf("%s%d/%d", est, r.Plan.GPULayers, r.Plan.LayersTotal)
+			if r.Plan.CPUMoE > 0 {
+				ngl += fmt.Sprintf(" (moe %d cpu)", r.Plan.CPUMoE)
+			}
 			kv = r.Plan.CacheType
 		}
 		q := "null"
