@@ -259,10 +259,49 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			}
 			return p, a, false
 		}
+		// A mixture of experts that does not fit whole: llama.cpp's fit
+		// keeps every layer's attention and dense weights on the GPUs and
+		// sends the routed experts of the first layers to system memory
+		// (--n-cpu-moe), which reads far less per token from system
+		// memory than whole layers there. leastExperts finds the fewest
+		// such layers that fit: as for layers, the fewest that could do
+		// without compute buffers needs no replay, and the replayed search
+		// counts up from there.
+		moeable := m.NExpert > 0 && len(gpus) > 0 && !unified && fx.GPULayers == nil
+		leastExperts := func() (int, bool) {
+			lo, hi := 1, m.NLayer
+			for lo < hi {
+				mid := (lo + hi) / 2
+				if memo.mayKeep(profile(maxLayers, mid, minCtx)) {
+					hi = mid
+				} else {
+					lo = mid + 1
+				}
+			}
+			for n := lo; n <= m.NLayer; n++ {
+				if _, _, ok := eval(maxLayers, n, minCtx); ok {
+					return n, true
+				}
+			}
+			return 0, false
+		}
+		// Where dense-first placement fits, it has more on the GPUs than
+		// any partial offload, which cannot win then (except on context):
+		// that search is skipped.
+		var moeFirst *layers
+		if moeable && o.Goal != GoalContext {
+			if _, _, whole := eval(maxLayers, 0, minCtx); !whole {
+				if n, ok := leastExperts(); ok {
+					moeFirst = &layers{maxLayers, n}
+				}
+			}
+		}
 		// The most layers that fit at the minimum context (bisection:
 		// fewer GPU layers never need more GPU memory).
 		ngl := -1
 		switch {
+		case moeFirst != nil:
+			ngl = maxLayers
 		case fx.GPULayers != nil:
 			n := min(max(*fx.GPULayers, 0), maxLayers)
 			if _, _, ok := eval(n, 0, minCtx); ok {
@@ -313,33 +352,12 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		if o.Goal == GoalContext && !unified && ngl > 0 && fx.GPULayers == nil {
 			layerChoices = append(layerChoices, layers{0, 0})
 		}
-		// A mixture of experts that does not fit whole: llama.cpp's fit
-		// keeps every layer's attention and dense weights on the GPUs and
-		// sends the routed experts of the first layers to system memory
-		// (--n-cpu-moe), which reads far less per token from system
-		// memory than whole layers there. The fewest such layers that fit.
-		if m.NExpert > 0 && len(gpus) > 0 && !unified && ngl < maxLayers && fx.GPULayers == nil {
-			// As for layers: the fewest that could do without compute
-			// buffers needs no replay; count up from there.
-			lo, hi := 1, m.NLayer
-			for lo < hi {
-				mid := (lo + hi) / 2
-				if memo.mayKeep(profile(maxLayers, mid, minCtx)) {
-					hi = mid
-				} else {
-					lo = mid + 1
-				}
-			}
-			for n := lo; n <= m.NLayer; n++ {
-				if _, _, ok := eval(maxLayers, n, minCtx); ok {
-					if o.Goal != GoalContext {
-						// It has more on the GPUs than any partial offload,
-						// which then cannot win: skip that one's search.
-						layerChoices = layerChoices[:0]
-					}
-					layerChoices = append(layerChoices, layers{maxLayers, n})
-					break
-				}
+		switch {
+		case moeFirst != nil:
+			layerChoices = []layers{*moeFirst}
+		case moeable && o.Goal == GoalContext && ngl < maxLayers:
+			if n, ok := leastExperts(); ok {
+				layerChoices = append(layerChoices, layers{maxLayers, n})
 			}
 		}
 		for _, lc := range layerChoices {
