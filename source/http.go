@@ -9,9 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/headroom-llm/headroom/internal/httpretry"
 )
 
 // Errors that remote reads wrap, for errors.Is.
@@ -197,8 +198,8 @@ func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 				return nil, fmt.Errorf("%s: gave up after %d attempt(s): %w", what, attempt, err)
 			}
 			o.logf("%s failed (%v); retrying", what, err)
-		case transientStatus(resp.StatusCode):
-			ra, hasRA := retryAfter(resp.Header.Get("Retry-After"))
+		case httpretry.Transient(resp.StatusCode):
+			ra, hasRA := httpretry.RetryAfter(resp.Header.Get("Retry-After"))
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
 			wd.stop()
@@ -248,30 +249,6 @@ func transportError(actx context.Context, err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-func transientStatus(code int) bool {
-	switch code {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
 }
 
 // statusError explains a final non-success answer. hub says the address is

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/headroom-llm/headroom/internal/httpretry"
 )
 
 const (
@@ -323,8 +325,8 @@ func (s *Store) accept(d *dl, resp *http.Response) (complete bool, err error) {
 			return true, nil
 		}
 		return false, d.restart(fmt.Errorf("the server refused the range bytes=%d-", d.n))
-	case transientStatus(code):
-		wait, _ := retryAfter(resp.Header.Get("Retry-After"))
+	case httpretry.Transient(code):
+		wait, _ := httpretry.RetryAfter(resp.Header.Get("Retry-After"))
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return false, &transient{err: fmt.Errorf("the server answered %d %s", code, http.StatusText(code)), wait: wait}
 	default:
