@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -43,7 +44,7 @@ type fitJSON struct {
 }
 
 func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa")
+	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa", "ts", "ncmoe")
 	if err != nil {
 		return err
 	}
@@ -95,6 +96,19 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 	p.CacheK = q.oneOf("ctk", "f16", cacheTypes()...)
 	p.CacheV = q.oneOf("ctv", "f16", cacheTypes()...)
 	p.FlashAttn = plan.FlashAttn(q.oneOf("fa", string(plan.FlashAuto), "on", "off", "auto"))
+	// A plan's layer split and MoE expert placement (-ts, --n-cpu-moe),
+	// so a plan can be checked, and re-checked live, as it was made.
+	p.CPUMoE = q.intIn("ncmoe", 0, 0, 9999)
+	if ts, ok := q.str("ts"); ok && ts != "" {
+		for _, part := range strings.Split(ts, ",") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+			if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) || len(p.TensorSplit) >= 64 {
+				q.fail("ts must be up to 64 comma-separated non-negative numbers such as 3,1, not %q", ts)
+				break
+			}
+			p.TensorSplit = append(p.TensorSplit, x)
+		}
+	}
 	return ref, p, q.err
 }
 

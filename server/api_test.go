@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,6 +57,8 @@ func TestErrors(t *testing.T) {
 		says        string
 	}{
 		{"unknown model", bare, "GET", "/api/fit?model=nope/Q4_K_M&machine=rtx-4090", "", "", false, 404, "not_found", "not a catalog variant"},
+		{"bad split", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&ts=3,x", "", "", false, 400, "invalid_request_error", "ts must be"},
+		{"bad expert layers", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&ncmoe=-2", "", "", false, 400, "invalid_request_error", "ncmoe"},
 		{"unknown quant", bare, "GET", "/api/fit?model=qwen3-8b/Q3_K_S&machine=rtx-4090", "", "", false, 404, "not_found", "qwen3-8b/Q3_K_S"},
 		{"unknown model for plan", bare, "GET", "/api/plan?model=nope", "", "", false, 404, "not_found", "not a catalog variant"},
 		{"open: outside the store", withRuntime, "GET", "/api/fit?model=/etc/passwd", "", "", false, 403, "forbidden", "only files inside the store"},
@@ -250,6 +253,22 @@ func TestFit(t *testing.T) {
 					t.Errorf("verdict %q limiting %v, want does_not_fit on gpu0", a.Verdict, a.Limiting)
 				}
 			}},
+		{"a layer split", "model=qwen3-8b/Q4_K_M&machine=2x-rtx-3090&ctx=8192&parallel=1&ts=30,7", nil,
+			func(t *testing.T, a fitAnswer) {
+				var gpu0, gpu1 int64
+				for _, d := range a.Domains {
+					switch d.ID {
+					case "gpu0":
+						gpu0 = d.Model
+					case "gpu1":
+						gpu1 = d.Model
+					}
+				}
+				// 30 of 37 layers on the first card, the output layer on the second.
+				if len(a.Profile.TensorSplit) != 2 || gpu0 < 2*gpu1 {
+					t.Errorf("profile %+v, weights %d / %d: want the 30,7 split carried", a.Profile, gpu0, gpu1)
+				}
+			}},
 		{"opened outside the catalog", "model=hf:example/tiny-GGUF:Q4_K_M&machine=rtx-4090&ctx=4096&parallel=1", nil,
 			func(t *testing.T, a fitAnswer) {
 				if a.Artifact.Ref != "hf:example/tiny-GGUF:Q4_K_M" || a.Artifact.Architecture != "qwen3" || a.Artifact.SizeBytes <= 0 || a.Verdict != plan.Fits {
@@ -297,5 +316,40 @@ func TestFit(t *testing.T) {
 				tt.check(t, got)
 			}
 		})
+	}
+}
+
+// TestFitExpertsInRAM: the plan for gpt-oss-120b on a 24 GB card keeps the
+// routed experts of some layers in system memory; /api/fit with the plan's
+// ncmoe fits, without it (every expert on the card) it does not. The panel
+// passes the plan's ncmoe and ts to /api/fit for this reason.
+func TestFitExpertsInRAM(t *testing.T) {
+	h := newTestHandler(t, nil)
+	var p struct {
+		Chosen *struct {
+			Profile plan.Profile `json:"profile"`
+		} `json:"chosen"`
+	}
+	get := func(target string, v any) {
+		t.Helper()
+		code, _, body := do(t, h, "GET", target, "", nil)
+		if code != 200 {
+			t.Fatalf("GET %s: %d %s", target, code, body)
+		}
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get("/api/plan?model=gpt-oss-120b/MXFP4_MOE&machine=rtx-4090&parallel=1", &p)
+	if p.Chosen == nil || p.Chosen.Profile.CPUMoE == 0 {
+		t.Fatalf("plan %+v: want experts of some layers in system memory", p.Chosen)
+	}
+	c := p.Chosen.Profile
+	base := fmt.Sprintf("/api/fit?model=gpt-oss-120b/MXFP4_MOE&machine=rtx-4090&parallel=1&ctx=%d&ngl=all&ctk=%s&ctv=%s&fa=%s", c.Ctx, c.CacheK, c.CacheV, c.FlashAttn)
+	var with, without fitAnswer
+	get(base+fmt.Sprintf("&ncmoe=%d", c.CPUMoE), &with)
+	get(base, &without)
+	if with.Verdict != plan.Fits || without.Verdict != plan.DoesNotFit {
+		t.Errorf("with ncmoe=%d: %s (%s); without: %s", c.CPUMoE, with.Verdict, with.Reason, without.Verdict)
 	}
 }

@@ -178,6 +178,9 @@ func TestPanel(t *testing.T) {
 		{"partly-on-gpu", "gemma-3-27b-it/Q8_0", plan.Fits, []string{"model", "context", "compute"}, true},
 		// No plan fits; every layer on the card overflows it.
 		{"does-not-fit", "qwen3-235b-a22b/Q4_K_M", plan.DoesNotFit, []string{"model", "overflow"}, false},
+		// The plan keeps some layers' experts in system RAM (--n-cpu-moe):
+		// the panel must check it as planned, or it would draw an overflow.
+		{"moe-experts-in-ram", "gpt-oss-120b/MXFP4_MOE", plan.Fits, []string{"model", "context", "compute"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -208,6 +208,9 @@ function fitParams() {
     params.ctk = state.profile.cache_type_k;
     params.ctv = state.profile.cache_type_v;
     params.fa = state.profile.flash_attn;
+    // the plan's layer split and MoE expert placement, as it was made
+    if (state.profile.tensor_split && state.profile.tensor_split.length) params.ts = state.profile.tensor_split.join(",");
+    if (state.profile.cpu_moe_layers) params.ncmoe = state.profile.cpu_moe_layers;
   }
   return params;
 }
