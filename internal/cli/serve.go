@@ -100,15 +100,17 @@ Examples:
 	if run.Recorded != "" {
 		fmt.Fprintf(env.Stdout, "  recorded in %s\n", run.Recorded)
 	}
+	var died error
 	select {
 	case <-ctx.Done():
 		say(d, "stopping", "stopping llama-server")
 	case <-exited(run.Server):
-		say(d, "failed", "llama-server exited on its own: "+strings.Join(run.Server.LogTail(3), " | "))
+		died = fmt.Errorf("llama-server exited on its own after it was ready: %s", strings.Join(run.Server.LogTail(3), " | "))
+		say(d, "failed", "engine exited")
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	return run.Stop(stopCtx)
+	return errors.Join(died, run.Stop(stopCtx))
 }
 
 // prepareAndLoad is serve's chain: resolve, assess, pull (unless it is

@@ -154,8 +154,16 @@ func TestServeCommand(t *testing.T) {
 	}
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
 
+	// A crash while serving ends serve with an error, not a clean exit.
+	s.vars["FAKE_LLAMA_MODE"] = "crash-after-ready"
+	code, stdout, stderr := s.run("serve", "--llama-server", bin, "--machine", "cpu-32", "--port", "0", "--no-pull",
+		"hf:test/mamba-GGUF/Mamba2-130M-Q8_0.gguf")
+	if code != 1 || !strings.Contains(stdout, "ready: ") || !strings.Contains(stderr, "exited on its own") {
+		t.Errorf("serve whose llama-server crashes after ready: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
 	s.vars["FAKE_LLAMA_MODE"] = "broken-health"
-	code, _, stderr := s.run("serve", "--llama-server", bin, "--machine", "cpu-32", "--port", "0", "--no-pull",
+	code, _, stderr = s.run("serve", "--llama-server", bin, "--machine", "cpu-32", "--port", "0", "--no-pull",
 		"hf:test/mamba-GGUF/Mamba2-130M-Q8_0.gguf")
 	if code != 1 || !strings.Contains(stderr, "out_of_memory_at_init") || strings.Contains(stderr, "ready:") {
 		t.Errorf("serve against a server that is healthy but cannot complete: exit %d\n%s", code, stderr)

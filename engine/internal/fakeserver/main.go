@@ -7,7 +7,7 @@
 //
 //	FAKE_LLAMA_MODE   good (default), init-oom, broken-health,
 //	                  broken-completion, error-exit, silent-exit,
-//	                  never-ready, slow-exit, sleep
+//	                  never-ready, slow-exit, crash-after-ready, sleep
 //	FAKE_LLAMA_ARGV   file to write the arguments to, as a JSON array
 //	FAKE_LLAMA_LOG    file whose lines are printed as the load log instead
 //	                  of the built-in one (to replay a recorded log)
@@ -26,6 +26,8 @@
 //	silent-exit        exits 3 without a word
 //	never-ready        /health 503 forever
 //	slow-exit          like good, but ignores SIGTERM
+//	crash-after-ready  like good, but exits 134 half a second after its
+//	                   first completion (a crash while serving)
 //	sleep              sleeps until killed (the child of FAKE_LLAMA_CHILD)
 package main
 
@@ -137,7 +139,7 @@ func (f *fake) run() {
 	switch f.mode {
 	case "silent-exit":
 		os.Exit(3)
-	case "good", "init-oom", "broken-health", "broken-completion", "error-exit", "never-ready", "slow-exit":
+	case "good", "init-oom", "broken-health", "broken-completion", "error-exit", "never-ready", "slow-exit", "crash-after-ready":
 	default:
 		f.die(2, "fakeserver: unknown FAKE_LLAMA_MODE %q", f.mode)
 	}
@@ -262,6 +264,12 @@ func (f *fake) handler() http.Handler {
 			reply(w, http.StatusInternalServerError, `{"error":{"code":500,"message":"failed to decode the batch","type":"server_error"}}`)
 		default:
 			reply(w, http.StatusOK, fmt.Sprintf(`{"index":0,"content":"Hi","tokens":[],"id_slot":0,"stop":true,"model":%q,"tokens_predicted":%d,"tokens_evaluated":2}`, f.model, *req.NPredict))
+			if f.mode == "crash-after-ready" {
+				time.AfterFunc(500*time.Millisecond, func() {
+					fmt.Fprintln(os.Stderr, "GGML_ASSERT(ctx) failed")
+					os.Exit(134)
+				})
+			}
 		}
 	})
 	return mux
