@@ -15,19 +15,72 @@ type schedOptions struct {
 	cpu      string
 	gpus     []string         // in llama.cpp's device order
 	maxAlloc map[string]int64 // largest tensor each GPU can bind
-	// offload is llama.cpp's op_offload: with a batch of at least 32
-	// tokens, an op whose weight is in host memory runs on the first GPU,
-	// which receives a copy of the weight.
+	// offload is llama.cpp's op_offload: an op whose weight is in host
+	// memory may run on the first GPU, which receives a copy of the
+	// weight, when the GPU's offload_op accepts the op (offloadBatch).
 	offload bool
 	// offloadTo is that GPU: the first that accepts offloaded ops.
 	offloadTo string
+	// cacheTypes are the element types of the caches, by the names the
+	// graph descriptions give them.
+	cacheTypes map[string]gguf.GGMLType
 }
 
-// viewBytes is the logical size of a view, which a copy to another backend
-// must hold.
-func viewBytes(t *gtensor) int64 {
-	row, _ := gguf.GGMLType(t.layout.typ).RowSize(uint64(t.layout.ne[0]))
+// elemType is the element type ggml gives t: a view keeps the type of the
+// tensor it views. The graph descriptions lay most caches out as f32
+// placeholders (the caches are sized elsewhere), but llama.cpp stores K and
+// V in the context's cache types, and a view of a cache that a split copies
+// to another backend is copied in that type.
+func (o schedOptions) elemType(t *gtensor) gguf.GGMLType {
+	owner := t
+	if t.op == opView && t.view != nil {
+		owner = t.view
+	}
+	if owner.external && !owner.isWeight {
+		if typ, ok := o.cacheTypes[owner.name]; ok {
+			return typ
+		}
+	}
+	return gguf.GGMLType(owner.layout.typ)
+}
+
+// bytesOf is ggml_nbytes of t as the scheduler sees it: what a copy to
+// another backend holds and what a device's binding limit is checked
+// against. Views and caches are sized by their shape (the views here
+// cover whole rows of what they view, so strides add nothing); weights and
+// computed tensors by their own size.
+func (o schedOptions) bytesOf(t *gtensor) int64 {
+	if t.op != opView && !(t.external && !t.isWeight) {
+		return t.bytes
+	}
+	row, _ := o.elemType(t).RowSize(uint64(t.layout.ne[0]))
 	return int64(row) * t.layout.ne[1] * t.layout.ne[2] * t.layout.ne[3]
+}
+
+// minOffloadBatch is the batch size from which Vulkan's offload_op takes an
+// op (op_offload_min_batch_size: GGML_OP_OFFLOAD_MIN_BATCH, 32 by default).
+const minOffloadBatch = 32
+
+// offloadBatch is the batch size Vulkan's offload_op judges op n by
+// (ggml_vk_get_op_batch_size), n reading weight w: none for GET_ROWS, whose
+// lookup reads a few rows of its table; the columns (ne[1]) of a matrix
+// multiplication and the tokens (ne[2]) of an expert multiplication; the
+// rows of any other op, so that ADD_ID, which adds a bias row per selected
+// expert and token, counts both. An op whose first source is its weight is
+// a multiplication or a lookup here; an expert multiplication also reads
+// the ids of the selected experts, a third source.
+func offloadBatch(n, w *gtensor) int64 {
+	ne := n.layout.ne
+	switch {
+	case len(n.src) == 0 || n.src[0] != w:
+		return ne[1] * ne[2] * ne[3]
+	case n.gather:
+		return 0
+	case len(n.src) == 3:
+		return ne[2]
+	default:
+		return ne[1]
+	}
 }
 
 // assign gives every node a backend with the scheduler's passes: ops on
@@ -36,12 +89,7 @@ func viewBytes(t *gtensor) int64 {
 // their neighbours, GPU assignments spreading first.
 func assign(g *graph, o schedOptions) {
 	isGPU := func(d string) bool { return d != "" && d != o.cpu }
-	size := func(t *gtensor) int64 {
-		if t.op == opView || (t.external && !t.isWeight) {
-			return viewBytes(t)
-		}
-		return t.bytes
-	}
+	size := o.bytesOf
 	// supports is the device's supports_op as far as sizes go: a GPU
 	// cannot bind a tensor larger than its largest binding, in or out.
 	supports := func(dev string, n *gtensor) bool {
@@ -88,7 +136,7 @@ func assign(g *graph, o schedOptions) {
 				continue
 			case isGPU(owner.home):
 				n.dev = owner.home
-			case o.offload && o.offloadTo != "" && !n.gather &&
+			case o.offload && o.offloadTo != "" && offloadBatch(n, owner) >= minOffloadBatch &&
 				(o.maxAlloc[o.offloadTo] == 0 || owner.bytes <= o.maxAlloc[o.offloadTo]):
 				n.dev = o.offloadTo
 			default:
@@ -136,13 +184,17 @@ func assign(g *graph, o schedOptions) {
 	}
 }
 
-// splitGraph rewrites an assigned graph as the scheduler runs it: nodes
-// are cut into splits of one backend, the inputs a split needs from
-// another backend are copied to it at the start of the split (one copy per
-// tensor and backend, reused by later splits), and the split's nodes read
-// the copies. A weight offloaded to a GPU is copied per use, and each such
-// use starts a split.
-func splitGraph(g *graph, cpu string) *graph {
+// maxSplitInputs is GGML_SCHED_MAX_SPLIT_INPUTS, the inputs a split
+// holds before the scheduler starts a new one rather than grow the list.
+const maxSplitInputs = 30
+
+// splitGraph rewrites an assigned graph as the scheduler runs it (pass 5 of
+// ggml_backend_sched_split_graph, then the graph copy it allocates): nodes
+// are cut into splits of one backend, the inputs a split needs from another
+// backend are copied to it at the start of the split, and the split's nodes
+// read the copies. A copy is made once per tensor and backend, so a later
+// split on the same backend reads the earlier copy and keeps it alive.
+func splitGraph(g *graph, o schedOptions) *graph {
 	devOf := func(t *gtensor) string {
 		if t.op == opView && t.view != nil {
 			if t.view.external {
@@ -161,73 +213,82 @@ func splitGraph(g *graph, cpu string) *graph {
 		}
 		return devOf(n)
 	}
-	// Cut the nodes into splits.
-	type split struct {
-		dev   string
-		nodes []*gtensor
+	// plain views are not scheduled: they run in whatever split is open
+	// and read their sources where they are.
+	plainView := func(n *gtensor) bool { return n.op == opView && len(n.src) <= 1 }
+	// needsCopy says whether split backend dev must copy source s in. Only
+	// one backend's buffers are usable by another here (the CPU's host
+	// memory is not a GPU's, nor the reverse), so a source elsewhere is
+	// copied; caches are only read through views, which are.
+	needsCopy := func(s *gtensor, dev string) bool {
+		return devOf(s) != dev && !(s.external && !s.isWeight)
 	}
-	var splits []split
-	weightInSplit := false
+	type split struct {
+		dev    string
+		inputs []*gtensor // the copies made at the start of the split
+		nodes  []*gtensor
+	}
+	var splits []*split
+	copies := map[*gtensor]map[string]*gtensor{}
 	for _, n := range g.nodes {
-		dev := nodeDev(n)
-		needsWeight := false
-		if !(n.op == opView && len(n.src) <= 1) {
-			for _, s := range n.src {
-				if s.isWeight && s.home != dev {
-					needsWeight = true
-				}
-			}
-		}
-		if n.op == opView && len(n.src) <= 1 && len(splits) > 0 {
-			// plain views belong to whatever split is running
-			last := &splits[len(splits)-1]
+		if plainView(n) && len(splits) > 0 {
+			last := splits[len(splits)-1]
 			last.nodes = append(last.nodes, n)
 			continue
 		}
-		if len(splits) == 0 || splits[len(splits)-1].dev != dev || (needsWeight && weightInSplit) {
-			splits = append(splits, split{dev: dev})
-			weightInSplit = false
+		dev := nodeDev(n)
+		var cur *split
+		if len(splits) > 0 {
+			cur = splits[len(splits)-1]
 		}
-		if needsWeight {
-			weightInSplit = true
+		// A split that already copies something in ends before a node
+		// that needs a weight from another backend, so the memory of the
+		// weights copied so far can be reused, and before a node that
+		// needs a new copy once it holds GGML_SCHED_MAX_SPLIT_INPUTS.
+		newSplit := cur == nil || cur.dev != dev
+		if !newSplit && len(cur.inputs) > 0 && !plainView(n) {
+			for _, s := range n.src {
+				if s.isWeight && devOf(s) != dev {
+					newSplit = true
+					break
+				}
+				if len(cur.inputs) >= maxSplitInputs && needsCopy(s, dev) && copies[s][dev] == nil {
+					newSplit = true
+					break
+				}
+			}
 		}
-		last := &splits[len(splits)-1]
-		last.nodes = append(last.nodes, n)
-	}
-	out := &graph{leafs: g.leafs}
-	copies := map[*gtensor]map[string]*gtensor{}
-	for _, sp := range splits {
-		var pre []*gtensor
-		for _, n := range sp.nodes {
-			if n.op == opView && len(n.src) <= 1 {
+		if newSplit {
+			cur = &split{dev: dev}
+			splits = append(splits, cur)
+		}
+		cur.nodes = append(cur.nodes, n)
+		if plainView(n) {
+			continue
+		}
+		for i, s := range n.src {
+			if !needsCopy(s, dev) {
 				continue
 			}
-			for i, s := range n.src {
-				from := devOf(s)
-				if from == sp.dev || (s.external && !s.isWeight) {
-					continue
+			c := copies[s][dev]
+			if c == nil {
+				c = &gtensor{name: s.name + "#" + dev, bytes: o.bytesOf(s), op: opOther, dev: dev, layout: s.layout}
+				if !s.external {
+					c.src = []*gtensor{s} // the source lives until it is copied
 				}
-				c := copies[s][sp.dev]
-				if c == nil || s.isWeight {
-					size := s.bytes
-					if s.op == opView {
-						size = viewBytes(s)
-					}
-					c = &gtensor{name: s.name + "#" + sp.dev, bytes: size, op: opOther, dev: sp.dev, layout: s.layout}
-					if !s.external {
-						c.src = []*gtensor{s} // the source lives until it is copied
-					}
-					if copies[s] == nil {
-						copies[s] = map[string]*gtensor{}
-					}
-					copies[s][sp.dev] = c
-					pre = append(pre, c)
+				if copies[s] == nil {
+					copies[s] = map[string]*gtensor{}
 				}
-				n.src = append([]*gtensor(nil), n.src...)
-				n.src[i] = c
+				copies[s][dev] = c
+				cur.inputs = append(cur.inputs, c)
 			}
+			n.src = append([]*gtensor(nil), n.src...)
+			n.src[i] = c
 		}
-		out.nodes = append(out.nodes, pre...)
+	}
+	out := &graph{leafs: g.leafs}
+	for _, sp := range splits {
+		out.nodes = append(out.nodes, sp.inputs...)
 		out.nodes = append(out.nodes, sp.nodes...)
 	}
 	return out
@@ -245,7 +306,8 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 			kv[i] = cpu.Name
 		}
 	}
-	o := schedOptions{cpu: cpu.Name, maxAlloc: map[string]int64{}}
+	o := schedOptions{cpu: cpu.Name, maxAlloc: map[string]int64{},
+		cacheTypes: map[string]gguf.GGMLType{"cache_k": c.TypeK, "cache_v": c.TypeV}}
 	if g := offloadGPU(gpus); g != nil {
 		o.offloadTo = g.Name
 	}
@@ -264,11 +326,11 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	if c.NSeq > c.NUBatch {
 		graphs = append(graphs, c.NSeq)
 	}
+	o.offload = true // llama.cpp's default
 	for _, tokens := range graphs {
-		o.offload = tokens >= 32
 		g := build(m, c, tokens, &gb{cpu: cpu.Name, homes: homes, kvDev: kv})
 		assign(g, o)
-		split := splitGraph(g, cpu.Name)
+		split := splitGraph(g, o)
 		allocs := map[string]*dynAlloc{}
 		reserveOn(split, func(t *gtensor) *dynAlloc {
 			d := t.dev

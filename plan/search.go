@@ -386,14 +386,27 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	}
 	// The search decided some candidates on bounds; what a plan shows is
 	// the exact accounting.
+	// Compute buffers grow with the context only roughly: ggml's allocator
+	// can pack a larger graph tighter, so a bound can be wrong by a step.
+	// A candidate the exact accounting refuses steps its context down
+	// until it keeps the target (a few steps at most in practice; 32 are
+	// allowed); one with a fixed context is dropped.
 	exact := out[:0]
 	for _, c := range out {
-		a, err := memo.exact(c.Profile)
-		if err != nil || a.Verdict != Fits || minMargin(a) < o.FitTarget {
-			continue // cannot happen while compute grows with context; never shown unchecked
+		for steps := 0; steps < 32; steps++ {
+			a, err := memo.exact(c.Profile)
+			if err == nil && a.Verdict == Fits && minMargin(a) >= o.FitTarget {
+				c.Result, c.MinMargin = a, minMargin(a)
+				exact = append(exact, c)
+				break
+			}
+			if err != nil || fx.Ctx > 0 || c.CtxPerSlot-256 < minCtx {
+				break
+			}
+			c.CtxPerSlot -= 256
+			c.Profile.Ctx = c.CtxPerSlot * c.Profile.Parallel
+			c.Flags = append(flagsFor(c.Profile, len(gpus) > 0), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
 		}
-		c.Result, c.MinMargin = a, minMargin(a)
-		exact = append(exact, c)
 	}
 	out = exact
 	p := &Plan{Candidates: out}
