@@ -252,32 +252,8 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 
 func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
 
-// assessAtLeast is assessOnce for searches that only need to know whether
-// a profile keeps target free: in the domain only, or in every domain when
-// only is "". Compute buffers are the costly part of an accounting (a graph
-// replay) and only add memory, so a profile already short without them is
-// answered from the rest of the buffers, and the replay is skipped. The
-// assessment such an answer returns lacks the compute buffers.
-func assessAtLeast(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device, target int64, only string) (*Assessment, error) {
-	r, err := Place(m, p, cpu, gpus)
-	if err != nil {
-		return nil, err
-	}
-	a, err := r.Against(s)
-	if err != nil {
-		return nil, err
-	}
-	short := marginIn(a, only) < target
-	if only == "" {
-		short = a.Verdict != Fits || minMargin(a) < target
-	}
-	if short {
-		return a, nil
-	}
-	r.Buffers = append(r.Buffers, computeBuffers(m, r.Context, p, cpu, gpus, r.LayerDevice)...)
-	return r.Against(s)
-}
-
+// marginIn is domain id's margin in an assessment; a domain it does not
+// list carries nothing, so nothing there is short.
 func marginIn(a *Assessment, id string) int64 {
 	for _, d := range a.Domains {
 		if d.ID == id {
