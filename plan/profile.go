@@ -4,6 +4,8 @@ package plan
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -151,4 +153,22 @@ func cacheType(name string) (gguf.GGMLType, bool) {
 		}
 	}
 	return 0, false
+}
+
+// maxSplitDevices bounds a tensor split: llama.cpp has at most 16 devices
+// (LLAMA_MAX_DEVICES); anything far longer is a mistake, not a machine.
+const maxSplitDevices = 64
+
+// ParseTensorSplit reads -ts as llama-server takes it: comma-separated
+// non-negative shares, one per device in llama.cpp's order.
+func ParseTensorSplit(s string) ([]float64, error) {
+	var out []float64
+	for _, part := range strings.Split(s, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) || len(out) >= maxSplitDevices {
+			return nil, fmt.Errorf("want up to %d comma-separated non-negative numbers like 3,1, not %q", maxSplitDevices, s)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -100,14 +99,11 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 	// so a plan can be checked, and re-checked live, as it was made.
 	p.CPUMoE = q.intIn("ncmoe", 0, 0, 9999)
 	if ts, ok := q.str("ts"); ok && ts != "" {
-		for _, part := range strings.Split(ts, ",") {
-			x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-			if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) || len(p.TensorSplit) >= 64 {
-				q.fail("ts must be up to 64 comma-separated non-negative numbers such as 3,1, not %q", ts)
-				break
-			}
-			p.TensorSplit = append(p.TensorSplit, x)
+		split, err := plan.ParseTensorSplit(ts)
+		if err != nil {
+			q.fail("ts: %v", err)
 		}
+		p.TensorSplit = split
 	}
 	return ref, p, q.err
 }

@@ -31,7 +31,6 @@ type apiRuntime struct {
 	ready  time.Duration
 
 	mu   sync.Mutex
-	seq  int
 	runs map[string]*apiInstance
 }
 
@@ -127,7 +126,6 @@ func (rt *apiRuntime) Load(ctx context.Context, req server.LoadRequest) (*server
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	rt.seq++
 	info := server.Instance{ID: run.Ticket.ID, Model: req.Model, State: "ready", URL: run.Server.URL(), Flags: run.Flags,
 		Reason: run.Reconciliation.Summary()}
 	if rt.runs == nil {

@@ -50,15 +50,9 @@ type floats []float64
 func (f *floats) String() string { return fmt.Sprint([]float64(*f)) }
 
 func (f *floats) Set(s string) error {
-	*f = (*f)[:0]
-	for _, part := range strings.Split(s, ",") {
-		x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-		if err != nil || x < 0 {
-			return fmt.Errorf("want comma-separated non-negative numbers like 3,1, not %q", s)
-		}
-		*f = append(*f, x)
-	}
-	return nil
+	split, err := plan.ParseTensorSplit(s)
+	*f = split
+	return err
 }
 
 // refused is a llama.cpp flag headroom knows but does not model yet: it is

@@ -55,15 +55,12 @@ Examples:
 	if err != nil {
 		return err
 	}
-	st, err := openStore(env, *storeDir, *quiet)
-	if err != nil {
-		return err
-	}
 	d, err := launchDeps(env, *machine, *quiet)
 	if err != nil {
 		return err
 	}
-	if st.HTTP, err = d.Client.DownloadClient(); err != nil {
+	st, err := openStore(env, *storeDir, *quiet, d.Client)
+	if err != nil {
 		return err
 	}
 	m, err := d.Resolve(ctx, ref)
@@ -131,12 +128,17 @@ func launchDeps(env Env, machine string, quiet bool) (*launch.Deps, error) {
 	return d, nil
 }
 
-func openStore(env Env, dir string, quiet bool) (*store.Store, error) {
+// openStore opens the store that downloads with client's credentials
+// (the Hub token goes to the Hub's origin only).
+func openStore(env Env, dir string, quiet bool, client *source.Client) (*store.Store, error) {
 	if dir == "" {
 		dir = store.DefaultRoot(env.Getenv)
 	}
 	st, err := store.Open(dir)
 	if err != nil {
+		return nil, err
+	}
+	if st.HTTP, err = client.DownloadClient(); err != nil {
 		return nil, err
 	}
 	if !quiet {

@@ -81,11 +81,8 @@ Examples:
 	if !*quiet {
 		d.Say("resolving", fmt.Sprintf("llama-server %s at %s", build, path))
 	}
-	st, err := openStore(env, *storeDir, *quiet)
+	st, err := openStore(env, *storeDir, *quiet, d.Client)
 	if err != nil {
-		return err
-	}
-	if st.HTTP, err = d.Client.DownloadClient(); err != nil {
 		return err
 	}
 	run, err := prepareAndLoad(ctx, d, st, ref, opts, *noPull, launch.LoadOptions{

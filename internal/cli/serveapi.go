@@ -70,11 +70,8 @@ Examples:
 	d.Cache = &admission.Cache{}
 	snapshots := &snapshotCache{machine: *machine, ttl: 2 * time.Second}
 	d.Machine = snapshots.fresh
-	st, err := openStore(env, *storeDir, true)
+	st, err := openStore(env, *storeDir, true, d.Client)
 	if err != nil {
-		return err
-	}
-	if st.HTTP, err = d.Client.DownloadClient(); err != nil {
 		return err
 	}
 	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st)}
