@@ -115,3 +115,17 @@ func ParseLog(lines []string) []Logged {
 func parseRelevant(line string) bool {
 	return strings.Contains(line, "buffer size = ") || strings.Contains(line, "creating")
 }
+
+// LastLoad keeps the buffers of the last load in a log. llama-server's own
+// fit may load the model virtually before the real load and print its
+// buffers too; a model's weights are always printed first, so the last run
+// of model lines starts the real load.
+func LastLoad(logged []Logged) []Logged {
+	start := 0
+	for i := 1; i < len(logged); i++ {
+		if logged[i].Kind == "model" && logged[i-1].Kind != "model" {
+			start = i
+		}
+	}
+	return logged[start:]
+}

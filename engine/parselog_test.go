@@ -135,3 +135,22 @@ func TestParseLogLines(t *testing.T) {
 		})
 	}
 }
+
+func TestLastLoad(t *testing.T) {
+	lines := []string{
+		// A virtual load (llama-server's fit), then the real one.
+		"load_tensors:   CPU_Mapped model buffer size =  4685.30 MiB",
+		"llama_kv_cache:        CPU KV buffer size =   512.00 MiB",
+		"load_tensors:   CPU_Mapped model buffer size =  4685.30 MiB",
+		"load_tensors:        CUDA0 model buffer size =  1000.00 MiB",
+		"llama_kv_cache:      CUDA0 KV buffer size =   256.00 MiB",
+		"sched_reserve:      CUDA0 compute buffer size =   300.00 MiB",
+	}
+	got := LastLoad(ParseLog(lines))
+	if len(got) != 4 || got[0].Printed != "4685.30" || got[1].Device != "CUDA0" || got[2].Printed != "256.00" {
+		t.Errorf("last load %+v, want the four lines from the second model buffer on", got)
+	}
+	if one := ParseLog(lines[2:]); len(LastLoad(one)) != len(one) {
+		t.Error("a log of one load lost lines")
+	}
+}

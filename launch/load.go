@@ -120,7 +120,7 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		defer cancel()
 		return nil, errors.Join(err, srv.Stop(stopCtx), t.Release())
 	}
-	logged := lastLoad(srv.Logged())
+	logged := engine.LastLoad(srv.Logged())
 	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused, Reconciliation: engine.Reconcile(r.Buffers, logged)}
 	if o.Records != "" {
 		rec := Record{Time: time.Now().UTC(), Ref: a.Model.Ref, Artifacts: key.Artifacts, Engine: key.Engine, Machine: key.Topology,
@@ -130,18 +130,4 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		}
 	}
 	return run, nil
-}
-
-// lastLoad keeps the buffers of the last load in a log. llama-server's own
-// fit may load the model virtually before the real load and print its
-// buffers too; a model's weights are always printed first, so the last
-// run of model lines starts the real load.
-func lastLoad(logged []engine.Logged) []engine.Logged {
-	start := 0
-	for i := 1; i < len(logged); i++ {
-		if logged[i].Kind == "model" && logged[i-1].Kind != "model" {
-			start = i
-		}
-	}
-	return logged[start:]
 }
