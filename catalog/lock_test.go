@@ -3,198 +3,32 @@ package catalog
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/internal/hubtest"
 	"github.com/headroom-llm/headroom/internal/synth"
-	"github.com/headroom-llm/headroom/source"
 )
 
-// hub is a fake Hugging Face Hub: the revision API and /resolve/ serving
-// whole files with range support. Files are GGUF headers made by synth
-// (sparse: the data region reads as zeros).
-type hub struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	repos map[string]*hubRepo
-	api   int
-}
-
-type hubRepo struct {
-	commit string
-	files  map[string]hubFile
-	order  []string
-}
-
-type hubFile struct {
-	header []byte // the header; the rest of the file is zeros
-	size   int64
-	sha    string
-}
-
-func newHub(t *testing.T) *hub {
-	h := &hub{repos: map[string]*hubRepo{}}
-	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
-	t.Cleanup(h.srv.Close)
+// publish puts the lock catalog's files on a Hub stand-in: two
+// quantizations of Qwen3-0.6B in one repository, Gemma-3-1B with a
+// projector in another. The listed sha256 of the GGUFs are stand-ins
+// (the lock reads headers only and never hashes a file).
+func publish(t *testing.T) *hubtest.Hub {
+	t.Helper()
+	h := hubtest.New(t)
+	h.AddGGUF(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", "qwen3-0.6b", synth.Q8_0, false)
+	h.AddGGUF(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q4_K_M.gguf", "qwen3-0.6b", synth.Q4_K_M, false)
+	h.AddGGUF(t, "test/gemma-3-1b-it-GGUF", "gemma-3-1b-it-Q4_K_M.gguf", "gemma-3-1b", synth.Q4_K_M, false)
+	mmproj := make([]byte, 1<<20)
+	copy(mmproj, "GGUF")
+	h.Add(t, "test/gemma-3-1b-it-GGUF", "mmproj-F16.gguf", mmproj, 4)
 	return h
 }
 
-// add publishes a GGUF (and optionally more files) in repo.
-func (h *hub) add(t *testing.T, repo, name string, s synth.Shape, q synth.Quant) {
-	t.Helper()
-	g, err := DeriveModel(s, q) // the same tensors synth writes, with a short tokenizer
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := gguf.NewBuilder()
-	for _, kv := range g.Files[0].Metadata {
-		b.Set(kv.Key, kv.Value)
-	}
-	for _, ti := range g.Files[0].Tensors {
-		if err := b.AddTensor(ti.Name, ti.Type, ti.Shape, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var hdr bytes.Buffer
-	if err := b.WriteHeader(&hdr); err != nil {
-		t.Fatal(err)
-	}
-	lay, err := b.Layout()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.addRaw(repo, name, hdr.Bytes(), lay.Size)
-}
-
-func (h *hub) addRaw(repo, name string, header []byte, size int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r := h.repos[repo]
-	if r == nil {
-		r = &hubRepo{files: map[string]hubFile{}}
-		h.repos[repo] = r
-	}
-	// A stand-in for the LFS oid: the sha256 of the header and the size
-	// (hashing gigabytes of zeros would only slow the test).
-	sum := sha256.Sum256(append(append([]byte{}, header...), []byte(fmt.Sprint(size))...))
-	if _, ok := r.files[name]; !ok {
-		r.order = append(r.order, name)
-	}
-	r.files[name] = hubFile{header: header, size: size, sha: hex.EncodeToString(sum[:])}
-	c := sha1.New()
-	for _, n := range r.order {
-		c.Write([]byte(n + r.files[n].sha))
-	}
-	r.commit = hex.EncodeToString(c.Sum(nil))
-}
-
-func (h *hub) serve(w http.ResponseWriter, req *http.Request) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if rest, ok := strings.CutPrefix(req.URL.Path, "/api/models/"); ok {
-		h.api++
-		parts := strings.SplitN(rest, "/", 4)
-		r := h.repos[parts[0]+"/"+parts[1]]
-		if len(parts) != 4 || r == nil || (parts[3] != "main" && parts[3] != r.commit) {
-			w.WriteHeader(http.StatusNotFound)
-			fmt.Fprint(w, `{"error":"Repository Not Found"}`)
-			return
-		}
-		type lfs struct {
-			SHA256 string `json:"sha256"`
-			Size   int64  `json:"size"`
-		}
-		type sib struct {
-			RFilename string `json:"rfilename"`
-			Size      int64  `json:"size"`
-			LFS       *lfs   `json:"lfs"`
-		}
-		out := struct {
-			SHA      string `json:"sha"`
-			Siblings []sib  `json:"siblings"`
-		}{SHA: r.commit}
-		for _, n := range r.order {
-			f := r.files[n]
-			out.Siblings = append(out.Siblings, sib{RFilename: n, Size: f.size, LFS: &lfs{SHA256: f.sha, Size: f.size}})
-		}
-		json.NewEncoder(w).Encode(out)
-		return
-	}
-	parts := strings.SplitN(strings.TrimPrefix(req.URL.Path, "/"), "/", 5)
-	if len(parts) != 5 || parts[2] != "resolve" {
-		http.NotFound(w, req)
-		return
-	}
-	r := h.repos[parts[0]+"/"+parts[1]]
-	if r == nil || parts[3] != r.commit {
-		http.NotFound(w, req)
-		return
-	}
-	f, ok := r.files[parts[4]]
-	if !ok {
-		http.NotFound(w, req)
-		return
-	}
-	http.ServeContent(w, req, "", time.Time{}, &zeroTail{hdr: f.header, size: f.size})
-}
-
-// zeroTail is a file of size bytes: the header, then zeros.
-type zeroTail struct {
-	hdr  []byte
-	size int64
-	off  int64
-}
-
-func (z *zeroTail) Read(p []byte) (int, error) {
-	n, err := z.ReadAt(p, z.off)
-	z.off += int64(n)
-	return n, err
-}
-
-func (z *zeroTail) ReadAt(p []byte, off int64) (int, error) {
-	if off >= z.size {
-		return 0, fmt.Errorf("EOF")
-	}
-	p = p[:min(int64(len(p)), z.size-off)]
-	n := 0
-	if off < int64(len(z.hdr)) {
-		n = copy(p, z.hdr[off:])
-	}
-	clear(p[n:])
-	return len(p), nil
-}
-
-func (z *zeroTail) Seek(off int64, whence int) (int64, error) {
-	switch whence {
-	case 0:
-		z.off = off
-	case 1:
-		z.off += off
-	case 2:
-		z.off = z.size + off
-	}
-	return z.off, nil
-}
-
-func (h *hub) client(t *testing.T) *source.Client {
-	home := t.TempDir()
-	c := source.NewClient(func(k string) string {
-		return map[string]string{"HF_ENDPOINT": h.srv.URL, "HOME": home}[k]
-	})
-	c.Backoff = time.Millisecond
-	c.Attempts = 1
-	t.Cleanup(c.HTTP.CloseIdleConnections)
-	return c
+func mmprojSHA(h *hubtest.Hub) string {
+	_, sha := h.Listed("test/gemma-3-1b-it-GGUF", "mmproj-F16.gguf")
+	return sha
 }
 
 // lockCatalog is a small catalog: two entries whose variants share a
@@ -221,34 +55,28 @@ func lockCatalog(t *testing.T) *Catalog {
 }
 
 func TestLockAgainstFakeHub(t *testing.T) {
-	h := newHub(t)
-	qwen, _ := synth.Lookup("qwen3-0.6b")
-	gemma, _ := synth.Lookup("gemma-3-1b")
-	h.add(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", qwen, synth.Q8_0)
-	h.add(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q4_K_M.gguf", qwen, synth.Q4_K_M)
-	h.add(t, "test/gemma-3-1b-it-GGUF", "gemma-3-1b-it-Q4_K_M.gguf", gemma, synth.Q4_K_M)
-	h.addRaw("test/gemma-3-1b-it-GGUF", "mmproj-F16.gguf", []byte("GGUF"), 1<<20)
+	h := publish(t)
 	cat := lockCatalog(t)
 
-	l, err := Lock(context.Background(), h.client(t), cat.Entries)
+	l, err := Lock(context.Background(), h.Client(t), cat.Entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	qrepo, grepo := h.repos["test/Qwen3-0.6B-GGUF"], h.repos["test/gemma-3-1b-it-GGUF"]
+	qcommit := h.Commit("test/Qwen3-0.6B-GGUF")
 
 	// Identities: every pinned value is the Hub's.
 	if len(l.Packages) != 3 || len(l.Variants) != 4 {
 		t.Fatalf("%d packages for %d variants, want 3 for 4: %v", len(l.Packages), len(l.Variants), l.PackageIDs())
 	}
 	q8 := l.Variants["qwen3-0.6b/Q8_0"]
-	wantID := PackageID("test/Qwen3-0.6B-GGUF", qrepo.commit, "Qwen3-0.6B-Q8_0.gguf")
+	wantID := PackageID("test/Qwen3-0.6B-GGUF", qcommit, "Qwen3-0.6B-Q8_0.gguf")
 	if q8 == nil || q8.Package != wantID {
 		t.Fatalf("qwen3-0.6b/Q8_0 is %+v, want package %s", q8, wantID)
 	}
 	p := l.Packages[wantID]
-	f := qrepo.files["Qwen3-0.6B-Q8_0.gguf"]
-	if p.Commit != qrepo.commit || len(p.Files) != 1 || p.Files[0].Size != f.size || p.Files[0].SHA256 != f.sha {
-		t.Errorf("package %+v does not carry the Hub's commit, size and sha256 (%s %d %s)", p, qrepo.commit, f.size, f.sha)
+	size, sha := h.Listed("test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf")
+	if p.Commit != qcommit || len(p.Files) != 1 || p.Files[0].Size != size || p.Files[0].SHA256 != sha {
+		t.Errorf("package %+v does not carry the Hub's commit, size and sha256 (%s %d %s)", p, qcommit, size, sha)
 	}
 	// Sharing: a tag reference and a file reference to the same file.
 	if other := l.Variants["qwen3-0.6b-draftpack/Q8_0"]; other == nil || other.Package != wantID {
@@ -256,7 +84,7 @@ func TestLockAgainstFakeHub(t *testing.T) {
 	}
 	// The projector comes from the listing too.
 	gv := l.Variants["gemma-3-1b-it/Q4_K_M"]
-	if gv == nil || gv.Projector == nil || gv.Projector.Name != "mmproj-F16.gguf" || gv.Projector.SHA256 != grepo.files["mmproj-F16.gguf"].sha {
+	if gv == nil || gv.Projector == nil || gv.Projector.Name != "mmproj-F16.gguf" || gv.Projector.SHA256 != mmprojSHA(h) {
 		t.Errorf("gemma's projector is %+v", gv)
 	}
 
@@ -271,7 +99,7 @@ func TestLockAgainstFakeHub(t *testing.T) {
 	}
 
 	// Locked entries plan from the lock, as inspected, with no network.
-	h.srv.Close()
+	h.Close()
 	for _, e := range cat.Entries {
 		for _, v := range e.Variants {
 			m, prov, size, err := cat.Model(&e, v, back)
@@ -313,9 +141,9 @@ func TestLockAgainstFakeHub(t *testing.T) {
 }
 
 func TestLockFailsClearly(t *testing.T) {
-	h := newHub(t)
+	h := hubtest.New(t)
 	cat := lockCatalog(t)
-	_, err := Lock(context.Background(), h.client(t), cat.Entries)
+	_, err := Lock(context.Background(), h.Client(t), cat.Entries)
 	if err == nil || !strings.Contains(err.Error(), "qwen3-0.6b/Q8_0") || !strings.Contains(err.Error(), "hf:test/Qwen3-0.6B-GGUF:Q8_0") {
 		t.Fatalf("got %v, want an error naming the variant and its reference", err)
 	}
@@ -340,22 +168,16 @@ func TestParseLockRejects(t *testing.T) {
 // next lock pins a new commit and sha256 for it (a new package identity),
 // and the untouched repository keeps its identity.
 func TestLockSeesChangedUpstream(t *testing.T) {
-	h := newHub(t)
-	qwen, _ := synth.Lookup("qwen3-0.6b")
-	gemma, _ := synth.Lookup("gemma-3-1b")
-	h.add(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", qwen, synth.Q8_0)
-	h.add(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q4_K_M.gguf", qwen, synth.Q4_K_M)
-	h.add(t, "test/gemma-3-1b-it-GGUF", "gemma-3-1b-it-Q4_K_M.gguf", gemma, synth.Q4_K_M)
-	h.addRaw("test/gemma-3-1b-it-GGUF", "mmproj-F16.gguf", []byte("GGUF"), 1<<20)
+	h := publish(t)
 	cat := lockCatalog(t)
-	before, err := Lock(context.Background(), h.client(t), cat.Entries)
+	before, err := Lock(context.Background(), h.Client(t), cat.Entries)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The publisher re-quantizes the Q8_0 file with another recipe and
 	// uploads it under the same name.
-	h.add(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", qwen, synth.F16)
-	after, err := Lock(context.Background(), h.client(t), cat.Entries)
+	h.AddGGUF(t, "test/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", "qwen3-0.6b", synth.F16, false)
+	after, err := Lock(context.Background(), h.Client(t), cat.Entries)
 	if err != nil {
 		t.Fatal(err)
 	}

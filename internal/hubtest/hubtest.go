@@ -313,3 +313,29 @@ func (f flipped) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return n, err
 }
+
+// Commit is the repository's current commit ("" for no such repository).
+func (h *Hub) Commit(repoID string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.repos[repoID]; r != nil {
+		return r.commit
+	}
+	return ""
+}
+
+// Listed is a file as the Hub lists it now: name, size and sha256.
+func (h *Hub) Listed(repoID, name string) (size int64, sha256 string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.repos[repoID]; r != nil {
+		if f := r.files[name]; f != nil {
+			return f.Size, f.SHA256
+		}
+	}
+	return -1, ""
+}
+
+// Close takes the Hub off the network before the test ends, to show what
+// works without it.
+func (h *Hub) Close() { h.srv.Close() }
