@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,25 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/headroom-llm/headroom/engine/enginetest"
 )
-
-// syncBuffer is a log sink safe to read while the server writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // stateLog records OnState calls.
 type stateLog struct {
@@ -77,7 +60,7 @@ func TestReadyGood(t *testing.T) {
 	t.Parallel()
 	argv := filepath.Join(t.TempDir(), "argv.json")
 	var states stateLog
-	var tee syncBuffer
+	var tee enginetest.Buffer
 	model := filepath.Join(t.TempDir(), "m.gguf")
 	s := startFake(t, Options{Model: model, Args: []string{"-c", "8192", "-ngl", "99", "--flash-attn", "on"},
 		Log: &tee, OnState: states.add}, "good", "FAKE_LLAMA_ARGV="+argv)

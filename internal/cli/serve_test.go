@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +16,6 @@ import (
 	"github.com/headroom-llm/headroom/internal/hubtest"
 	"github.com/headroom-llm/headroom/internal/synth"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while a command writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // session runs a command with its own environment: a Hub, a store, a
 // home, and the stand-in llama-server's mode.
@@ -53,13 +33,13 @@ func newSession(t *testing.T, hub *hubtest.Hub) *session {
 }
 
 // start runs a command in the background; wait returns its exit code.
-func (s *session) start(ctx context.Context, args ...string) (out, errs *syncBuffer, wait func() int) {
+func (s *session) start(ctx context.Context, args ...string) (out, errs *enginetest.Buffer, wait func() int) {
 	for k, v := range s.vars {
 		if strings.HasPrefix(k, "FAKE_LLAMA_") {
 			s.t.Setenv(k, v) // the child inherits headroom's environment
 		}
 	}
-	out, errs = &syncBuffer{}, &syncBuffer{}
+	out, errs = &enginetest.Buffer{}, &enginetest.Buffer{}
 	env := Env{Stdout: out, Stderr: errs, Getenv: func(k string) string { return s.vars[k] }}
 	done := make(chan int, 1)
 	go func() { done <- Main(ctx, args, env) }()
