@@ -112,6 +112,56 @@ func (b *gb) cache(il int, name string, ne [4]int64) *gtensor {
 // of the llama family (src/models/llama.cpp with llm_graph_context's
 // build_attn and build_ffn) for one micro-batch of nTokens against a full
 // cache, in the order ggml records it.
+// attnShape is one attention layer's shape in the graph: query and KV
+// heads, the K and V head sizes, the cells per stream, the streams and the
+// micro-batch's tokens.
+type attnShape struct {
+	heads, headsKV, headK, headV int64
+	nKV, streams, T              int64
+}
+
+// kvAttention is the part of build_attn shared by every cache-backed
+// attention: q, k and v, already expanded, are written into layer il's
+// cache through kIdx and vIdx, the cache is viewed per stream, and
+// attention runs (flash, or kq, soft max and kqv), with the sinks as a
+// last source where the model has them. It returns the heads merged into
+// one row per token, expanded.
+func (b *gb) kvAttention(il int, c Context, s attnShape, q, k, v, kIdx, vIdx, mask, sinks *gtensor) *gtensor {
+	heads, headsKV, headK, headV := s.heads, s.headsKV, s.headK, s.headV
+	nKV, streams, T := s.nKV, s.streams, s.T
+	cacheK := b.cache(il, "cache_k", [4]int64{headK * headsKV, nKV, streams})
+	cacheV := b.cache(il, "cache_v", [4]int64{headV * headsKV, nKV, streams})
+	b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), kIdx))
+	b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), vIdx))
+	kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
+	vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
+	q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})
+	qp := b.view("q_perm", q4, [4]int64{headK, T / streams, heads, streams})
+	kp := b.view("k_perm", kView, [4]int64{headK, nKV, headsKV, streams})
+	vp := b.view("v_perm", vView, [4]int64{headV, nKV, headsKV, streams})
+	var cur *gtensor
+	if c.Flash {
+		src := []*gtensor{qp, kp, vp, mask}
+		if sinks != nil {
+			src = append(src, sinks)
+		}
+		fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, src...)
+		cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
+	} else {
+		kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
+		src := []*gtensor{kq, mask}
+		if sinks != nil {
+			src = append(src, sinks)
+		}
+		kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, src...)
+		kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
+		perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
+		cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
+	}
+	b.g.expand(cur)
+	return cur
+}
+
 func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 	return llamaGraphOn(m, c, nTokens, &gb{cpu: "CPU"})
 }
@@ -208,27 +258,7 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		b.g.expand(q)
 		b.g.expand(v)
 		b.g.expand(k)
-		cacheK := b.cache(il, "cache_k", [4]int64{headK * headsKV, nKV, streams})
-		cacheV := b.cache(il, "cache_v", [4]int64{headV * headsKV, nKV, streams})
-		b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), kIdx))
-		b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), vIdx))
-		kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
-		vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
-		q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})
-		qp := b.view("q_perm", q4, [4]int64{headK, T / streams, heads, streams})
-		kp := b.view("k_perm", kView, [4]int64{headK, nKV, headsKV, streams})
-		vp := b.view("v_perm", vView, [4]int64{headV, nKV, headsKV, streams})
-		if c.Flash {
-			fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, qp, kp, vp, kqMask)
-			cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
-		} else {
-			kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
-			kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, kq, kqMask)
-			kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
-			perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
-			cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
-		}
-		b.g.expand(cur)
+		cur = b.kvAttention(il, c, attnShape{heads, headsKV, headK, headV, nKV, streams, T}, q, k, v, kIdx, vIdx, kqMask, nil)
 		if kv.vRot != nil {
 			cur = b.swaRotate(cur, kv.vRot, false)
 		}

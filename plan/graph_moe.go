@@ -374,40 +374,11 @@ func (b *gb) moeAttention(m *arch.Model, a moeArch, c Context, il int, l arch.La
 		b.g.expand(v)
 		b.g.expand(k)
 	}
-	nKV := in.nKV
-	cacheK := b.cache(il, "cache_k", [4]int64{headK * headsKV, nKV, streams})
-	cacheV := b.cache(il, "cache_v", [4]int64{headV * headsKV, nKV, streams})
-	b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), in.kIdx))
-	b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), in.vIdx))
-	kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
-	vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
-	q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})
-	qp := b.view("q_perm", q4, [4]int64{headK, T / streams, heads, streams})
-	kp := b.view("k_perm", kView, [4]int64{headK, nKV, headsKV, streams})
-	vp := b.view("v_perm", vView, [4]int64{headV, nKV, headsKV, streams})
 	var sinks *gtensor
 	if a.sinks {
 		sinks = w(blk + "attn_sinks.weight")
 	}
-	if c.Flash {
-		src := []*gtensor{qp, kp, vp, in.mask}
-		if sinks != nil {
-			src = append(src, sinks)
-		}
-		fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, src...)
-		cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
-	} else {
-		kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
-		src := []*gtensor{kq, in.mask}
-		if sinks != nil {
-			src = append(src, sinks)
-		}
-		kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, src...)
-		kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
-		perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
-		cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
-	}
-	b.g.expand(cur)
+	cur = b.kvAttention(il, c, attnShape{heads, headsKV, headK, headV, in.nKV, streams, T}, q, k, v, in.kIdx, in.vIdx, in.mask, sinks)
 	cur = b.f32("attn_out", opOther, [4]int64{embd, T}, w(blk+"attn_output.weight"), cur)
 	if b.has(blk + "attn_output.bias") {
 		cur = b.f32("attn_out_b", opInplace, cur.layout.ne, cur, w(blk+"attn_output.bias"))
