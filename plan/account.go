@@ -51,16 +51,8 @@ func Place(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error)
 	r := &Result{Context: ctx, CPUMoE: p.CPUMoE}
 	r.LayerDevice = placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
 	r.Buffers = append(r.Buffers, weights(m, p, cpu, gpus, r.LayerDevice)...)
-	for _, b := range append(kvBuffers(m, ctx, p, cpu, r.LayerDevice), rsBuffers(m, ctx, p, cpu, r.LayerDevice)...) {
-		// Caches are named by their device's buffer type, which for an
-		// RPC device is not the device's name.
-		for _, g := range gpus {
-			if b.Device == g.Name {
-				b.BufferType = g.bufferType()
-			}
-		}
-		r.Buffers = append(r.Buffers, b)
-	}
+	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
+	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
 	return r, nil
 }

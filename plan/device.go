@@ -32,6 +32,18 @@ func (d Device) bufferType() string {
 	return d.Name
 }
 
+// bufferTypeOn is the buffer type of the caches llama.cpp puts on device
+// dev: the GPU's own (which for an RPC device names its server, not the
+// device), or dev itself for the CPU.
+func bufferTypeOn(dev string, gpus []Device) string {
+	for _, g := range gpus {
+		if g.Name == dev {
+			return g.bufferType()
+		}
+	}
+	return dev
+}
+
 // hostGPU is the GPU whose pinned host buffer type llama.cpp adds to the
 // CPU's buffer types and uses for the host's compute buffer: the first
 // device that has one (an RPC device has none), or nil.

@@ -9,7 +9,7 @@ import (
 // V tensor likewise, on the layer's device unless -nkvo keeps them on the
 // CPU. Sliding-window layers get their own, smaller cache, and llama.cpp
 // logs each cache's buffers separately, so they are separate here too.
-func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, layerDev []string) []Buffer {
+func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
 	full := map[string]int64{}
 	swa := map[string]int64{}
 	var order []string
@@ -58,7 +58,7 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, layerDev []strin
 	for _, caches := range []map[string]int64{full, swa} {
 		for _, dev := range order {
 			if n, ok := caches[dev]; ok {
-				out = append(out, Buffer{Device: dev, BufferType: dev, Kind: "kv", Bytes: n})
+				out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: "kv", Bytes: n})
 			}
 		}
 	}
@@ -78,7 +78,7 @@ func swaSeqs(c Context) int {
 // per recurrent layer, an R (conv) and an S (scan) tensor of float32, one
 // row per sequence, on the layer's device unless -nkvo keeps them on the
 // CPU.
-func rsBuffers(m *arch.Model, c Context, p Profile, cpu Device, layerDev []string) []Buffer {
+func rsBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
 	rows := int64(max(1, c.NSeq))
 	sums := map[string]int64{}
 	var order []string
@@ -97,7 +97,7 @@ func rsBuffers(m *arch.Model, c Context, p Profile, cpu Device, layerDev []strin
 	}
 	var out []Buffer
 	for _, dev := range order {
-		out = append(out, Buffer{Device: dev, BufferType: dev, Kind: "rs", Bytes: sums[dev]})
+		out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: "rs", Bytes: sums[dev]})
 	}
 	return out
 }

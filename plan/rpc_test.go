@@ -79,6 +79,11 @@ func TestPlanOverRPC(t *testing.T) {
 	for _, b := range c.Result.Buffers {
 		if strings.HasPrefix(b.Device, "RPC") {
 			rpcBufs = append(rpcBufs, b.BufferType)
+			// Every buffer on an RPC device, caches too, carries the
+			// server's buffer type, not the device's name.
+			if b.BufferType != b.Device+"[10.0.0.2:50052]" {
+				t.Errorf("%s buffer on %s named %q", b.Kind, b.Device, b.BufferType)
+			}
 		}
 	}
 	if !slices.Contains(rpcBufs, "RPC0[10.0.0.2:50052]") || !slices.Contains(rpcBufs, "RPC1[10.0.0.2:50052]") {
