@@ -109,10 +109,7 @@ type bufKey struct{ device, buft string }
 
 // weights decides every tensor's buffer type and totals the model buffers.
 func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
-	byName := map[string]Device{cpu.Name: cpu}
-	for _, g := range gpus {
-		byName[g.Name] = g
-	}
+	ld := newLoader(m, p, cpu, gpus, layerDev)
 	sums := map[bufKey]int64{}
 	order := []bufKey{}
 	add := func(k bufKey, n int64) {
@@ -138,11 +135,10 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 		case k.device == cpu.Name:
 			add(k, alignUp(int64(t.Size), 32))
 		default:
-			d := byName[k.device]
+			d := ld.byName[k.device]
 			add(k, alignUp(deviceBytes(d, t), d.alignment()))
 		}
 	}
-	outDev := layerDev[m.NLayer]
 	for _, t := range m.Tensors {
 		if t.Unused {
 			// Never created by llama.cpp's loader, so in no buffer and
@@ -150,25 +146,14 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 			// TENSOR_SKIP tensors before assigning a buffer type).
 			continue
 		}
-		dev := cpu.Name
-		if t.Layer >= 0 && t.Layer <= m.NLayer {
-			dev = layerDev[t.Layer]
-		}
-		k := chooseBuffer(t, byName[dev], cpu, gpus, p.Mmap)
-		if p.expertsOnCPU(t) {
-			k = cpuOverride(cpu, p.Mmap)
-		}
+		k := ld.buffer(t)
 		place(t, k)
 		if t.Layer == arch.InputLayer && m.TiedOutput && strings.HasPrefix(t.Name, "token_embd.weight") {
 			// The output projection reuses the embedding. llama.cpp creates
 			// it again (TENSOR_DUPLICATED) only when the output layer's
 			// buffer type differs from the embedding's, and then loads the
 			// weights a second time.
-			dup := t
-			dup.Name, dup.Layer = "output.weight", m.NLayer
-			if dk := chooseBuffer(dup, byName[outDev], cpu, gpus, p.Mmap); sameBuffer(dk, k) {
-				continue
-			} else {
+			if dup, dk := ld.tiedOutput(t); !sameBuffer(dk, k) {
 				place(dup, dk)
 			}
 		}
@@ -186,6 +171,48 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 		out = append(out, Buffer{Device: k.device, BufferType: k.buft, Kind: "model", Bytes: sums[k]})
 	}
 	return out
+}
+
+// loader decides which buffer each weight goes into, as llama.cpp's
+// model loader does; the model buffers and the scheduler's weight homes
+// both ask it.
+type loader struct {
+	m        *arch.Model
+	p        Profile
+	cpu      Device
+	gpus     []Device
+	layerDev []string
+	byName   map[string]Device
+}
+
+func newLoader(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) loader {
+	byName := map[string]Device{cpu.Name: cpu}
+	for _, g := range gpus {
+		byName[g.Name] = g
+	}
+	return loader{m: m, p: p, cpu: cpu, gpus: gpus, layerDev: layerDev, byName: byName}
+}
+
+// buffer is where weight t is loaded: the first buffer type of its
+// layer's device that takes it (tensors of no layer go to the CPU), or
+// system memory for a routed expert that --n-cpu-moe keeps there.
+func (l loader) buffer(t arch.Tensor) bufKey {
+	dev := l.cpu.Name
+	if t.Layer >= 0 && t.Layer <= l.m.NLayer {
+		dev = l.layerDev[t.Layer]
+	}
+	if l.p.expertsOnCPU(t) {
+		return cpuOverride(l.cpu, l.p.Mmap)
+	}
+	return chooseBuffer(t, l.byName[dev], l.cpu, l.gpus, l.p.Mmap)
+}
+
+// tiedOutput is the output projection of a model that ties it to the
+// token embedding emb, as the output layer would hold it, and its buffer.
+func (l loader) tiedOutput(emb arch.Tensor) (arch.Tensor, bufKey) {
+	dup := emb
+	dup.Name, dup.Layer = "output.weight", l.m.NLayer
+	return dup, l.buffer(dup)
 }
 
 // mappedCPU marks the CPU buffer type when weights stay in the mapped file.

@@ -351,25 +351,12 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 
 // weightHomes says where each weight of the graph lives, by GGUF name.
 func weightHomes(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) map[string]home {
-	byName := map[string]Device{cpu.Name: cpu}
-	for _, g := range gpus {
-		byName[g.Name] = g
-	}
+	ld := newLoader(m, p, cpu, gpus, layerDev)
 	out := map[string]home{}
 	for _, t := range m.Tensors {
-		dev := cpu.Name
-		if t.Layer >= 0 && t.Layer <= m.NLayer {
-			dev = layerDev[t.Layer]
-		}
-		k := chooseBuffer(t, byName[dev], cpu, gpus, p.Mmap)
-		if p.expertsOnCPU(t) {
-			k = cpuOverride(cpu, p.Mmap)
-		}
-		out[t.Name] = home{device: k.device, bytes: int64(t.Size)}
+		out[t.Name] = home{device: ld.buffer(t).device, bytes: int64(t.Size)}
 		if t.Name == "token_embd.weight" && m.TiedOutput {
-			dup := t
-			dup.Name, dup.Layer = "output.weight", m.NLayer
-			dk := chooseBuffer(dup, byName[layerDev[m.NLayer]], cpu, gpus, p.Mmap)
+			_, dk := ld.tiedOutput(t)
 			out["output.weight"] = home{device: dk.device, bytes: int64(t.Size)}
 		}
 	}
