@@ -217,24 +217,9 @@ func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 			resp.Body = &watchedBody{ReadCloser: resp.Body, ctx: actx, w: wd}
 			return resp, nil
 		}
-		if err := o.sleep(ctx, max(wait, o.c.backoff(attempt))); err != nil {
+		if err := httpretry.Sleep(ctx, max(wait, o.c.backoff(attempt))); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-	}
-}
-
-// sleep waits d or until ctx is done.
-func (o *op) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -2,14 +2,14 @@ package source
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/headroom-llm/headroom/internal/httpretry"
 )
 
 // RangeReader is an io.ReaderAt over a remote file that fetches only the
@@ -179,7 +179,7 @@ func (r *RangeReader) fill(end int64) error {
 		}
 		r.resumes++
 		r.o.logf("%s: the transfer broke at byte %d (%v); resuming", r.shown, len(r.buf), err)
-		if err := r.o.sleep(r.ctx, r.o.c.backoff(r.resumes)); err != nil {
+		if err := httpretry.Sleep(r.ctx, r.o.c.backoff(r.resumes)); err != nil {
 			r.err = fmt.Errorf("%s: %w", r.shown, err)
 			return r.err
 		}
@@ -206,7 +206,7 @@ func (r *RangeReader) open() error {
 	}
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
-		start, last, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		start, last, total, ok := httpretry.ParseContentRange(resp.Header.Get("Content-Range"))
 		if !ok || last < 0 || total < 0 {
 			resp.Body.Close()
 			return fmt.Errorf("%s: %w: asked for %s, expected a Content-Range of \"bytes %d-END/SIZE\", found %q",
@@ -233,7 +233,7 @@ func (r *RangeReader) open() error {
 	case http.StatusRequestedRangeNotSatisfiable:
 		// A range starting at 0 is unsatisfiable only for an empty file;
 		// the parser then reports it as truncated.
-		_, _, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		_, _, total, ok := httpretry.ParseContentRange(resp.Header.Get("Content-Range"))
 		resp.Body.Close()
 		if ok && total == 0 && pos == 0 {
 			return r.checkSame(resp, 0)
@@ -260,38 +260,4 @@ func (r *RangeReader) checkSame(resp *http.Response, total int64) error {
 		return fmt.Errorf("%s: %w: its ETag was %s, now it is %s", r.shown, ErrFileChanged, r.etag, etag)
 	}
 	return nil
-}
-
-// parseContentRange parses "bytes FIRST-LAST/SIZE" and "bytes */SIZE";
-// last is -1 for the latter and size is -1 when given as "*".
-func parseContentRange(v string) (first, last, size int64, ok bool) {
-	rest, found := strings.CutPrefix(strings.TrimSpace(v), "bytes ")
-	if !found {
-		return 0, 0, 0, false
-	}
-	span, total, found := strings.Cut(rest, "/")
-	if !found {
-		return 0, 0, 0, false
-	}
-	size = -1
-	if total != "*" {
-		n, err := strconv.ParseInt(total, 10, 64)
-		if err != nil || n < 0 {
-			return 0, 0, 0, false
-		}
-		size = n
-	}
-	if span == "*" {
-		return 0, -1, size, size >= 0
-	}
-	a, b, found := strings.Cut(span, "-")
-	if !found {
-		return 0, 0, 0, false
-	}
-	first, err1 := strconv.ParseInt(a, 10, 64)
-	last, err2 := strconv.ParseInt(b, 10, 64)
-	if err := errors.Join(err1, err2); err != nil || first < 0 || last < first {
-		return 0, 0, 0, false
-	}
-	return first, last, size, true
 }

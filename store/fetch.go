@@ -204,7 +204,7 @@ func (s *Store) fetch(ctx context.Context, d *dl) error {
 		if fails >= attempts {
 			return fmt.Errorf("%s: gave up after %d failed attempts in a row, %d bytes kept for the next pull: %w", where, fails, d.n, t.err)
 		}
-		if err := sleep(ctx, max(t.wait, s.backoff(fails))); err != nil {
+		if err := httpretry.Sleep(ctx, max(t.wait, s.backoff(fails))); err != nil {
 			return d.interrupted(ctx)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/headroom-llm/headroom/internal/httpretry"
 )
 
 const (
@@ -61,7 +63,7 @@ func acquire(ctx context.Context, path string, onWait func()) (release func(), e
 			waited = true
 			onWait()
 		}
-		if err := sleep(ctx, lockPoll); err != nil {
+		if err := httpretry.Sleep(ctx, lockPoll); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/headroom-llm/headroom/internal/httpretry"
 )
 
 // lockPoll is how often a waiting pull tries the lock again.
@@ -40,7 +42,7 @@ func acquire(ctx context.Context, path string, onWait func()) (release func(), e
 			waited = true
 			onWait()
 		}
-		if err := sleep(ctx, lockPoll); err != nil {
+		if err := httpretry.Sleep(ctx, lockPoll); err != nil {
 			_ = f.Close()
 			return nil, err
 		}

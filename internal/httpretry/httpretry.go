@@ -1,6 +1,6 @@
 // Package httpretry holds the rules headroom's HTTP clients (header reads
 // and downloads) share for deciding whether a failed request is worth
-// another try, and when.
+// another try, and when, and for reading where a resumed answer starts.
 package httpretry
 
 import (
