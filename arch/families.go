@@ -2,8 +2,9 @@ package arch
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/headroom-llm/headroom/gguf"
 )
@@ -62,12 +63,7 @@ var families = map[string]family{
 
 // Known lists the architectures headroom models, sorted.
 func Known() []string {
-	out := make([]string, 0, len(families))
-	for k := range families {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(families))
 }
 
 // slidingLayers returns which layers use the sliding window, or nil when

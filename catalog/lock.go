@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/headroom-llm/headroom/source"
@@ -231,12 +232,7 @@ func Lock(ctx context.Context, client *source.Client, entries []Entry) (*LockFil
 
 // PackageIDs lists the lock's package ids, sorted.
 func (l *LockFile) PackageIDs() []string {
-	out := make([]string, 0, len(l.Packages))
-	for id := range l.Packages {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(l.Packages))
 }
 
 // shortCommit is the first 12 hex digits of a commit.

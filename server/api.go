@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -212,12 +213,7 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 }
 
 func licenses(c *catalog.Catalog) []string {
-	out := make([]string, 0, len(c.Licenses))
-	for id := range c.Licenses {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(c.Licenses))
 }
 
 // gib formats bytes for a sentence.

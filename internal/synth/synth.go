@@ -8,7 +8,8 @@ package synth
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/headroom-llm/headroom/gguf"
@@ -148,12 +149,7 @@ type Rope struct {
 
 // Names lists the built-in shape names, sorted.
 func Names() []string {
-	out := make([]string, 0, len(shapes))
-	for n := range shapes {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(shapes))
 }
 
 // Lookup finds a built-in shape by name (case-insensitive).
