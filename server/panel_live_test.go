@@ -200,7 +200,7 @@ func TestPanelReplansLive(t *testing.T) {
 	d.mu.Lock()
 	d.session = att.SessionID
 	d.mu.Unlock()
-	if err := d.waitFor(ctx, `document.body.dataset.ready === "1"`); err != nil {
+	if err := d.waitFor(ctx, `document.body?.dataset.ready === "1"`); err != nil {
 		t.Fatal(err)
 	}
 	before, err := d.eval(ctx, `document.getElementById("assessment").dataset.query`)
