@@ -44,13 +44,34 @@ func Account(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, erro
 // caches and the output buffer. It is for estimates that need where
 // things live but not the graph replay (speed, ranking many candidates).
 func Place(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error) {
+	return placeWith(m, p, cpu, gpus, placeModel(m, p, cpu, gpus))
+}
+
+// modelPlacement is the part of a placement that does not depend on the
+// context: where each layer runs and the model buffers.
+type modelPlacement struct {
+	layerDev []string
+	weights  []Buffer
+	// homes is each weight's device for graph replays, filled in by the
+	// first replay of the placement (most placements a search weighs are
+	// never replayed).
+	homes map[string]home
+}
+
+func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) modelPlacement {
+	layerDev := placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
+	return modelPlacement{layerDev: layerDev, weights: weights(m, p, cpu, gpus, layerDev)}
+}
+
+// placeWith is Place with the model already placed (mp must come from
+// placeModel for p, whatever p's context).
+func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlacement) (*Result, error) {
 	ctx, err := resolveContext(p, m.CtxTrain, true)
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Context: ctx, CPUMoE: p.CPUMoE}
-	r.LayerDevice = placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
-	r.Buffers = append(r.Buffers, weights(m, p, cpu, gpus, r.LayerDevice)...)
+	r := &Result{Context: ctx, CPUMoE: p.CPUMoE, LayerDevice: mp.layerDev}
+	r.Buffers = append(r.Buffers, mp.weights...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
@@ -109,6 +130,13 @@ type bufKey struct{ device, buft string }
 
 // weights decides every tensor's buffer type and totals the model buffers.
 func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
+	return weightsInto(m, p, cpu, gpus, layerDev, nil)
+}
+
+// weightsInto is weights that also records, unless homes is nil, where
+// each weight lives by GGUF name (weightHomes): one pass of the loader's
+// decisions for both.
+func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home) []Buffer {
 	ld := newLoader(m, p, cpu, gpus, layerDev)
 	sums := map[bufKey]int64{}
 	order := []bufKey{}
@@ -140,13 +168,20 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 		}
 	}
 	for _, t := range m.Tensors {
+		k := ld.buffer(t)
+		if homes != nil {
+			homes[t.Name] = home{device: k.device, bytes: int64(t.Size)}
+			if t.Name == "token_embd.weight" && m.TiedOutput {
+				_, dk := ld.tiedOutput(t)
+				homes["output.weight"] = home{device: dk.device, bytes: int64(t.Size)}
+			}
+		}
 		if t.Unused {
 			// Never created by llama.cpp's loader, so in no buffer and
 			// outside the mapped span (llama-model-loader.cpp skips
 			// TENSOR_SKIP tensors before assigning a buffer type).
 			continue
 		}
-		k := ld.buffer(t)
 		place(t, k)
 		if t.Layer == arch.InputLayer && m.TiedOutput && strings.HasPrefix(t.Name, "token_embd.weight") {
 			// The output projection reuses the embedding. llama.cpp creates

@@ -25,6 +25,9 @@ type boundsMemo struct {
 	target  int64
 	anchors map[string][]anchor
 	build   graphBuilder
+	// placed holds each placement's model buffers: a search asks about
+	// many contexts for one placement, and the weights do not change.
+	placed map[string]modelPlacement
 }
 
 type anchor struct {
@@ -33,7 +36,14 @@ type anchor struct {
 }
 
 func newBoundsMemo(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, target int64) *boundsMemo {
-	return &boundsMemo{m: m, s: s, cpu: cpu, gpus: gpus, target: target, anchors: map[string][]anchor{}, build: builderFor(m)}
+	return newBoundsMemoWith(m, s, cpu, gpus, target, builderFor(m))
+}
+
+// newBoundsMemoWith is newBoundsMemo with the model's graph builder
+// already chosen.
+func newBoundsMemoWith(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, target int64, build graphBuilder) *boundsMemo {
+	return &boundsMemo{m: m, s: s, cpu: cpu, gpus: gpus, target: target, anchors: map[string][]anchor{}, build: build,
+		placed: map[string]modelPlacement{}}
 }
 
 // placementKey is the profile without its context.
@@ -47,7 +57,8 @@ func placementKey(p Profile) string {
 // was needed, else one whose compute buffers are the bound that decided
 // (callers that show a result assess it again with assessOnce).
 func (b *boundsMemo) keeps(p Profile, only string) (*Assessment, bool, error) {
-	r, err := Place(b.m, p, b.cpu, b.gpus)
+	key := placementKey(p)
+	r, err := b.place(p, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -66,7 +77,6 @@ func (b *boundsMemo) keeps(p Profile, only string) (*Assessment, bool, error) {
 	if a, ok, err := judge(nil); err != nil || !ok {
 		return a, false, err
 	}
-	key := placementKey(p)
 	var below, above *anchor
 	for i := range b.anchors[key] {
 		an := &b.anchors[key][i]
@@ -87,16 +97,37 @@ func (b *boundsMemo) keeps(p Profile, only string) (*Assessment, bool, error) {
 			return a, false, err
 		}
 	}
-	compute := computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice)
+	compute := computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice, b.homes(p, key, r.LayerDevice))
 	b.anchors[key] = append(b.anchors[key], anchor{ctx: p.Ctx, compute: compute})
 	return judge(compute)
+}
+
+// place is Place for p, whose placement key is key, with the model
+// buffers of an earlier call for the same placement.
+func (b *boundsMemo) place(p Profile, key string) (*Result, error) {
+	mp, ok := b.placed[key]
+	if !ok {
+		mp = placeModel(b.m, p, b.cpu, b.gpus)
+		b.placed[key] = mp
+	}
+	return placeWith(b.m, p, b.cpu, b.gpus, mp)
+}
+
+// homes are the weights' homes of p's placement, whose key is key.
+func (b *boundsMemo) homes(p Profile, key string, layerDev []string) map[string]home {
+	mp := b.placed[key]
+	if mp.homes == nil {
+		mp.homes = weightHomes(b.m, p, b.cpu, b.gpus, layerDev)
+		b.placed[key] = mp
+	}
+	return mp.homes
 }
 
 // mayKeep is an optimistic answer without a replay: false only when p
 // cannot leave the target free whatever its compute buffers and however
 // its layers are split over the GPUs. It bounds layer searches from above.
 func (b *boundsMemo) mayKeep(p Profile) bool {
-	r, err := Place(b.m, p, b.cpu, b.gpus)
+	r, err := b.place(p, placementKey(p))
 	if err != nil {
 		return false
 	}
@@ -132,20 +163,17 @@ func (b *boundsMemo) mayKeep(p Profile) bool {
 // exact is the exact assessment of p, from a replay already made at its
 // context when there is one.
 func (b *boundsMemo) exact(p Profile) (*Assessment, error) {
-	for _, an := range b.anchors[placementKey(p)] {
+	key := placementKey(p)
+	r, err := b.place(p, key)
+	if err != nil {
+		return nil, err
+	}
+	for _, an := range b.anchors[key] {
 		if an.ctx == p.Ctx {
-			r, err := Place(b.m, p, b.cpu, b.gpus)
-			if err != nil {
-				return nil, err
-			}
 			r.Buffers = append(r.Buffers, an.compute...)
 			return r.Against(b.s)
 		}
 	}
-	r, err := Place(b.m, p, b.cpu, b.gpus)
-	if err != nil {
-		return nil, err
-	}
-	r.Buffers = append(r.Buffers, computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice)...)
+	r.Buffers = append(r.Buffers, computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice, b.homes(p, key, r.LayerDevice))...)
 	return r.Against(b.s)
 }

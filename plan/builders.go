@@ -12,6 +12,23 @@ type graphBuilder func(m *arch.Model, c Context, nTokens int, b *gb) *graph
 // estimate and say so. Each family's builder decides which of its models
 // it describes.
 func builderFor(m *arch.Model) graphBuilder {
+	build := familyBuilder(m)
+	if build == nil {
+		return nil
+	}
+	// The tensor index is the same for every graph of the model; a
+	// search replays many.
+	shapes := tensorShapes(m)
+	return func(m *arch.Model, c Context, nTokens int, b *gb) *graph {
+		if b.shapes == nil {
+			b.shapes = shapes
+		}
+		return build(m, c, nTokens, b)
+	}
+}
+
+// familyBuilder is builderFor without the shared tensor index.
+func familyBuilder(m *arch.Model) graphBuilder {
 	switch m.Arch {
 	case "llama", "mistral3", "qwen2", "qwen3", "olmo2":
 		if replayable(m) {

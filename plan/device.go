@@ -73,8 +73,14 @@ func offloadGPU(gpus []Device) *Device {
 // memory with the CPU).
 func (d Device) HostBuffer() string {
 	switch d.Backend {
-	case "CUDA", "Vulkan", "ROCm", "SYCL":
-		return d.Backend + "_Host"
+	case "CUDA":
+		return "CUDA_Host"
+	case "Vulkan":
+		return "Vulkan_Host"
+	case "ROCm":
+		return "ROCm_Host"
+	case "SYCL":
+		return "SYCL_Host"
 	}
 	return ""
 }

@@ -1,5 +1,7 @@
 package plan
 
+import "github.com/headroom-llm/headroom/gguf"
+
 // This file replays ggml's graph allocator (ggml-alloc.c, ggml_gallocr) on
 // a description of a compute graph, to find the compute buffer size
 // llama.cpp reserves: the highest offset the allocator reaches while it
@@ -7,7 +9,7 @@ package plan
 // their last use, reusing a parent's memory for ops that may work in place.
 
 // gop is a graph operation, as far as allocation cares.
-type gop int
+type gop uint8
 
 const (
 	opNone    gop = iota // a leaf: weights, inputs, caches
@@ -20,22 +22,27 @@ const (
 type gtensor struct {
 	name   string
 	bytes  int64
-	op     gop
 	src    []*gtensor
 	view   *gtensor // the tensor this one views (op == opView)
-	offs   int64    // view offset
 	layout layout   // compared for in-place reuse (ggml_are_same_layout)
-	// external tensors live in other buffers (weights, KV cache); home is
-	// the device of that buffer, and isWeight marks model weights, which
-	// the scheduler may copy to a GPU to run an op there.
-	external bool
-	home     string
-	isWeight bool
+	// home is the device of the buffer an external tensor lives in.
+	home string
 	// dev is the backend the scheduler runs this node on ("" before
 	// assignment).
-	dev    string
-	input  bool
-	output bool
+	dev string
+	// in is the graph that recorded this tensor (graph.expand's visited
+	// mark), and hn the allocator's state for it during a replay: both
+	// live here rather than in maps, which cost more than the replay.
+	in *graph
+	hn hnode
+	op gop
+	// external tensors live in other buffers (weights, KV cache), and
+	// isWeight marks model weights, which the scheduler may copy to a GPU
+	// to run an op there.
+	external bool
+	isWeight bool
+	input    bool
+	output   bool
 	// gather marks GET_ROWS, which GPU backends never take from the host
 	// by op offload (a lookup reads a few rows, a copy would move them all).
 	gather bool
@@ -46,26 +53,22 @@ type gtensor struct {
 // layout is a tensor's element type and shape; graphs here only hold
 // contiguous tensors, so strides follow from the shape.
 type layout struct {
-	typ int
+	typ gguf.GGMLType
 	ne  [4]int64
 }
 
 type graph struct {
 	leafs []*gtensor
 	nodes []*gtensor
-	seen  map[*gtensor]bool
 }
 
 // expand adds t and its not yet recorded ancestors, parents first, in
 // source order, as ggml_visit_parents does.
 func (g *graph) expand(t *gtensor) {
-	if g.seen == nil {
-		g.seen = map[*gtensor]bool{}
-	}
-	if t == nil || g.seen[t] {
+	if t == nil || t.in == g {
 		return
 	}
-	g.seen[t] = true
+	t.in = g
 	for _, s := range t.src {
 		g.expand(s)
 	}
@@ -156,11 +159,18 @@ func (a *dynAlloc) release(offset, size int64) {
 	a.free[pos] = block{offset, size}
 }
 
+// hnode is ggml_gallocr's hash_node: a tensor's pending uses and where
+// it was placed, and the allocator of the buffer it goes in.
 type hnode struct {
-	children, views int
+	children, views int32
 	allocated       bool
 	addr            int64
+	alloc           *dynAlloc
+	run             *replay // the replay this state belongs to
 }
+
+// replay marks one reserveOn call: state from another is stale.
+type replay struct{ _ byte }
 
 // reserve replays ggml_gallocr_alloc_graph_impl and returns the buffer
 // size it needs.
@@ -173,25 +183,36 @@ func reserve(g *graph, align int64) int64 {
 // reserveOn replays the allocator with one dynamic allocator per backend
 // buffer, chosen per tensor, as ggml_gallocr does with node buffer ids.
 func reserveOn(g *graph, allocFor func(*gtensor) *dynAlloc) {
-	h := map[*gtensor]*hnode{}
-	get := func(t *gtensor) *hnode {
-		n := h[t]
-		if n == nil {
-			n = &hnode{}
-			h[t] = n
+	// The state of an earlier replay of these tensors is cleared first,
+	// and each tensor's allocator is asked once.
+	run := new(replay)
+	reset := func(t *gtensor) {
+		if t.hn.run != run {
+			t.hn = hnode{alloc: allocFor(t), run: run}
 		}
-		return n
+	}
+	for _, l := range g.leafs {
+		reset(l)
+	}
+	for _, t := range g.nodes {
+		reset(t)
+		for _, s := range t.src {
+			reset(s)
+		}
+		if t.view != nil {
+			reset(t.view)
+		}
 	}
 	var allocate func(t *gtensor)
 	allocate = func(t *gtensor) {
-		n := get(t)
+		n := &t.hn
 		if t.external || n.allocated || t.op == opView {
 			return
 		}
 		n.allocated = true
 		if t.op == opInplace {
 			for _, p := range t.src {
-				pn := get(p)
+				pn := &p.hn
 				if p.external || p.output || (p.view != nil && p.view.output) || p.layout != t.layout {
 					continue
 				}
@@ -209,32 +230,31 @@ func reserveOn(g *graph, allocFor func(*gtensor) *dynAlloc) {
 				}
 				n.addr = pn.addr
 				pn.allocated = false
-				allocFor(p).shrink(pn.addr, p.bytes, t.bytes)
+				pn.alloc.shrink(pn.addr, p.bytes, t.bytes)
 				return
 			}
 		}
-		n.addr = allocFor(t).alloc(t.bytes)
+		n.addr = n.alloc.alloc(t.bytes)
 	}
 	free := func(t *gtensor) {
 		if t.output {
 			return
 		}
-		n := get(t)
-		allocFor(t).release(n.addr, t.bytes)
-		n.allocated = false
+		t.hn.alloc.release(t.hn.addr, t.bytes)
+		t.hn.allocated = false
 	}
 	for _, l := range g.leafs {
 		allocate(l)
 	}
 	for _, t := range g.nodes {
 		if t.op == opView && t.view != nil {
-			get(t.view).views++
+			t.view.hn.views++
 		}
 		if t.input {
 			allocate(t)
 		}
 		for _, s := range t.src {
-			get(s).children++
+			s.hn.children++
 			if s.input {
 				allocate(s)
 			}
@@ -246,13 +266,13 @@ func reserveOn(g *graph, allocFor func(*gtensor) *dynAlloc) {
 		}
 		allocate(t)
 		for _, p := range t.src {
-			pn := get(p)
+			pn := &p.hn
 			pn.children--
 			if pn.children != 0 || pn.views != 0 {
 				continue
 			}
 			if p.op == opView && p.view != nil {
-				vn := get(p.view)
+				vn := &p.view.hn
 				vn.views--
 				if vn.views == 0 && vn.children == 0 && vn.allocated {
 					free(p.view)

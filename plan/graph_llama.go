@@ -13,7 +13,10 @@ type gb struct {
 	cpu   string
 	homes map[string]home // weights by GGUF name
 	kvDev []string        // each layer's KV cache device
-	names map[string]bool // the model's tensor names
+	// shapes are the model's tensor shapes by name; builderFor builds
+	// them once for every graph a builder describes.
+	shapes map[string][]uint64
+	slab   []gtensor // see alloc
 }
 
 // home is where a weight lives and its real size.
@@ -41,7 +44,20 @@ func (b *gb) tensor(name string, t gguf.GGMLType, op gop, ne [4]int64, src ...*g
 	}
 	row, _ := t.RowSize(uint64(ne[0]))
 	bytes := int64(row) * ne[1] * ne[2] * ne[3]
-	return &gtensor{name: name, bytes: bytes, op: op, src: src, layout: layout{typ: int(t), ne: ne}}
+	x := b.alloc()
+	*x = gtensor{name: name, bytes: bytes, op: op, src: src, layout: layout{typ: t, ne: ne}}
+	return x
+}
+
+// alloc hands out tensors from slabs: a graph holds thousands, and one
+// allocation each costs more than the rest of building them.
+func (b *gb) alloc() *gtensor {
+	if len(b.slab) == 0 {
+		b.slab = make([]gtensor, 256)
+	}
+	x := &b.slab[0]
+	b.slab = b.slab[1:]
+	return x
 }
 
 func (b *gb) f32(name string, op gop, ne [4]int64, src ...*gtensor) *gtensor {
@@ -80,20 +96,26 @@ func (b *gb) weight(name string, ne [4]int64) *gtensor {
 	return w
 }
 
-// init records the model's tensor names for has; every builder calls it
-// first.
+// init indexes the model's tensors for has and shape, unless the builder
+// already did; every builder calls it first.
 func (b *gb) init(m *arch.Model) {
-	if b.names == nil {
-		b.names = map[string]bool{}
-		for _, t := range m.Tensors {
-			b.names[t.Name] = true
-		}
+	if b.shapes == nil {
+		b.shapes = tensorShapes(m)
 	}
+}
+
+// tensorShapes maps the model's tensor names to their shapes.
+func tensorShapes(m *arch.Model) map[string][]uint64 {
+	out := make(map[string][]uint64, len(m.Tensors))
+	for _, t := range m.Tensors {
+		out[t.Name] = t.Shape
+	}
+	return out
 }
 
 // has reports whether the model has a tensor of that name.
 func (b *gb) has(name string) bool {
-	_, ok := b.names[name]
+	_, ok := b.shapes[name]
 	return ok
 }
 

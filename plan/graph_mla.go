@@ -20,7 +20,7 @@ import (
 
 // mlaBuilder returns the graph builder for deepseek2 (multi-head latent attention) and glm4moe; nil for a model it does not describe.
 func mlaBuilder(m *arch.Model) graphBuilder {
-	s := mlaShapesOf(m)
+	s := mlaShapes(tensorShapes(m))
 	switch m.Arch {
 	case "deepseek2":
 		if d, ok := mlaDeepseek2Dims(m, s); ok {
@@ -38,14 +38,6 @@ func mlaBuilder(m *arch.Model) graphBuilder {
 
 // mlaShapes are the model's tensor shapes by name.
 type mlaShapes map[string][]uint64
-
-func mlaShapesOf(m *arch.Model) mlaShapes {
-	s := make(mlaShapes, len(m.Tensors))
-	for _, t := range m.Tensors {
-		s[t.Name] = t.Shape
-	}
-	return s
-}
 
 // dim is the i-th dimension of a tensor, 0 when the tensor or the
 // dimension is absent.
@@ -339,7 +331,7 @@ func mlaGLMSupported(m *arch.Model, s mlaShapes) bool {
 // the NextN block at the end is not run.
 func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
-	s := mlaShapesOf(m)
+	s := mlaShapes(b.shapes)
 	T := int64(nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)

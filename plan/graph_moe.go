@@ -97,6 +97,19 @@ func moeDescribe(m *arch.Model) (moeArch, bool) {
 			shape[t.Name] = t.Shape
 		}
 	}
+	// Tensors per block, counted once: each layer must hold exactly the
+	// tensors its graph reads.
+	perBlock := make([]int, len(m.Layers))
+	for n := range shape {
+		rest, ok := strings.CutPrefix(n, "blk.")
+		if !ok {
+			continue
+		}
+		num, _, _ := strings.Cut(rest, ".")
+		if il, err := strconv.Atoi(num); err == nil && il >= 0 && il < len(perBlock) && strconv.Itoa(il) == num {
+			perBlock[il]++
+		}
+	}
 	headK := 0
 	for il, l := range m.Layers {
 		if l.Recurrent || l.Attention == arch.NoAttention || l.HeadsKV <= 0 || l.VDim <= 0 ||
@@ -122,13 +135,7 @@ func moeDescribe(m *arch.Model) (moeArch, bool) {
 				return a, false
 			}
 		}
-		have := 0
-		for n := range shape {
-			if strings.HasPrefix(n, blk) {
-				have++
-			}
-		}
-		if have != len(want) {
+		if perBlock[il] != len(want) {
 			return a, false
 		}
 		q := shape[blk+"attn_q.weight"]
@@ -206,10 +213,7 @@ type moeInputs struct {
 // full cache, in the order ggml records it.
 func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
-	shape := map[string][]uint64{}
-	for _, t := range m.Tensors {
-		shape[t.Name] = t.Shape
-	}
+	shape := b.shapes
 	ne := func(name string) [4]int64 {
 		var out [4]int64
 		for i, d := range shape[name] {

@@ -53,7 +53,7 @@ func (b *gb) moeExperts(m *arch.Model, a moeArch, blk string, cur *gtensor, T in
 	// first n_expert_used columns.
 	argsort := b.tensor("ffn_moe_argsort", gguf.TypeI32, opOther, [4]int64{nExp, T}, selFrom)
 	selected := b.view("ffn_moe_topk", argsort, [4]int64{nUsed, T})
-	selected.layout.typ = int(gguf.TypeI32)
+	selected.layout.typ = gguf.TypeI32
 	probs3 := b.view("ffn_moe_probs_3d", probs, [4]int64{1, nExp, T})
 	weights := b.f32("ffn_moe_weights", opOther, [4]int64{1, nUsed, T}, probs3, selected)
 	if a.gating == moeSoftmaxWeight {

@@ -33,6 +33,7 @@ func recurrentBuilder(m *arch.Model) graphBuilder {
 	// attention, 'C' LFM2's short convolution, 'F' an MLP only
 	// (Nemotron-H), 'P' attention and Mamba-2 in parallel (Falcon-H1).
 	mixer := make([]byte, len(m.Layers))
+	shapes := tensorShapes(m)
 	for il, l := range m.Layers {
 		attn := l.Attention == arch.Full && l.HeadsKV > 0 && l.KDim == l.VDim && m.NHead > 0 && l.KDim%l.HeadsKV == 0
 		switch {
@@ -54,7 +55,7 @@ func recurrentBuilder(m *arch.Model) graphBuilder {
 			return nil
 		}
 		if mixer[il] == 'M' || mixer[il] == 'P' {
-			if _, ok := recurrentMamba2Dims(m, il); !ok {
+			if _, ok := recurrentMamba2Dims(m, shapes, il); !ok {
 				return nil
 			}
 		}
@@ -117,28 +118,13 @@ type recurrentSSM struct {
 	inProj                            int64 // ssm_in's output width
 }
 
-// recurrentShapes maps the model's tensor names to their shapes.
-func recurrentShapes(m *arch.Model) map[string][]uint64 {
-	out := make(map[string][]uint64, len(m.Tensors))
-	for _, t := range m.Tensors {
-		out[t.Name] = t.Shape
-	}
-	return out
-}
-
 // recurrentMamba2Dims reads layer il's Mamba-2 sizes from its tensors:
 // ssm_conv1d is {d_conv, d_inner + 2*n_group*d_state}, ssm_norm
 // {d_inner/n_group, n_group}, ssm_a {1, n_head}, ssm_in {n_embd, d_in_proj};
 // it checks them against the layer's state sizes (n_embd_r, n_embd_s).
-func recurrentMamba2Dims(m *arch.Model, il int) (recurrentSSM, bool) {
+func recurrentMamba2Dims(m *arch.Model, shapes map[string][]uint64, il int) (recurrentSSM, bool) {
 	var d recurrentSSM
-	shapes := map[string][]uint64{}
 	blk := "blk." + strconv.Itoa(il) + "."
-	for _, t := range m.Tensors {
-		if t.Layer == il {
-			shapes[t.Name] = t.Shape
-		}
-	}
 	conv, norm, a, in := shapes[blk+"ssm_conv1d.weight"], shapes[blk+"ssm_norm.weight"], shapes[blk+"ssm_a"], shapes[blk+"ssm_in.weight"]
 	if len(conv) != 2 || len(norm) != 2 || len(a) < 1 || len(in) != 2 {
 		return d, false
@@ -197,8 +183,8 @@ func (r *recurrentGraph) rsInput() {
 	sCopy := r.b.input("s_copy", gguf.TypeI32, [4]int64{r.nRS})
 	r.sCopyMain = r.b.view("s_copy_main", sCopy, [4]int64{r.nSeqs})
 	r.sCopyExtra = r.recurrentView("s_copy_extra", sCopy, 1, [4]int64{r.nRS - r.nSeqs})
-	r.sCopyExtra.layout.typ = int(gguf.TypeI32)
-	r.sCopyMain.layout.typ = int(gguf.TypeI32)
+	r.sCopyExtra.layout.typ = gguf.TypeI32
+	r.sCopyMain.layout.typ = gguf.TypeI32
 }
 
 // recurrentView is gb.view of a tensor of dims dimensions that may be
@@ -396,7 +382,7 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 		inpSA := inpL
 		switch m.Arch {
 		case "mamba2":
-			d, _ := recurrentMamba2Dims(m, il)
+			d, _ := recurrentMamba2Dims(m, b.shapes, il)
 			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
 			cur = r.mamba2Layer(il, cur, d)
 			if il == last {
@@ -424,7 +410,7 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
 			switch mixer[il] {
 			case 'M':
-				d, _ := recurrentMamba2Dims(m, il)
+				d, _ := recurrentMamba2Dims(m, b.shapes, il)
 				cur = r.mamba2Layer(il, cur, d)
 			case 'A':
 				// Nemotron-H never ropes Q and K; Granite does when
@@ -449,7 +435,7 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 			ffn := r.ffn(il, r.rmsNorm("ffn_norm", ffnInp, blk+"ffn_norm.weight"), false)
 			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, ffnInp)
 		case "falcon-h1":
-			d, _ := recurrentMamba2Dims(m, il)
+			d, _ := recurrentMamba2Dims(m, b.shapes, il)
 			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
 			q, k, v := r.qkv(il, cur)
 			attnOut := r.attention(il, c, in, r.rope("Qcur_rope", q, in.pos), r.rope("Kcur_rope", k, in.pos), v)

@@ -142,7 +142,7 @@ func swaCells(m *arch.Model, c Context) int64 {
 // slice), so a copy of it to another backend has the right size.
 func (b *gb) swaTyped(name string, v *gtensor, t gguf.GGMLType, ne [4]int64, src ...*gtensor) *gtensor {
 	x := b.view(name, v, ne, src...)
-	x.layout.typ = int(t)
+	x.layout.typ = t
 	return x
 }
 
@@ -336,9 +336,9 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			vWidth = maxV
 		}
 		cacheK := b.cache(il, "cache_k", [4]int64{headsKV * headK, nKV, streams})
-		cacheK.layout.typ = int(c.TypeK)
+		cacheK.layout.typ = c.TypeK
 		cacheV := b.cache(il, "cache_v", [4]int64{vWidth, nKV, streams})
-		cacheV.layout.typ = int(c.TypeV)
+		cacheV.layout.typ = c.TypeV
 		k2d := b.view("k_2d", k, [4]int64{headsKV * headK, T})
 		dstK := cacheK
 		if streams > 1 {

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"slices"
+
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 )
@@ -41,7 +43,7 @@ func (o schedOptions) elemType(t *gtensor) gguf.GGMLType {
 			return typ
 		}
 	}
-	return gguf.GGMLType(owner.layout.typ)
+	return owner.layout.typ
 }
 
 // bytesOf is ggml_nbytes of t as the scheduler sees it: what a copy to
@@ -229,7 +231,12 @@ func splitGraph(g *graph, o schedOptions) *graph {
 		nodes  []*gtensor
 	}
 	var splits []*split
-	copies := map[*gtensor]map[string]*gtensor{}
+	// A copy is named after its source; its dev says where it is.
+	type copyKey struct {
+		t   *gtensor
+		dev string
+	}
+	copies := map[copyKey]*gtensor{}
 	for _, n := range g.nodes {
 		if plainView(n) && len(splits) > 0 {
 			last := splits[len(splits)-1]
@@ -252,7 +259,7 @@ func splitGraph(g *graph, o schedOptions) *graph {
 					newSplit = true
 					break
 				}
-				if len(cur.inputs) >= maxSplitInputs && needsCopy(s, dev) && copies[s][dev] == nil {
+				if len(cur.inputs) >= maxSplitInputs && needsCopy(s, dev) && copies[copyKey{s, dev}] == nil {
 					newSplit = true
 					break
 				}
@@ -266,23 +273,23 @@ func splitGraph(g *graph, o schedOptions) *graph {
 		if plainView(n) {
 			continue
 		}
+		cloned := false
 		for i, s := range n.src {
 			if !needsCopy(s, dev) {
 				continue
 			}
-			c := copies[s][dev]
+			c := copies[copyKey{s, dev}]
 			if c == nil {
-				c = &gtensor{name: s.name + "#" + dev, bytes: o.bytesOf(s), op: opOther, dev: dev, layout: s.layout}
+				c = &gtensor{name: s.name, bytes: o.bytesOf(s), op: opOther, dev: dev, layout: s.layout}
 				if !s.external {
 					c.src = []*gtensor{s} // the source lives until it is copied
 				}
-				if copies[s] == nil {
-					copies[s] = map[string]*gtensor{}
-				}
-				copies[s][dev] = c
+				copies[copyKey{s, dev}] = c
 				cur.inputs = append(cur.inputs, c)
 			}
-			n.src = append([]*gtensor(nil), n.src...)
+			if !cloned {
+				n.src, cloned = slices.Clone(n.src), true
+			}
 			n.src[i] = c
 		}
 	}
@@ -297,8 +304,7 @@ func splitGraph(g *graph, o schedOptions) *graph {
 // splitComputeBytes replays the worst-case graphs on a CPU and GPUs split
 // and returns each backend buffer's size, keyed by device name (the CPU's
 // buffer is its host buffer type).
-func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, build graphBuilder) map[string]int64 {
-	homes := weightHomes(m, p, cpu, gpus, layerDev)
+func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, build graphBuilder) map[string]int64 {
 	kv := make([]string, len(m.Layers))
 	for i := range kv {
 		kv[i] = layerDev[i]
@@ -331,19 +337,29 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		g := build(m, c, tokens, &gb{cpu: cpu.Name, homes: homes, kvDev: kv})
 		assign(g, o)
 		split := splitGraph(g, o)
-		allocs := map[string]*dynAlloc{}
+		// One allocator per backend buffer; a handful of devices, so a
+		// list is quicker than a map.
+		type devAlloc struct {
+			dev string
+			a   *dynAlloc
+		}
+		var allocs []devAlloc
 		reserveOn(split, func(t *gtensor) *dynAlloc {
 			d := t.dev
 			if d == "" {
 				d = cpu.Name
 			}
-			if allocs[d] == nil {
-				allocs[d] = newDynAlloc(align[d])
+			for _, x := range allocs {
+				if x.dev == d {
+					return x.a
+				}
 			}
-			return allocs[d]
+			a := newDynAlloc(align[d])
+			allocs = append(allocs, devAlloc{d, a})
+			return a
 		})
-		for d, a := range allocs {
-			peak[d] = max(peak[d], a.maxSize)
+		for _, x := range allocs {
+			peak[x.dev] = max(peak[x.dev], x.a.maxSize)
 		}
 	}
 	return peak
@@ -351,14 +367,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 
 // weightHomes says where each weight of the graph lives, by GGUF name.
 func weightHomes(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) map[string]home {
-	ld := newLoader(m, p, cpu, gpus, layerDev)
-	out := map[string]home{}
-	for _, t := range m.Tensors {
-		out[t.Name] = home{device: ld.buffer(t).device, bytes: int64(t.Size)}
-		if t.Name == "token_embd.weight" && m.TiedOutput {
-			_, dk := ld.tiedOutput(t)
-			out["output.weight"] = home{device: dk.device, bytes: int64(t.Size)}
-		}
-	}
-	return out
+	homes := make(map[string]home, len(m.Tensors)+1)
+	weightsInto(m, p, cpu, gpus, layerDev, homes)
+	return homes
 }
