@@ -138,25 +138,38 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 // decisions for both.
 func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home) []Buffer {
 	ld := newLoader(m, p, cpu, gpus, layerDev)
-	sums := map[bufKey]int64{}
-	order := []bufKey{}
-	add := func(k bufKey, n int64) {
-		if _, ok := sums[k]; !ok {
-			order = append(order, k)
-		}
-		sums[k] += n
+	// The buffers in the order they are first used; a handful, so a list
+	// is quicker than a map for the hundreds of tensors that add to them.
+	type sum struct {
+		k bufKey
+		n int64
 	}
-	// Mapped spans per file: [first, last) of the CPU tensors.
-	type span struct{ first, last int64 }
-	spans := map[int]*span{}
+	var sums []sum
+	add := func(k bufKey, n int64) {
+		for i := range sums {
+			if sums[i].k == k {
+				sums[i].n += n
+				return
+			}
+		}
+		sums = append(sums, sum{k, n})
+	}
+	// Mapped spans per file, by shard: [first, last) of the CPU tensors.
+	type span struct {
+		first, last int64
+		used        bool
+	}
+	var spans []span
 
 	place := func(t arch.Tensor, k bufKey) {
 		switch {
 		case k.buft == mappedCPU:
-			s := spans[t.Shard]
-			if s == nil {
-				s = &span{first: t.FileOffset, last: t.FileOffset}
-				spans[t.Shard] = s
+			for len(spans) <= t.Shard {
+				spans = append(spans, span{})
+			}
+			s := &spans[t.Shard]
+			if !s.used {
+				*s = span{first: t.FileOffset, last: t.FileOffset, used: true}
 			}
 			s.first = min(s.first, t.FileOffset)
 			s.last = max(s.last, t.FileOffset+int64(t.Size))
@@ -194,16 +207,13 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 		}
 	}
 	var out []Buffer
-	shards := make([]int, 0, len(spans))
-	for s := range spans {
-		shards = append(shards, s)
+	for _, s := range spans {
+		if s.used {
+			out = append(out, Buffer{Device: cpu.Name, BufferType: "CPU_Mapped", Kind: "model", Bytes: s.last - s.first})
+		}
 	}
-	sort.Ints(shards)
-	for _, s := range shards {
-		out = append(out, Buffer{Device: cpu.Name, BufferType: "CPU_Mapped", Kind: "model", Bytes: spans[s].last - spans[s].first})
-	}
-	for _, k := range order {
-		out = append(out, Buffer{Device: k.device, BufferType: k.buft, Kind: "model", Bytes: sums[k]})
+	for _, s := range sums {
+		out = append(out, Buffer{Device: s.k.device, BufferType: s.k.buft, Kind: "model", Bytes: s.n})
 	}
 	return out
 }
@@ -312,9 +322,8 @@ func alignUp(x, a int64) int64 { return (x + a - 1) / a * a }
 // rows to a multiple of 512 elements so its kernels can read whole tiles.
 func deviceBytes(d Device, t arch.Tensor) int64 {
 	n := int64(t.Size)
-	if d.Backend == "CUDA" || d.Backend == "ROCm" {
-		info, _ := t.Type.Info()
-		if info.Quantized && t.Shape[0]%512 != 0 {
+	if (d.Backend == "CUDA" || d.Backend == "ROCm") && t.Shape[0]%512 != 0 {
+		if info, _ := t.Type.Info(); info.Quantized {
 			if extra, ok := t.Type.RowSize(512 - t.Shape[0]%512); ok {
 				n += int64(extra)
 			}

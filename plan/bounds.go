@@ -28,6 +28,8 @@ type boundsMemo struct {
 	// placed holds each placement's model buffers: a search asks about
 	// many contexts for one placement, and the weights do not change.
 	placed map[string]modelPlacement
+	// mem is the arena every replay of this memo builds its graphs in.
+	mem *arena
 }
 
 type anchor struct {
@@ -43,7 +45,7 @@ func newBoundsMemo(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, tar
 // already chosen.
 func newBoundsMemoWith(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, target int64, build graphBuilder) *boundsMemo {
 	return &boundsMemo{m: m, s: s, cpu: cpu, gpus: gpus, target: target, anchors: map[string][]anchor{}, build: build,
-		placed: map[string]modelPlacement{}}
+		placed: map[string]modelPlacement{}, mem: &arena{}}
 }
 
 // placementKey is the profile without its context.
@@ -97,7 +99,7 @@ func (b *boundsMemo) keeps(p Profile, only string) (*Assessment, bool, error) {
 			return a, false, err
 		}
 	}
-	compute := computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice, b.homes(p, key, r.LayerDevice))
+	compute := computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice, b.homes(p, key, r.LayerDevice), b.mem)
 	b.anchors[key] = append(b.anchors[key], anchor{ctx: p.Ctx, compute: compute})
 	return judge(compute)
 }
@@ -174,6 +176,6 @@ func (b *boundsMemo) exact(p Profile) (*Assessment, error) {
 			return r.Against(b.s)
 		}
 	}
-	r.Buffers = append(r.Buffers, computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice, b.homes(p, key, r.LayerDevice))...)
+	r.Buffers = append(r.Buffers, computeBuffersWith(b.build, b.m, r.Context, p, b.cpu, b.gpus, r.LayerDevice, b.homes(p, key, r.LayerDevice), b.mem)...)
 	return r.Against(b.s)
 }

@@ -64,14 +64,15 @@ const cpuAlign = 32
 // die; the peak is dominated by the attention scores (without flash
 // attention), the micro-batch's activations, and the logits.
 func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
-	return computeBuffersWith(builderFor(m), m, c, p, cpu, gpus, layerDev, nil)
+	return computeBuffersWith(builderFor(m), m, c, p, cpu, gpus, layerDev, nil, nil)
 }
 
 // computeBuffersWith is computeBuffers with the model's graph builder
 // already chosen (choosing it checks every tensor of the model, which a
 // search need not repeat for each profile) and, unless nil, the weights'
-// homes (weightHomes) for this placement.
-func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home) []Buffer {
+// homes (weightHomes) for this placement, and an arena for the graphs
+// (nil for a fresh one).
+func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *arena) []Buffer {
 	T := int64(c.NUBatch)
 	f32 := int64(4)
 	nKV := int64(c.NCtxSeq)
@@ -101,7 +102,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 		if homes == nil {
 			homes = weightHomes(m, p, cpu, gpus, layerDev)
 		}
-		return splitComputeBuffers(m, c, p, cpu, gpus, layerDev, homes, build)
+		return splitComputeBuffers(m, c, p, cpu, gpus, layerDev, homes, mem, build)
 	}
 	if len(gpus) == 0 {
 		if build != nil {
@@ -147,8 +148,8 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 
 // splitComputeBuffers lists the compute buffers of a CPU and GPU split from
 // the scheduler replay: one per GPU that runs anything, and the host's.
-func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, build graphBuilder) []Buffer {
-	peak := splitComputeBytes(m, c, p, cpu, gpus, layerDev, homes, build)
+func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *arena, build graphBuilder) []Buffer {
+	peak := splitComputeBytes(m, c, p, cpu, gpus, layerDev, homes, mem, build)
 	var out []Buffer
 	for _, g := range gpus {
 		if n, ok := peak[g.Name]; ok {

@@ -16,7 +16,9 @@ type gb struct {
 	// shapes are the model's tensor shapes by name; builderFor builds
 	// them once for every graph a builder describes.
 	shapes map[string][]uint64
-	slab   []gtensor // see alloc
+	// mem holds the graph's tensors; a caller that replays many graphs
+	// passes one arena and resets it between them.
+	mem *arena
 }
 
 // home is where a weight lives and its real size.
@@ -37,38 +39,70 @@ func elems(ne [4]int64) int64 {
 
 // tensor makes a tensor of type t and shape ne (trailing zeros mean 1).
 func (b *gb) tensor(name string, t gguf.GGMLType, op gop, ne [4]int64, src ...*gtensor) *gtensor {
+	return b.tensorOwning(name, t, op, ne, b.srcs(src, nil))
+}
+
+// tensorOwning is tensor with a source list the tensor may keep.
+func (b *gb) tensorOwning(name string, t gguf.GGMLType, op gop, ne [4]int64, src []*gtensor) *gtensor {
 	for i := range ne {
 		if ne[i] == 0 {
 			ne[i] = 1
 		}
 	}
-	row, _ := t.RowSize(uint64(ne[0]))
-	bytes := int64(row) * ne[1] * ne[2] * ne[3]
+	var row int64
+	if t == gguf.TypeF32 {
+		row = 4 * ne[0] // most tensors; RowSize's table lookup is not free
+	} else {
+		r, _ := t.RowSize(uint64(ne[0]))
+		row = int64(r)
+	}
 	x := b.alloc()
-	*x = gtensor{name: name, bytes: bytes, op: op, src: src, layout: layout{typ: t, ne: ne}}
+	x.name, x.bytes, x.op, x.src = name, row*ne[1]*ne[2]*ne[3], op, src
+	x.layout = layout{typ: t, ne: ne}
 	return x
 }
 
-// alloc hands out tensors from slabs: a graph holds thousands, and one
-// allocation each costs more than the rest of building them.
+// alloc hands out a zeroed tensor from the builder's arena.
 func (b *gb) alloc() *gtensor {
-	if len(b.slab) == 0 {
-		b.slab = make([]gtensor, 256)
+	if b.mem == nil {
+		b.mem = &arena{}
 	}
-	x := &b.slab[0]
-	b.slab = b.slab[1:]
-	return x
+	return b.mem.tensor()
+}
+
+// srcs copies first (when not nil) and then rest into a source list from
+// the builder's arena. The list's capacity is its length, so appending to
+// it never writes into the next tensor's.
+func (b *gb) srcs(rest []*gtensor, first *gtensor) []*gtensor {
+	n := len(rest)
+	if first != nil {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if b.mem == nil {
+		b.mem = &arena{}
+	}
+	out := b.mem.list(n)
+	if first != nil {
+		out[0] = first
+		copy(out[1:], rest)
+	} else {
+		copy(out, rest)
+	}
+	return out
 }
 
 func (b *gb) f32(name string, op gop, ne [4]int64, src ...*gtensor) *gtensor {
-	return b.tensor(name, gguf.TypeF32, op, ne, src...)
+	return b.tensorOwning(name, gguf.TypeF32, op, ne, b.srcs(src, nil))
 }
 
 // view makes a view (reshape, permute, transpose, a cache slice) of v.
 func (b *gb) view(name string, v *gtensor, ne [4]int64, src ...*gtensor) *gtensor {
 	// Like ggml, the viewed tensor is the view's first source, so its
 	// last use is counted through the view.
-	t := b.f32(name, opView, ne, append([]*gtensor{v}, src...)...)
+	t := b.tensorOwning(name, gguf.TypeF32, opView, ne, b.srcs(src, v))
 	t.view, t.bytes = v, 0
 	if v.op == opView && v.view != nil {
 		t.view = v.view // ggml views always point at the owner of the memory

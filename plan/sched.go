@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"slices"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 )
@@ -26,6 +24,8 @@ type schedOptions struct {
 	// cacheTypes are the element types of the caches, by the names the
 	// graph descriptions give them.
 	cacheTypes map[string]gguf.GGMLType
+	// mem holds the graph's tensors, and the split's copies.
+	mem *arena
 }
 
 // elemType is the element type ggml gives t: a view keeps the type of the
@@ -225,10 +225,12 @@ func splitGraph(g *graph, o schedOptions) *graph {
 	needsCopy := func(s *gtensor, dev string) bool {
 		return devOf(s) != dev && !(s.external && !s.isWeight)
 	}
+	// A split's nodes are g.nodes[start:end]: every node joins the split
+	// open when it comes.
 	type split struct {
-		dev    string
-		inputs []*gtensor // the copies made at the start of the split
-		nodes  []*gtensor
+		dev        string
+		inputs     []*gtensor // the copies made at the start of the split
+		start, end int
 	}
 	var splits []*split
 	// A copy is named after its source; its dev says where it is.
@@ -237,10 +239,9 @@ func splitGraph(g *graph, o schedOptions) *graph {
 		dev string
 	}
 	copies := map[copyKey]*gtensor{}
-	for _, n := range g.nodes {
+	for i, n := range g.nodes {
 		if plainView(n) && len(splits) > 0 {
-			last := splits[len(splits)-1]
-			last.nodes = append(last.nodes, n)
+			splits[len(splits)-1].end = i + 1
 			continue
 		}
 		dev := nodeDev(n)
@@ -266,45 +267,53 @@ func splitGraph(g *graph, o schedOptions) *graph {
 			}
 		}
 		if newSplit {
-			cur = &split{dev: dev}
+			cur = &split{dev: dev, start: i}
 			splits = append(splits, cur)
 		}
-		cur.nodes = append(cur.nodes, n)
+		cur.end = i + 1
 		if plainView(n) {
 			continue
 		}
 		cloned := false
-		for i, s := range n.src {
+		for j, s := range n.src {
 			if !needsCopy(s, dev) {
 				continue
 			}
 			c := copies[copyKey{s, dev}]
 			if c == nil {
-				c = &gtensor{name: s.name, bytes: o.bytesOf(s), op: opOther, dev: dev, layout: s.layout}
+				c = o.mem.tensor()
+				c.name, c.bytes, c.op, c.dev, c.layout = s.name, o.bytesOf(s), opOther, dev, s.layout
 				if !s.external {
-					c.src = []*gtensor{s} // the source lives until it is copied
+					c.src = o.mem.list(1) // the source lives until it is copied
+					c.src[0] = s
 				}
 				copies[copyKey{s, dev}] = c
 				cur.inputs = append(cur.inputs, c)
 			}
 			if !cloned {
-				n.src, cloned = slices.Clone(n.src), true
+				clone := o.mem.list(len(n.src))
+				copy(clone, n.src)
+				n.src, cloned = clone, true
 			}
-			n.src[i] = c
+			n.src[j] = c
 		}
 	}
-	out := &graph{leafs: g.leafs}
+	out := &graph{leafs: g.leafs, nodes: o.mem.split[:0]}
 	for _, sp := range splits {
 		out.nodes = append(out.nodes, sp.inputs...)
-		out.nodes = append(out.nodes, sp.nodes...)
+		out.nodes = append(out.nodes, g.nodes[sp.start:sp.end]...)
 	}
+	o.mem.split = out.nodes // its room serves the next split graph
 	return out
 }
 
 // splitComputeBytes replays the worst-case graphs on a CPU and GPUs split
 // and returns each backend buffer's size, keyed by device name (the CPU's
 // buffer is its host buffer type).
-func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, build graphBuilder) map[string]int64 {
+func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *arena, build graphBuilder) map[string]int64 {
+	if mem == nil {
+		mem = &arena{}
+	}
 	kv := make([]string, len(m.Layers))
 	for i := range kv {
 		kv[i] = layerDev[i]
@@ -334,7 +343,12 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	}
 	o.offload = true // llama.cpp's default
 	for _, tokens := range graphs {
-		g := build(m, c, tokens, &gb{cpu: cpu.Name, homes: homes, kvDev: kv})
+		mem.reset() // the last graph is done with
+		o.mem = mem
+		b := &gb{cpu: cpu.Name, homes: homes, kvDev: kv, mem: mem}
+		b.g.nodes, b.g.leafs = mem.nodes[:0], mem.leafs[:0]
+		g := build(m, c, tokens, b)
+		mem.nodes, mem.leafs = b.g.nodes, b.g.leafs
 		assign(g, o)
 		split := splitGraph(g, o)
 		// One allocator per backend buffer; a handful of devices, so a
