@@ -13,6 +13,10 @@ type gb struct {
 	cpu   string
 	homes map[string]home // weights by GGUF name
 	kvDev []string        // each layer's KV cache device
+	// layerDev is where each layer runs, and ropeFreqs the RoPE factor
+	// copies made so far (ropeFactors).
+	layerDev  []string
+	ropeFreqs []*gtensor
 	// shapes are the model's tensor shapes by name; builderFor builds
 	// them once for every graph a builder describes.
 	shapes map[string][]uint64
@@ -151,6 +155,32 @@ func tensorShapes(m *arch.Model) map[string][]uint64 {
 func (b *gb) has(name string) bool {
 	_, ok := b.shapes[name]
 	return ok
+}
+
+// ropeFactors is layer il's RoPE frequency factors (rope_freqs), which
+// llama's graph passes to RoPE, or nil when the model has none or is of
+// another family. llama.cpp creates the tensor for every layer but keeps
+// one copy per buffer type (TENSOR_DUPLICATED): the layers in host memory
+// share one, the layers on a GPU another.
+func (b *gb) ropeFactors(m *arch.Model, il int) *gtensor {
+	const name = "rope_freqs.weight"
+	shape, ok := b.shapes[name]
+	if m.Arch != "llama" || !ok || len(shape) != 1 {
+		return nil
+	}
+	dev := b.cpu
+	if il < len(b.layerDev) {
+		dev = b.layerDev[il]
+	}
+	for _, t := range b.ropeFreqs {
+		if t.home == dev {
+			return t
+		}
+	}
+	t := b.weight(name, [4]int64{int64(shape[0])})
+	t.home = dev
+	b.ropeFreqs = append(b.ropeFreqs, t)
+	return t
 }
 
 // cache is a layer's K or V cache tensor, on the layer's KV device.
@@ -300,8 +330,16 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			k = b.f32("Kcur_normed", opInplace, k.layout.ne, k)
 			k = b.f32("Kcur_norm", opInplace, k.layout.ne, k, b.weight(blk+"attn_k_norm.weight", [4]int64{headK}))
 		}
-		q = b.f32("Qcur_rope", opInplace, [4]int64{headK, heads, T}, q, pos)
-		k = b.f32("Kcur_rope", opInplace, [4]int64{headK, headsKV, T}, k, pos)
+		// Llama 3's frequency factors are RoPE's third source: no node
+		// allocates for them, but the scheduler copies them like any
+		// weight, and a weight from another backend ends a split.
+		rope := []*gtensor{q, pos}
+		if rf := b.ropeFactors(m, il); rf != nil {
+			rope = append(rope, rf)
+		}
+		q = b.f32("Qcur_rope", opInplace, [4]int64{headK, heads, T}, rope...)
+		rope[0] = k
+		k = b.f32("Kcur_rope", opInplace, [4]int64{headK, headsKV, T}, rope...)
 		if kv.kRot != nil {
 			q = b.swaRotate(q, kv.kRot, false)
 			k = b.swaRotate(k, kv.kRot, false)

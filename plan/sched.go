@@ -345,7 +345,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	for _, tokens := range graphs {
 		mem.reset() // the last graph is done with
 		o.mem = mem
-		b := &gb{cpu: cpu.Name, homes: homes, kvDev: kv, mem: mem}
+		b := &gb{cpu: cpu.Name, homes: homes, kvDev: kv, layerDev: layerDev, mem: mem}
 		b.g.nodes, b.g.leafs = mem.nodes[:0], mem.leafs[:0]
 		g := build(m, c, tokens, b)
 		mem.nodes, mem.leafs = b.g.nodes, b.g.leafs
