@@ -84,6 +84,9 @@ func Reconcile(planned []plan.Buffer, logged []Logged) Reconciliation {
 		g.l = true
 	}
 	for _, b := range planned {
+		if b.Model == plan.ModelProjector {
+			continue // libmtmd logs its buffers in lines of its own, not read here
+		}
 		g := get(key{b.BufferType, b.Kind})
 		g.row.PlannedBytes += b.Bytes
 		g.p = true

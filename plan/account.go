@@ -14,7 +14,10 @@ type Buffer struct {
 	Device     string `json:"device"`
 	BufferType string `json:"buffer_type"`
 	Kind       string `json:"kind"` // model, kv, rs, compute, output
-	Bytes      int64  `json:"bytes"`
+	// Model is "" for the main model's buffers, else the companion that
+	// owns it: ModelProjector or ModelDraft.
+	Model string `json:"model,omitempty"`
+	Bytes int64  `json:"bytes"`
 	// Note says how the figure was obtained when it is an estimate.
 	Note string `json:"note,omitempty"`
 }
@@ -75,6 +78,11 @@ func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlac
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
+	extra, err := p.Companions.buffers(ctx, p, cpu, gpus)
+	if err != nil {
+		return nil, fmt.Errorf("companion: %w", err)
+	}
+	r.Buffers = append(r.Buffers, extra...)
 	return r, nil
 }
 

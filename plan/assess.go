@@ -154,7 +154,11 @@ func assessOnce(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Dev
 func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 	charges := make([]hw.Charge, 0, len(r.Buffers))
 	for _, b := range r.Buffers {
-		charges = append(charges, hw.Charge{Device: b.Device, Kind: chargeKind(b.Kind), Bytes: b.Bytes})
+		kind := chargeKind(b.Kind)
+		if b.Model != "" {
+			kind = hw.ChargeAuxiliary // a projector or draft: auxiliary, whatever the buffer
+		}
+		charges = append(charges, hw.Charge{Device: b.Device, Kind: kind, Bytes: b.Bytes})
 	}
 	t, err := s.Tally(charges)
 	if err != nil {

@@ -60,7 +60,7 @@ func flagsFor(p Profile, gpus bool) []string {
 	if p.CPUMoE > 0 {
 		f = append(f, "--n-cpu-moe", strconv.Itoa(p.CPUMoE))
 	}
-	return f
+	return append(f, p.Companions.Flags()...)
 }
 
 func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified bool) []string {
@@ -90,6 +90,9 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 	case c.Profile.CacheK == "q8_0":
 		out = append(out, "q8_0 K/V cache with flash attention: it halves the cache per token, and f16 could not reach this context")
 	}
+	if line := companionLine(c.Result); line != "" {
+		out = append(out, line)
+	}
 	if line := rpcLine(c.Flags); line != "" {
 		out = append(out, line)
 	}
@@ -100,6 +103,31 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 		out = append(out, fmt.Sprintf("runner-up: %d cells per slot, -ngl %d, %s cache (%s)", r.CtxPerSlot, r.GPULayers, r.Profile.CacheK, argsString(r.Flags)))
 	}
 	return out
+}
+
+// companionLine says what the projector and draft take in the chosen
+// plan, which every candidate counted.
+func companionLine(a *Assessment) string {
+	if a == nil {
+		return ""
+	}
+	sum := map[string]int64{}
+	for _, b := range a.Buffers {
+		if b.Model != "" {
+			sum[b.Model] += b.Bytes
+		}
+	}
+	var parts []string
+	if n, ok := sum[ModelProjector]; ok {
+		parts = append(parts, fmt.Sprintf("the projector %d MiB (its compute buffer a rough estimate)", n>>20))
+	}
+	if n, ok := sum[ModelDraft]; ok {
+		parts = append(parts, fmt.Sprintf("the draft model %d MiB (weights, and a context per slot)", n>>20))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "counted in every candidate: " + strings.Join(parts, " and ")
 }
 
 func argsString(f []string) string {

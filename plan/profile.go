@@ -51,6 +51,9 @@ type Profile struct {
 	// device their layer is on: llama.cpp's override of
 	// blk.N.ffn_(up|down|gate)_exps to the CPU buffer type.
 	CPUMoE int `json:"cpu_moe_layers,omitempty"`
+	// Companions are the projector and draft loaded beside the model; nil
+	// for none.
+	Companions *Companions `json:"companions,omitempty"`
 }
 
 // expertsOnCPU reports whether the profile's --n-cpu-moe keeps tensor t

@@ -124,7 +124,7 @@ func rowBytes(size uint64, shape []uint64) uint64 {
 // there, so its model buffer is named after it (CPU_Mapped, CPU).
 func cpuName(r *plan.Result) string {
 	for _, b := range r.Buffers {
-		if b.Kind == "model" && strings.HasPrefix(b.BufferType, "CPU") {
+		if b.Kind == "model" && b.Model == "" && strings.HasPrefix(b.BufferType, "CPU") {
 			return b.Device
 		}
 	}
@@ -138,6 +138,9 @@ func kvOffloadDisabled(r *plan.Result) bool {
 	cpu := cpuName(r)
 	kv, offloaded := false, false
 	for _, b := range r.Buffers {
+		if b.Model != "" {
+			continue // a draft's caches say nothing of the main model's
+		}
 		if b.Kind == "kv" || b.Kind == "rs" {
 			kv = true
 			if b.Device != cpu {

@@ -177,11 +177,18 @@ Compute buffers are replayed from llama.cpp's graph for dense llama-family
 models on the CPU; elsewhere they are a rough estimate, and the buffer's
 note says so.
 
+A projector (--mmproj) and a draft model (-md) are counted as auxiliary
+memory: the projector's weights on the first GPU with a rough estimate of
+its encoder's compute buffer, the draft's weights and one draft context per
+slot, as llama-server creates them.
+
 Examples:
   headroom fit model.gguf -c 8192 -np 1
+  headroom fit model.gguf --mmproj mmproj.gguf -md draft.gguf -c 16384
   headroom fit hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 -ngl all
   headroom fit model.gguf --machine snapshot.json --json`)
 	profile := profileFlags(fs)
+	companions := companionFlags(fs)
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
 	asJSON := fs.Bool("json", false, "print the assessment as JSON (the contract in DESIGN.md)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
@@ -199,6 +206,9 @@ Examples:
 	}
 	h, err := openModel(ctx, env, ref, *quiet)
 	if err != nil {
+		return err
+	}
+	if p.Companions, err = companions(ctx, env, *quiet); err != nil {
 		return err
 	}
 	m, archErr := arch.FromGGUF(h.Model)
@@ -265,7 +275,11 @@ func printFit(w io.Writer, h *source.Header, a *plan.Assessment, p plan.Profile)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "device\tbuffer\tkind\tMiB\tnote")
 		for _, b := range a.Buffers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", b.Device, b.BufferType, b.Kind, float64(b.Bytes)/(1<<20), b.Note)
+			kind := b.Kind
+			if b.Model != "" {
+				kind = b.Model + " " + kind
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", b.Device, b.BufferType, kind, float64(b.Bytes)/(1<<20), b.Note)
 		}
 		tw.Flush()
 	}

@@ -36,16 +36,20 @@ llama.cpp's fit places it: every layer's attention and dense weights on
 the GPUs, the routed experts of the fewest leading layers in system memory
 (--n-cpu-moe N). On several GPUs where llama.cpp's default split (by free
 memory) falls short, layers are filled back to front and pinned with -ts.
-Not yet planned: arbitrary tensor overrides (-ot), projectors and draft
-models.
+A projector (--mmproj) and a draft model (-md) are counted in every
+candidate (the projector's compute buffer is a rough estimate) and their
+flags are part of the plan's.
+Not yet planned: arbitrary tensor overrides (-ot).
 
 Examples:
   headroom plan model.gguf
   headroom plan hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 --parallel 4
   headroom plan model.gguf --goal context --json
-  headroom plan model.gguf -ngl all --parallel 1`)
+  headroom plan model.gguf -ngl all --parallel 1
+  headroom plan model.gguf --mmproj mmproj.gguf -md draft.gguf --print-args`)
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
 	search := searchFlags(fs)
+	companions := companionFlags(fs)
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
 	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
@@ -67,6 +71,9 @@ Examples:
 	}
 	m, err := arch.FromGGUF(h.Model)
 	if err != nil {
+		return err
+	}
+	if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs); err != nil {
 		return err
 	}
 	p, err := plan.Search(m, snap, opts)

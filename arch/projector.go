@@ -1,0 +1,75 @@
+package arch
+
+import (
+	"fmt"
+
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// Projector is a multimodal projector (an mmproj file, general.architecture
+// "clip") as llama-server's --mmproj loads it through libmtmd: every tensor
+// in one backend buffer, and an encoder graph reserved at a warm-up input.
+type Projector struct {
+	// Tensors are the file's tensors; all of them are loaded.
+	Tensors []gguf.Tensor
+	// Vision is the image encoder, nil for an audio-only projector.
+	Vision *VisionEncoder
+	// Audio reports an audio encoder, whose compute buffer headroom does
+	// not model.
+	Audio bool
+}
+
+// VisionEncoder is a ViT-style image encoder's shape: the image it is
+// warmed up with, cut into square patches, run through Blocks layers of
+// Embd wide attention with Heads heads and an FF wide feed-forward.
+type VisionEncoder struct {
+	ImageSize, PatchSize, Embd, FF, Heads, Blocks int
+}
+
+// Patches is the number of patches of the warm-up image.
+func (v VisionEncoder) Patches() int {
+	side := v.ImageSize / v.PatchSize
+	return side * side
+}
+
+// ProjectorFromGGUF reads a projector's encoders and tensors from its header.
+func ProjectorFromGGUF(m *gguf.Model) (*Projector, error) {
+	if a := m.Architecture(); a != "clip" {
+		return nil, &Incompatible{Reason: fmt.Sprintf("general.architecture is %q, expected \"clip\" for a multimodal projector (--mmproj)", a)}
+	}
+	p := &Projector{Tensors: m.Tensors}
+	flag := func(key string) bool {
+		v, ok := m.Lookup(key)
+		if !ok {
+			return false
+		}
+		b, ok := v.AsBool()
+		return ok && b
+	}
+	p.Audio = flag("clip.has_audio_encoder")
+	if flag("clip.has_vision_encoder") {
+		h := hparams{m: m, prefix: "clip.vision."}
+		v := &VisionEncoder{}
+		for _, k := range []struct {
+			key string
+			dst *int
+		}{
+			{"image_size", &v.ImageSize}, {"patch_size", &v.PatchSize}, {"embedding_length", &v.Embd},
+			{"feed_forward_length", &v.FF}, {"attention.head_count", &v.Heads}, {"block_count", &v.Blocks},
+		} {
+			n, err := h.need(k.key)
+			if err != nil {
+				return nil, err
+			}
+			*k.dst = n
+		}
+		if v.PatchSize <= 0 || v.ImageSize < v.PatchSize || v.ImageSize > 1<<16 {
+			return nil, &Incompatible{Reason: fmt.Sprintf("clip.vision.image_size %d and patch_size %d do not make patches", v.ImageSize, v.PatchSize)}
+		}
+		p.Vision = v
+	}
+	if p.Vision == nil && !p.Audio {
+		return nil, &Incompatible{Reason: "the projector has neither clip.has_vision_encoder nor clip.has_audio_encoder set"}
+	}
+	return p, nil
+}

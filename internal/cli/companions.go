@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+// companionFlags registers llama-server's flags for a multimodal projector
+// and a speculative-decoding draft (shared by fit and plan), and returns a
+// function that opens what they name after parsing: nil when neither is
+// given.
+func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool) (*plan.Companions, error) {
+	var mmproj, draft string
+	var noOffload bool
+	ngld := &gpuLayers{n: plan.GPULayersAuto}
+	for _, n := range []string{"mm", "mmproj"} {
+		fs.StringVar(&mmproj, n, "", "a multimodal projector (mmproj GGUF: a path, URL or hf: reference) loaded beside the model; its memory is counted")
+	}
+	fs.BoolVar(&noOffload, "no-mmproj-offload", false, "keep the projector in system memory")
+	for _, n := range []string{"md", "model-draft"} {
+		fs.StringVar(&draft, n, "", "a speculative-decoding draft model (a path, URL or hf: reference); its weights and one context per slot are counted")
+	}
+	for _, n := range []string{"ngld", "gpu-layers-draft", "n-gpu-layers-draft"} {
+		fs.Var(ngld, n, "the draft's layers on the GPU: a number, auto or all (default: all)")
+	}
+	return func(ctx context.Context, env Env, quiet bool) (*plan.Companions, error) {
+		if mmproj == "" && draft == "" {
+			if noOffload || ngld.n != plan.GPULayersAuto {
+				return nil, usagef("--no-mmproj-offload needs --mmproj, and -ngld needs -md")
+			}
+			return nil, nil
+		}
+		c := &plan.Companions{ProjectorOnCPU: noOffload, DraftGPULayers: ngld.n}
+		if c.DraftGPULayers == -2 { // all
+			c.DraftGPULayers = plan.GPULayersAuto
+		}
+		if mmproj != "" {
+			h, err := openModel(ctx, env, mmproj, quiet)
+			if err != nil {
+				return nil, fmt.Errorf("--mmproj %s: %w", mmproj, err)
+			}
+			if c.Projector, err = arch.ProjectorFromGGUF(h.Model); err != nil {
+				return nil, fmt.Errorf("--mmproj %s: %w", mmproj, err)
+			}
+			c.ProjectorName = mmproj
+		} else if noOffload {
+			return nil, usagef("--no-mmproj-offload needs --mmproj")
+		}
+		if draft != "" {
+			h, err := openModel(ctx, env, draft, quiet)
+			if err != nil {
+				return nil, fmt.Errorf("-md %s: %w", draft, err)
+			}
+			if c.Draft, err = arch.FromGGUF(h.Model); err != nil {
+				return nil, fmt.Errorf("-md %s: %w", draft, err)
+			}
+			c.DraftName = draft
+		} else if ngld.n != plan.GPULayersAuto {
+			return nil, usagef("-ngld needs -md")
+		}
+		return c, nil
+	}
+}

@@ -1,0 +1,99 @@
+package synth
+
+import (
+	"fmt"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+)
+
+// Vision is the shape of a ViT-style image encoder in an mmproj file:
+// llama.cpp's clip loader reads these keys, and the tensors follow its
+// names (v.blk.N.*, mm.*).
+type Vision struct {
+	ImageSize, PatchSize, Embd, FF, Heads, Blocks int
+	// TextEmbd is the width of the language model the projector feeds.
+	TextEmbd int
+}
+
+// SigLIP896 is Gemma 3's vision tower: SigLIP-So400m at 896 pixels in
+// 14-pixel patches, projected to a 2560-wide text model.
+var SigLIP896 = Vision{ImageSize: 896, PatchSize: 14, Embd: 1152, FF: 4304, Heads: 16, Blocks: 27, TextEmbd: 2560}
+
+// Projector assembles the header of an mmproj file with vision encoder v,
+// its matrices in typ (mmproj files are mostly F16 or BF16) and the rest
+// in F32, every tensor a hole.
+func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
+	if v.PatchSize <= 0 || v.ImageSize < v.PatchSize || v.Embd <= 0 || v.FF <= 0 || v.Heads <= 0 || v.Blocks <= 0 || v.TextEmbd <= 0 {
+		return nil, fmt.Errorf("synth: vision shape %+v has a zero dimension", v)
+	}
+	b := gguf.NewBuilder()
+	b.Set("general.architecture", gguf.StringValue("clip"))
+	b.Set("general.type", gguf.StringValue("mmproj"))
+	b.Set("clip.has_vision_encoder", gguf.BoolValue(true))
+	b.Set("clip.projector_type", gguf.StringValue("gemma3"))
+	for key, n := range map[string]int{
+		"image_size": v.ImageSize, "patch_size": v.PatchSize, "embedding_length": v.Embd,
+		"feed_forward_length": v.FF, "attention.head_count": v.Heads, "block_count": v.Blocks,
+		"projection_dim": v.TextEmbd,
+	} {
+		b.Set("clip.vision."+key, gguf.Uint32Value(uint32(n)))
+	}
+	var err error
+	add := func(name string, t gguf.GGMLType, dims ...int) {
+		if err != nil {
+			return
+		}
+		shape := make([]uint64, len(dims))
+		for i, d := range dims {
+			shape[i] = uint64(d)
+		}
+		err = b.AddTensor(name, t, shape, nil)
+	}
+	side := v.ImageSize / v.PatchSize
+	add("v.patch_embd.weight", typ, v.PatchSize, v.PatchSize, 3, v.Embd)
+	add("v.patch_embd.bias", gguf.TypeF32, v.Embd)
+	add("v.position_embd.weight", typ, v.Embd, side*side)
+	for i := range v.Blocks {
+		p := fmt.Sprintf("v.blk.%d.", i)
+		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_out"} {
+			add(p+n+".weight", typ, v.Embd, v.Embd)
+			add(p+n+".bias", gguf.TypeF32, v.Embd)
+		}
+		for _, n := range []string{"ln1", "ln2"} {
+			add(p+n+".weight", gguf.TypeF32, v.Embd)
+			add(p+n+".bias", gguf.TypeF32, v.Embd)
+		}
+		add(p+"ffn_up.weight", typ, v.Embd, v.FF)
+		add(p+"ffn_up.bias", gguf.TypeF32, v.FF)
+		add(p+"ffn_down.weight", typ, v.FF, v.Embd)
+		add(p+"ffn_down.bias", gguf.TypeF32, v.Embd)
+	}
+	add("v.post_ln.weight", gguf.TypeF32, v.Embd)
+	add("v.post_ln.bias", gguf.TypeF32, v.Embd)
+	add("mm.input_projection.weight", typ, v.Embd, v.TextEmbd)
+	add("mm.soft_emb_norm.weight", gguf.TypeF32, v.Embd)
+	return b, err
+}
+
+// ProjectorModel reads the header Projector writes, as the accountant
+// sees it.
+func ProjectorModel(v Vision, typ gguf.GGMLType) (*arch.Projector, error) {
+	b, err := Projector(v, typ)
+	if err != nil {
+		return nil, err
+	}
+	r, size, err := b.ReaderAt()
+	if err != nil {
+		return nil, err
+	}
+	f, err := gguf.Read(r, size)
+	if err != nil {
+		return nil, err
+	}
+	m, err := gguf.NewModel(f)
+	if err != nil {
+		return nil, err
+	}
+	return arch.ProjectorFromGGUF(m)
+}

@@ -1,0 +1,171 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/headroom-llm/headroom/arch"
+)
+
+// Companions are the models llama-server loads beside the main one: a
+// multimodal projector (--mmproj) and a speculative-decoding draft (-md).
+// Their buffers are auxiliary charges in every assessment and in every
+// candidate a search weighs, as llama.cpp's fit adds them to its margins.
+type Companions struct {
+	// Projector is the --mmproj file's encoder, ProjectorName the file as
+	// given.
+	Projector     *arch.Projector `json:"-"`
+	ProjectorName string          `json:"projector,omitempty"`
+	// ProjectorOnCPU is --no-mmproj-offload: the projector stays in
+	// system memory and runs on the CPU.
+	ProjectorOnCPU bool `json:"projector_on_cpu,omitempty"`
+	// Draft is the -md model, DraftName the file as given.
+	Draft     *arch.Model `json:"-"`
+	DraftName string      `json:"draft,omitempty"`
+	// DraftGPULayers is -ngld; GPULayersAuto (llama-server's default)
+	// offloads all of it.
+	DraftGPULayers int `json:"draft_gpu_layers,omitempty"`
+
+	// The draft's buffers depend on a few settings of the main profile
+	// only; a search asks about the same ones many times.
+	mu    sync.Mutex
+	draft map[draftKey][]Buffer
+}
+
+// Companion names in Buffer.Model.
+const (
+	ModelProjector = "projector"
+	ModelDraft     = "draft"
+)
+
+// Flags are the llama-server flags that load the companions.
+func (c *Companions) Flags() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	if c.Projector != nil {
+		out = append(out, "--mmproj", c.ProjectorName)
+		if c.ProjectorOnCPU {
+			out = append(out, "--no-mmproj-offload")
+		}
+	}
+	if c.Draft != nil {
+		out = append(out, "-md", c.DraftName)
+		if c.DraftGPULayers != GPULayersAuto {
+			out = append(out, "-ngld", strconv.Itoa(c.DraftGPULayers))
+		}
+	}
+	return out
+}
+
+// buffers lists the companions' buffers for a main context ctx of profile p.
+func (c *Companions) buffers(ctx Context, p Profile, cpu Device, gpus []Device) ([]Buffer, error) {
+	if c == nil {
+		return nil, nil
+	}
+	var out []Buffer
+	if c.Projector != nil {
+		out = append(out, c.projectorBuffers(ctx, cpu, gpus)...)
+	}
+	if c.Draft != nil {
+		d, err := c.draftBuffers(ctx, p, cpu, gpus)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d...)
+	}
+	return out, nil
+}
+
+// projectorNote says how far the projector's compute figures go.
+const projectorNote = "rough estimate of the encoder's compute buffer at its warm-up image (clip.vision.image_size): the feed-forward activations, the residual stream with Q, K and V, and without flash attention the attention scores; not a graph replay"
+
+// projectorBuffers is what libmtmd allocates for the projector: every
+// weight in the buffer of the first GPU (or the CPU with
+// --no-mmproj-offload), the encoder's compute buffer there, and a host
+// compute buffer holding the graph's inputs, of which the image's
+// pixels in f32 are nearly all.
+func (c *Companions) projectorBuffers(ctx Context, cpu Device, gpus []Device) []Buffer {
+	dev := cpu
+	if !c.ProjectorOnCPU {
+		if g := offloadGPU(gpus); g != nil {
+			dev = *g
+		}
+	}
+	buft := dev.bufferType()
+	var weights int64
+	for _, t := range c.Projector.Tensors {
+		weights += alignUp(deviceBytes(dev, arch.Tensor{Tensor: t}), dev.alignment())
+	}
+	out := []Buffer{{Device: dev.Name, BufferType: buft, Kind: "model", Model: ModelProjector, Bytes: weights}}
+	if v := c.Projector.Vision; v != nil {
+		n := int64(v.Patches())
+		act := n * int64(v.Embd) * 4
+		compute := n*int64(v.FF)*4 + 3*act
+		if !ctx.Flash {
+			compute += n * n * int64(v.Heads) * 4
+		}
+		out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: "compute", Model: ModelProjector, Bytes: compute, Note: projectorNote})
+		if dev.Name != cpu.Name {
+			pixels := int64(v.ImageSize) * int64(v.ImageSize) * 3 * 4
+			out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Model: ModelProjector, Bytes: pixels, Note: projectorNote})
+		}
+	}
+	if c.Projector.Audio {
+		out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: "compute", Model: ModelProjector,
+			Note: "the audio encoder's compute buffer is not modelled: not counted"})
+	}
+	return out
+}
+
+// draftKey is what the draft's buffers depend on in the main profile.
+type draftKey struct {
+	ctxSeq, batch, ubatch, slots int
+	flash                        FlashAttn
+	mmap, noKVOffload            bool
+}
+
+// draftBuffers is the draft as llama-server runs it: its weights once,
+// and for each slot a context of its own with the main context's cells
+// per sequence, one sequence, f16 caches, and the main profile's batch,
+// flash attention and mmap settings.
+func (c *Companions) draftBuffers(ctx Context, p Profile, cpu Device, gpus []Device) ([]Buffer, error) {
+	slots := max(p.Parallel, 1)
+	key := draftKey{ctx.NCtxSeq, p.Batch, p.UBatch, slots, p.FlashAttn, p.Mmap, p.NoKVOffload}
+	c.mu.Lock()
+	cached, ok := c.draft[key]
+	c.mu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	dp := Defaults()
+	dp.Ctx, dp.Parallel, dp.GPULayers = ctx.NCtxSeq, 1, c.DraftGPULayers
+	dp.Batch, dp.UBatch, dp.FlashAttn, dp.Mmap, dp.NoKVOffload = p.Batch, p.UBatch, p.FlashAttn, p.Mmap, p.NoKVOffload
+	r, err := Account(c.Draft, dp, cpu, gpus)
+	if err != nil {
+		return nil, err
+	}
+	var out []Buffer
+	for _, b := range r.Buffers {
+		b.Model = ModelDraft
+		if b.Kind != "model" && slots > 1 {
+			// one draft context per slot
+			b.Bytes *= int64(slots)
+			note := fmt.Sprintf("%d slots, one draft context each", slots)
+			if b.Note != "" {
+				note += "; " + b.Note
+			}
+			b.Note = note
+		}
+		out = append(out, b)
+	}
+	c.mu.Lock()
+	if c.draft == nil {
+		c.draft = map[draftKey][]Buffer{}
+	}
+	c.draft[key] = out
+	c.mu.Unlock()
+	return out, nil
+}
