@@ -47,7 +47,11 @@ func Account(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, erro
 // caches and the output buffer. It is for estimates that need where
 // things live but not the graph replay (speed, ranking many candidates).
 func Place(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error) {
-	return placeWith(m, p, cpu, gpus, placeModel(m, p, cpu, gpus))
+	mp, err := placeModel(m, p, cpu, gpus)
+	if err != nil {
+		return nil, err
+	}
+	return placeWith(m, p, cpu, gpus, mp)
 }
 
 // modelPlacement is the part of a placement that does not depend on the
@@ -61,9 +65,12 @@ type modelPlacement struct {
 	homes map[string]home
 }
 
-func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) modelPlacement {
+func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) (modelPlacement, error) {
+	if err := checkOverrides(p.Overrides, cpu, gpus); err != nil {
+		return modelPlacement{}, err
+	}
 	layerDev := placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
-	return modelPlacement{layerDev: layerDev, weights: weights(m, p, cpu, gpus, layerDev)}
+	return modelPlacement{layerDev: layerDev, weights: weights(m, p, cpu, gpus, layerDev)}, nil
 }
 
 // placeWith is Place with the model already placed (mp must come from
@@ -246,18 +253,39 @@ func newLoader(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []s
 	return loader{m: m, p: p, cpu: cpu, gpus: gpus, layerDev: layerDev, byName: byName}
 }
 
-// buffer is where weight t is loaded: the first buffer type of its
-// layer's device that takes it (tensors of no layer go to the CPU), or
-// system memory for a routed expert that --n-cpu-moe keeps there.
+// buffer is where weight t is loaded: the buffer type of the first -ot
+// override that matches its name, else system memory for a routed expert
+// that --n-cpu-moe keeps there, else the first buffer type of its layer's
+// device that takes it (tensors of no layer go to the CPU).
 func (l loader) buffer(t arch.Tensor) bufKey {
+	for _, o := range l.p.Overrides {
+		if o.matches(t.Name) {
+			return l.overridden(t, o.Buft)
+		}
+	}
+	if l.p.expertsOnCPU(t) {
+		return l.overridden(t, l.cpu.Name)
+	}
 	dev := l.cpu.Name
 	if t.Layer >= 0 && t.Layer <= l.m.NLayer {
 		dev = l.layerDev[t.Layer]
 	}
-	if l.p.expertsOnCPU(t) {
-		return cpuOverride(l.cpu, l.p.Mmap)
-	}
 	return chooseBuffer(t, l.byName[dev], l.cpu, l.gpus, l.p.Mmap)
+}
+
+// overridden is where an override to buffer type buft puts t. A GPU's
+// buffer type is taken as it is. The CPU's is judged like a weight of a
+// layer on the CPU (since llama.cpp b6049, "when overriding to a CPU
+// buffer, consider the extra buffer types"): the first GPU's pinned host
+// buffer, which under mmap is the mapped file, else a repack buffer where
+// the CPU repacks the weight, else plain CPU.
+func (l loader) overridden(t arch.Tensor, buft string) bufKey {
+	for _, g := range l.gpus {
+		if g.bufferType() == buft {
+			return bufKey{g.Name, buft}
+		}
+	}
+	return chooseBuffer(t, l.cpu, l.cpu, l.gpus, l.p.Mmap)
 }
 
 // tiedOutput is the output projection of a model that ties it to the
@@ -270,16 +298,6 @@ func (l loader) tiedOutput(emb arch.Tensor) (arch.Tensor, bufKey) {
 
 // mappedCPU marks the CPU buffer type when weights stay in the mapped file.
 const mappedCPU = "CPU_Mapped"
-
-// cpuOverride is where a tensor overridden to the CPU buffer type lands:
-// the plain CPU buffer type, never a repack or pinned host one, which under
-// mmap is the mapped file.
-func cpuOverride(cpu Device, mmap bool) bufKey {
-	if mmap {
-		return bufKey{cpu.Name, mappedCPU}
-	}
-	return bufKey{cpu.Name, "CPU"}
-}
 
 // sameBuffer reports whether two choices land in the same llama.cpp
 // buffer-type context: the mapped file and the plain CPU buffer type are one.

@@ -109,7 +109,10 @@ func (b *boundsMemo) keeps(p Profile, only string) (*Assessment, bool, error) {
 func (b *boundsMemo) place(p Profile, key string) (*Result, error) {
 	mp, ok := b.placed[key]
 	if !ok {
-		mp = placeModel(b.m, p, b.cpu, b.gpus)
+		var err error
+		if mp, err = placeModel(b.m, p, b.cpu, b.gpus); err != nil {
+			return nil, err
+		}
 		b.placed[key] = mp
 	}
 	return placeWith(b.m, p, b.cpu, b.gpus, mp)

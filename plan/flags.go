@@ -57,6 +57,9 @@ func flagsFor(p Profile, gpus bool) []string {
 	if len(p.TensorSplit) > 0 {
 		f = append(f, "-ts", splitString(p.TensorSplit))
 	}
+	if len(p.Overrides) > 0 {
+		f = append(f, "-ot", overrideFlag(p.Overrides))
+	}
 	if p.CPUMoE > 0 {
 		f = append(f, "--n-cpu-moe", strconv.Itoa(p.CPUMoE))
 	}
@@ -98,6 +101,9 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 	}
 	if o.Fixed.any() {
 		out = append(out, fmt.Sprintf("kept as given and checked: %s", o.Fixed.flags()))
+	}
+	if len(o.Base.Overrides) > 0 {
+		out = append(out, fmt.Sprintf("tensor overrides kept as given in every candidate: -ot %s", overrideFlag(o.Base.Overrides)))
 	}
 	if r := p.RunnerUp; r != nil {
 		out = append(out, fmt.Sprintf("runner-up: %d cells per slot, -ngl %d, %s cache (%s)", r.CtxPerSlot, r.GPULayers, r.Profile.CacheK, argsString(r.Flags)))

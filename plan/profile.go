@@ -39,11 +39,10 @@ type Profile struct {
 	FlashAttn   FlashAttn `json:"flash_attn"`
 	GPULayers   int       `json:"gpu_layers"` // -ngl; GPULayersAuto for auto
 	TensorSplit []float64 `json:"tensor_split"`
-	// Overrides are -ot patterns; none are modeled yet, so it is always
-	// empty, kept for the JSON contract.
-	Overrides   []string `json:"overrides"`
-	Mmap        bool     `json:"mmap"`
-	NoKVOffload bool     `json:"no_kv_offload"`
+	// Overrides are -ot's tensor buffer-type overrides, first match wins.
+	Overrides   []Override `json:"overrides"`
+	Mmap        bool       `json:"mmap"`
+	NoKVOffload bool       `json:"no_kv_offload"`
 	// SWAFull gives sliding-window layers a full-size cache (--swa-full).
 	SWAFull bool `json:"swa_full"`
 	// CPUMoE keeps the routed experts of the first CPUMoE layers in
@@ -66,7 +65,7 @@ func (p Profile) expertsOnCPU(t arch.Tensor) bool {
 // every layer offloaded.
 func Defaults() Profile {
 	return Profile{Parallel: 1, Batch: 2048, UBatch: 512, CacheK: "f16", CacheV: "f16",
-		FlashAttn: FlashAuto, GPULayers: GPULayersAuto, Mmap: true, TensorSplit: []float64{}, Overrides: []string{}}
+		FlashAttn: FlashAuto, GPULayers: GPULayersAuto, Mmap: true, TensorSplit: []float64{}, Overrides: []Override{}}
 }
 
 // Context is the profile as llama.cpp's context constructor resolves it.

@@ -102,7 +102,9 @@ func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
 	// such layers that fit: as for layers, the fewest that could do
 	// without compute buffers needs no replay, and the replayed search
 	// counts up from there.
-	moeable := m.NExpert > 0 && len(gpus) > 0 && !unified && fx.GPULayers == nil
+	// A user's -ot decides where tensors go; the search does not add
+	// --n-cpu-moe's overrides to it.
+	moeable := m.NExpert > 0 && len(gpus) > 0 && !unified && fx.GPULayers == nil && len(o.Base.Overrides) == 0
 	leastExperts := func() (int, bool) {
 		lo, hi := 1, m.NLayer
 		for lo < hi {

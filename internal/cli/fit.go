@@ -55,6 +55,26 @@ func (f *floats) Set(s string) error {
 	return err
 }
 
+// overrides collects -ot values, which may be given more than once.
+type overrides []plan.Override
+
+func (o *overrides) String() string { return "" }
+
+func (o *overrides) Set(s string) error {
+	parsed, err := plan.ParseOverrides(s)
+	*o = append(*o, parsed...)
+	return err
+}
+
+// overrideFlags registers -ot under its names.
+func overrideFlags(fs *flags) *overrides {
+	ot := &overrides{}
+	for _, n := range []string{"ot", "override-tensor"} {
+		fs.Var(ot, n, "PATTERN=BUFFER_TYPE,...: weights whose name the regular expression matches go to that buffer type (CPU, CUDA0, Vulkan0, MTL0, ...); first match wins; may be repeated")
+	}
+	return ot
+}
+
 // refused is a llama.cpp flag headroom knows but does not model yet: it is
 // an error to pass it, so no verdict silently ignores it.
 type refused struct{ name string }
@@ -120,7 +140,8 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	for _, n := range []string{"cmoe", "cpu-moe"} {
 		fs.BoolVar(&cpuMoE, n, false, "keep every layer's routed experts in system memory (MoE models)")
 	}
-	for _, n := range []string{"ot", "override-tensor", "sm", "split-mode", "fit", "fitt", "fit-target"} {
+	ot := overrideFlags(fs)
+	for _, n := range []string{"sm", "split-mode", "fit", "fitt", "fit-target"} {
 		fs.Var(refused{"-" + n}, n, "not modeled yet (refused rather than ignored)")
 	}
 	return func() (plan.Profile, error) {
@@ -141,6 +162,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 			p.GPULayers = plan.GPULayersAuto
 		}
 		p.TensorSplit = []float64(*ts)
+		p.Overrides = append([]plan.Override{}, *ot...)
 		if cpuMoE {
 			p.CPUMoE = 1 << 20 // every layer; the accountant needs no count
 		}

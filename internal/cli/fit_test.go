@@ -132,7 +132,9 @@ func TestFitFlags(t *testing.T) {
 		args []string
 		err  string
 	}{
-		{[]string{"-ot", "exps=CPU"}, "-ot is not modeled yet"},
+		{[]string{"-ot", "exps"}, "want PATTERN=BUFFER_TYPE"},
+		{[]string{"-ot", "exps(=CPU"}, "not a regular expression"},
+		{[]string{"-ot", "exps=CUDA7"}, `no device has buffer type "CUDA7"`},
 		{[]string{"--n-cpu-moe", "-3"}, "--n-cpu-moe must be 0 or more"},
 		{[]string{"-fa", "maybe"}, "-fa must be on, off or auto"},
 		{[]string{"-ngl", "lots"}, "want a number of layers"},
@@ -176,6 +178,15 @@ func TestFitFlags(t *testing.T) {
 	gAll, _ := gpuOf("--cpu-moe")
 	if !(g20 < g0 && r20 > r0 && gAll < g20) {
 		t.Errorf("GPU model bytes: %d without, %d with --n-cpu-moe 20, %d with --cpu-moe; RAM %d -> %d", g0, g20, gAll, r0, r20)
+	}
+	// -ot with the pattern llama.cpp's --n-cpu-moe 20 adds places the same
+	// bytes; one that keeps the experts of layer 0 on the GPU comes first
+	// and wins over the general one that follows.
+	if g, r := gpuOf("-ot", `blk\.([0-9]|1[0-9])\.ffn_(up|down|gate)_exps=CPU`); g != g20 || r != r20 {
+		t.Errorf("-ot like --n-cpu-moe 20: GPU %d RAM %d, want %d %d", g, r, g20, r20)
+	}
+	if g, _ := gpuOf("-ot", `blk\.0\.ffn_.*_exps=CUDA0`, "-ot", `blk\.([0-9]|1[0-9])\.ffn_(up|down|gate)_exps=CPU`); g <= g20 {
+		t.Errorf("layer 0's experts kept on the GPU by the first override: GPU %d, want more than %d", g, g20)
 	}
 	code, out, _ := run(t, "fit", "--quiet", path, "-c", "2048", "-np", "1", "--machine", "m4-16")
 	if code != 0 || !strings.Contains(out, "unified") || !strings.Contains(out, "MTL0") {

@@ -39,7 +39,8 @@ memory) falls short, layers are filled back to front and pinned with -ts.
 A projector (--mmproj) and a draft model (-md) are counted in every
 candidate (the projector's compute buffer is a rough estimate) and their
 flags are part of the plan's.
-Not yet planned: arbitrary tensor overrides (-ot).
+Tensor overrides (-ot) are kept as given in every candidate and only
+checked, as llama.cpp's fit keeps them.
 
 Examples:
   headroom plan model.gguf

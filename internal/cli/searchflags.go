@@ -29,6 +29,7 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 	for _, n := range []string{"ctv", "cache-type-v"} {
 		fs.StringVar(&opts.Fixed.CacheV, n, "", "keep this V cache type (a quantized V turns flash attention on)")
 	}
+	ot := overrideFlags(fs)
 	fs.BoolVar(&opts.Headless, "headless", false, "plan as if the desktop session were stopped: the GPU memory it holds counts as free")
 	return func() (plan.SearchOptions, error) {
 		switch opts.Goal {
@@ -51,6 +52,7 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 		if opts.Fixed.Ctx < 0 {
 			return opts, usagef("-c must be 0 (searched) or more, not %d", opts.Fixed.Ctx)
 		}
+		opts.Base.Overrides = append([]plan.Override{}, *ot...)
 		opts.FitTarget = *target << 20
 		opts.AllowQ8 = !*noQ8
 		return opts, nil
