@@ -311,8 +311,18 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		headV := int64(l.VDim) / max(headsKV, 1)
 		inpSA := inpL
 		blk := "blk." + strconv.Itoa(il) + "."
-		cur := b.f32("norm", opInplace, [4]int64{embd, T}, inpL)
-		cur = b.f32("attn_norm", opInplace, [4]int64{embd, T}, cur, b.weight(blk+"attn_norm.weight", [4]int64{embd}))
+		// OLMo 2 norms after attention and after the FFN instead of
+		// before (src/models/olmo2.cpp), and Q and K whole, before the
+		// heads are split.
+		olmo2 := m.Arch == "olmo2"
+		rmsNorm := func(name string, x *gtensor, weight string) *gtensor {
+			n := b.f32("norm", opInplace, x.layout.ne, x)
+			return b.f32(name, opInplace, x.layout.ne, n, b.weight(weight, [4]int64{x.layout.ne[0]}))
+		}
+		cur := inpL
+		if !olmo2 {
+			cur = rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
+		}
 		q := b.f32("Qcur", opOther, [4]int64{heads * headK, T}, b.weight(blk+"attn_q.weight", [4]int64{embd, heads * headK}), cur)
 		k := b.f32("Kcur", opOther, [4]int64{headsKV * headK, T}, b.weight(blk+"attn_k.weight", [4]int64{embd, headsKV * headK}), cur)
 		v := b.f32("Vcur", opOther, [4]int64{headsKV * headV, T}, b.weight(blk+"attn_v.weight", [4]int64{embd, headsKV * headV}), cur)
@@ -321,10 +331,14 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			k = b.f32("Kcur_b", opInplace, k.layout.ne, k, b.weight(blk+"attn_k.bias", [4]int64{headsKV * headK}))
 			v = b.f32("Vcur_b", opInplace, v.layout.ne, v, b.weight(blk+"attn_v.bias", [4]int64{headsKV * headV}))
 		}
+		if olmo2 {
+			q = rmsNorm("Qcur_normed", q, blk+"attn_q_norm.weight")
+			k = rmsNorm("Kcur_normed", k, blk+"attn_k_norm.weight")
+		}
 		q = b.view("Qcur_3d", q, [4]int64{headK, heads, T})
 		k = b.view("Kcur_3d", k, [4]int64{headK, headsKV, T})
 		v = b.view("Vcur_3d", v, [4]int64{headV, headsKV, T})
-		if b.has(blk + "attn_q_norm.weight") { // qwen3: per-head RMS norms of Q and K
+		if !olmo2 && b.has(blk+"attn_q_norm.weight") { // qwen3: per-head RMS norms of Q and K
 			q = b.f32("Qcur_normed", opInplace, q.layout.ne, q)
 			q = b.f32("Qcur_norm", opInplace, q.layout.ne, q, b.weight(blk+"attn_q_norm.weight", [4]int64{headK}))
 			k = b.f32("Kcur_normed", opInplace, k.layout.ne, k)
@@ -363,14 +377,22 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, rows}, cur, outIDs)
 			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, rows}, inpSA, outIDs)
 		}
+		if olmo2 {
+			cur = rmsNorm("attn_post_norm", cur, blk+"post_attention_norm.weight")
+		}
 		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, rows}, cur, inpSA)
-		cur = b.f32("norm", opInplace, [4]int64{embd, rows}, ffnInp)
-		cur = b.f32("ffn_norm", opInplace, [4]int64{embd, rows}, cur, b.weight(blk+"ffn_norm.weight", [4]int64{embd}))
+		cur = ffnInp
+		if !olmo2 {
+			cur = rmsNorm("ffn_norm", ffnInp, blk+"ffn_norm.weight")
+		}
 		ff := int64(l.FF)
 		up := b.f32("ffn_up", opOther, [4]int64{ff, rows}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur)
 		gate := b.f32("ffn_gate", opOther, [4]int64{ff, rows}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur)
 		act := b.f32("ffn_swiglu", opOther, [4]int64{ff, rows}, gate, up)
 		cur = b.f32("ffn_out", opOther, [4]int64{embd, rows}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act)
+		if olmo2 {
+			cur = rmsNorm("ffn_post_norm", cur, blk+"post_ffw_norm.weight")
+		}
 		cur = b.f32("l_out", opInplace, [4]int64{embd, rows}, cur, ffnInp)
 		inpL = cur
 	}
