@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -169,29 +170,40 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 		}
 		sums = append(sums, sum{k, n})
 	}
-	// Mapped spans per file, by shard: [first, last) of the CPU tensors.
+	// Buffers mapped from the file: one per buffer type and file (shard),
+	// spanning [first, last) of its tensors' bytes in that file
+	// (llama_model_loader::get_mapping_range), whatever lies between.
 	type span struct {
+		dev, buft   string
+		shard       int
 		first, last int64
-		used        bool
 	}
 	var spans []span
+	mapped := func(t arch.Tensor, dev, buft string) {
+		for i := range spans {
+			if s := &spans[i]; s.dev == dev && s.buft == buft && s.shard == t.Shard {
+				s.first = min(s.first, t.FileOffset)
+				s.last = max(s.last, t.FileOffset+int64(t.Size))
+				return
+			}
+		}
+		spans = append(spans, span{dev, buft, t.Shard, t.FileOffset, t.FileOffset + int64(t.Size)})
+	}
 
 	place := func(t arch.Tensor, k bufKey) {
+		d := ld.byName[k.device]
 		switch {
 		case k.buft == mappedCPU:
-			for len(spans) <= t.Shard {
-				spans = append(spans, span{})
-			}
-			s := &spans[t.Shard]
-			if !s.used {
-				*s = span{first: t.FileOffset, last: t.FileOffset, used: true}
-			}
-			s.first = min(s.first, t.FileOffset)
-			s.last = max(s.last, t.FileOffset+int64(t.Size))
+			mapped(t, cpu.Name, mappedCPU)
 		case k.device == cpu.Name:
 			add(k, alignUp(int64(t.Size), 32))
+		case p.Mmap && d.Backend == "Metal" && k.buft == d.bufferType():
+			// Metal wraps the mapped file in a device buffer
+			// (buffer_from_host_ptr) instead of copying the weights: the
+			// span between its first and last tensor is what it maps, and
+			// it keeps all of it resident.
+			mapped(t, d.Name, d.bufferType()+"_Mapped")
 		default:
-			d := ld.byName[k.device]
 			add(k, alignUp(deviceBytes(d, t), d.alignment()))
 		}
 	}
@@ -221,11 +233,19 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 			}
 		}
 	}
+	// The CPU's mapped spans first, file by file, as llama.cpp creates them.
+	slices.SortStableFunc(spans, func(a, b span) int {
+		if (a.dev == cpu.Name) != (b.dev == cpu.Name) {
+			if a.dev == cpu.Name {
+				return -1
+			}
+			return 1
+		}
+		return a.shard - b.shard
+	})
 	var out []Buffer
 	for _, s := range spans {
-		if s.used {
-			out = append(out, Buffer{Device: cpu.Name, BufferType: "CPU_Mapped", Kind: "model", Bytes: s.last - s.first})
-		}
+		out = append(out, Buffer{Device: s.dev, BufferType: s.buft, Kind: "model", Bytes: s.last - s.first})
 	}
 	for _, s := range sums {
 		out = append(out, Buffer{Device: s.k.device, BufferType: s.k.buft, Kind: "model", Bytes: s.n})

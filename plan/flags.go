@@ -60,13 +60,16 @@ func flagsFor(p Profile, gpus bool) []string {
 	if len(p.Overrides) > 0 {
 		f = append(f, "-ot", overrideFlag(p.Overrides))
 	}
+	if !p.Mmap {
+		f = append(f, "--no-mmap")
+	}
 	if p.CPUMoE > 0 {
 		f = append(f, "--n-cpu-moe", strconv.Itoa(p.CPUMoE))
 	}
 	return append(f, p.Companions.Flags()...)
 }
 
-func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified bool) []string {
+func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified bool, mapWaste int64) []string {
 	c := p.Chosen
 	var out []string
 	out = append(out, fmt.Sprintf("%s of %d cells each (%d in all), keeping at least %d MiB free in every domain (least margin %d MiB)",
@@ -92,6 +95,9 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 		out = append(out, "q8_0 K/V cache with flash attention: it halves the cache per token, and with f16 fewer layers would fit this context")
 	case c.Profile.CacheK == "q8_0":
 		out = append(out, "q8_0 K/V cache with flash attention: it halves the cache per token, and f16 could not reach this context")
+	}
+	if !c.Profile.Mmap && o.Base.Mmap {
+		out = append(out, fmt.Sprintf("--no-mmap: with the file mapped, Metal would keep %d MiB more resident than its weights (it maps the span between its first and last tensor, and this file stores some away from the layers); loading the weights instead buys this plan", mapWaste>>20))
 	}
 	if line := companionLine(c.Result); line != "" {
 		out = append(out, line)

@@ -178,14 +178,27 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	}
 	minCtx := min(o.MinCtx, ceiling)
 
-	caches := []cacheChoice{{"f16", "f16"}}
+	caches := []cacheChoice{{k: "f16", v: "f16"}}
 	if o.AllowQ8 {
-		caches = append(caches, cacheChoice{"q8_0", "q8_0"})
+		caches = append(caches, cacheChoice{k: "q8_0", v: "q8_0"})
 	}
 	fx := o.Fixed
 	if fx.CacheK != "" || fx.CacheV != "" {
-		c := cacheChoice{cmp.Or(fx.CacheK, "f16"), cmp.Or(fx.CacheV, "f16")}
+		c := cacheChoice{k: cmp.Or(fx.CacheK, "f16"), v: cmp.Or(fx.CacheV, "f16")}
 		caches = []cacheChoice{c}
+	}
+	// Where Metal would map much more of the file than its weights, the
+	// same searches run with --no-mmap too, and the better plan wins
+	// (mmap where they tie).
+	mapWaste := int64(0)
+	if o.Base.Mmap {
+		mapWaste = mappedWaste(m, o, cpu, gpus, maxLayers)
+	}
+	if mapWaste > 0 {
+		for _, c := range caches {
+			c.noMmap = true
+			caches = append(caches, c)
+		}
 	}
 	// A fixed context is what every check uses; the search does not go
 	// below or above it, or cap it at the trained context.
@@ -227,7 +240,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			p.RunnerUp = &out[i]
 		}
 	}
-	p.Explain = explain(p, m, o, ceiling, len(gpus) > 0, unified)
+	p.Explain = explain(p, m, o, ceiling, len(gpus) > 0, unified, mapWaste)
 	return p, nil
 }
 
@@ -265,7 +278,53 @@ func better(a, b Candidate, goal string, ceiling int) bool {
 	if a.Profile.CacheK != b.Profile.CacheK {
 		return a.Profile.CacheK == "f16"
 	}
+	if a.Profile.Mmap != b.Profile.Mmap {
+		return a.Profile.Mmap // llama-server's default, and a faster load
+	}
 	return a.MinMargin > b.MinMargin
+}
+
+// mappedWaste is how much more of the file Metal would map than its
+// weights take, for the profile with every layer it may offload, when that
+// is worth a slower load to avoid: more than 1 GiB and a fifth of those
+// weights (0 otherwise; a Llama 3 file, whose rope_freqs come before the
+// embedding, maps 282 MiB more than an 8B's 4.3 GiB of weights, and keeps
+// mmap). Metal maps the span between its first and last tensor in
+// each file, so a tensor stored away from the layers (Llama 3's
+// rope_freqs before the embedding, an output weight first) or layers kept
+// in system memory between offloaded ones widen it.
+func mappedWaste(m *arch.Model, o SearchOptions, cpu Device, gpus []Device, maxLayers int) int64 {
+	metal := false
+	for _, g := range gpus {
+		metal = metal || g.Backend == "Metal"
+	}
+	if !metal {
+		return 0
+	}
+	p := o.Base
+	p.GPULayers = maxLayers
+	if o.Fixed.GPULayers != nil {
+		p.GPULayers = *o.Fixed.GPULayers
+	}
+	span := func(mmap bool) int64 {
+		p.Mmap = mmap
+		mp, err := placeModel(m, p, cpu, gpus)
+		if err != nil {
+			return 0
+		}
+		var n int64
+		for _, b := range mp.weights {
+			if b.Device != cpu.Name {
+				n += b.Bytes
+			}
+		}
+		return n
+	}
+	mapped, loaded := span(true), span(false)
+	if waste := mapped - loaded; waste > 1<<30 && waste*5 > loaded {
+		return waste
+	}
+	return 0
 }
 
 // minMargin is the smallest margin over the domains that carry charges.

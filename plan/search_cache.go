@@ -5,8 +5,12 @@ import (
 	"github.com/headroom-llm/headroom/hw"
 )
 
-// cacheChoice is a K and V cache type pair the search tries.
-type cacheChoice struct{ k, v string }
+// cacheChoice is a K and V cache type pair the search tries, and whether
+// it loads the weights instead of mapping the file (--no-mmap).
+type cacheChoice struct {
+	k, v   string
+	noMmap bool
+}
 
 // cacheSearch is what the search for one cache type needs: the model, the
 // machine and the limits search derived from the options.
@@ -40,6 +44,9 @@ func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
 		}
 		p.GPULayers = ngl
 		p.CacheK, p.CacheV = cc.k, cc.v
+		if cc.noMmap {
+			p.Mmap = false
+		}
 		if cc.v != "f16" {
 			p.FlashAttn = FlashOn
 		}

@@ -1,0 +1,105 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/synth"
+)
+
+// outputFirst is m as a file that stores output.weight before every other
+// tensor (some converters do), the other tensors shifted after it.
+func outputFirst(t *testing.T, m *arch.Model) *arch.Model {
+	t.Helper()
+	out := *m
+	out.Tensors = slices.Clone(m.Tensors)
+	i := slices.IndexFunc(out.Tensors, func(x arch.Tensor) bool { return x.Name == "output.weight" })
+	if i < 0 {
+		t.Fatal("no output.weight")
+	}
+	first := out.Tensors[0].FileOffset
+	size := int64(out.Tensors[i].Size)
+	for j := range out.Tensors {
+		if j == i {
+			out.Tensors[j].FileOffset = first
+		} else if out.Tensors[j].FileOffset < out.Tensors[i].FileOffset {
+			out.Tensors[j].FileOffset += size
+		}
+	}
+	return &out
+}
+
+// Metal maps the span between its first and last tensor in the file, not
+// their sum: the whole file when the output weight it holds comes first.
+func TestMetalMappedSpan(t *testing.T) {
+	m := model(t, "qwen3-8b", synth.Q4_K_M)
+	var file int64
+	for _, tn := range m.Tensors {
+		file = max(file, tn.FileOffset+int64(tn.Size))
+	}
+	file -= m.Tensors[0].FileOffset
+	cpu := Device{Name: "CPU", Backend: "CPU"}
+	metal := []Device{{Name: "MTL0", Backend: "Metal", Free: 12 << 30}}
+	metalModel := func(m *arch.Model, ngl int, mmap bool) (buft string, bytes int64) {
+		p := Defaults()
+		p.GPULayers, p.Mmap = ngl, mmap
+		r, err := Place(m, p, cpu, metal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range r.Buffers {
+			if b.Device == "MTL0" && b.Kind == "model" {
+				buft, bytes = b.BufferType, bytes+b.Bytes
+			}
+		}
+		return buft, bytes
+	}
+	_, loaded := metalModel(m, 3, false)
+	buft, mapped := metalModel(m, 3, true)
+	if buft != "MTL0_Mapped" || mapped < loaded || mapped > loaded*11/10 {
+		t.Errorf("-ngl 3 with the output last: %s %d bytes, %d loaded", buft, mapped, loaded)
+	}
+	buft, mapped = metalModel(outputFirst(t, m), 3, true)
+	// From the output weight at the start to the last layer at the end:
+	// the whole file, for three layers' worth of weights.
+	if buft != "MTL0_Mapped" || mapped != file {
+		t.Errorf("-ngl 3 with the output first: %s %d bytes, want the whole file, %d", buft, mapped, file)
+	}
+}
+
+// The plan says --no-mmap where the mapped span would waste the memory a
+// better plan needs, and not where it would not.
+func TestPlanNoMmapOnMetal(t *testing.T) {
+	m := model(t, "qwen3-8b", synth.Q4_K_M)
+	s, err := hw.LoadMachine("m4-16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultSearch()
+	ngl := 3
+	o.Fixed.GPULayers = &ngl
+	p, err := Search(m, s, o)
+	if err != nil || p.Chosen == nil {
+		t.Fatalf("%v %+v", err, p)
+	}
+	if slices.Contains(p.Chosen.Flags, "--no-mmap") {
+		t.Errorf("output stored last: %v, want the file mapped", p.Chosen.Flags)
+	}
+	p2, err := Search(outputFirst(t, m), s, o)
+	if err != nil || p2.Chosen == nil {
+		t.Fatalf("%v %+v", err, p2)
+	}
+	if !slices.Contains(p2.Chosen.Flags, "--no-mmap") || p2.Chosen.CtxPerSlot < p.Chosen.CtxPerSlot {
+		t.Errorf("output stored first: %v with %d cells per slot; mapped it was %d", p2.Chosen.Flags, p2.Chosen.CtxPerSlot, p.Chosen.CtxPerSlot)
+	}
+	said := false
+	for _, line := range p2.Explain {
+		said = said || strings.HasPrefix(line, "--no-mmap: with the file mapped, Metal would keep")
+	}
+	if !said {
+		t.Errorf("no reason given for --no-mmap: %v", p2.Explain)
+	}
+}
