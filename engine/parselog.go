@@ -120,12 +120,19 @@ func parseRelevant(line string) bool {
 // fit may load the model virtually before the real load and print its
 // buffers too; a model's weights are always printed first, so the last run
 // of model lines starts the real load.
-func LastLoad(logged []Logged) []Logged {
-	start := 0
-	for i := 1; i < len(logged); i++ {
-		if logged[i].Kind == "model" && logged[i-1].Kind != "model" {
-			start = i
+func LastLoad(logged []Logged) []Logged { return LastLoads(logged, 1) }
+
+// LastLoads keeps the buffers of the last n loads in a log: a model and
+// its draft are two, one after the other.
+func LastLoads(logged []Logged, n int) []Logged {
+	var starts []int
+	for i := range logged {
+		if logged[i].Kind == "model" && (i == 0 || logged[i-1].Kind != "model") {
+			starts = append(starts, i)
 		}
 	}
-	return logged[start:]
+	if len(starts) == 0 {
+		return logged
+	}
+	return logged[starts[max(len(starts)-n, 0)]:]
 }

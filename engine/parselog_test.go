@@ -154,3 +154,26 @@ func TestLastLoad(t *testing.T) {
 		t.Error("a log of one load lost lines")
 	}
 }
+
+func TestLastLoads(t *testing.T) {
+	l := func(kind, dev string) Logged { return Logged{Kind: kind, Device: dev} }
+	// A virtual fit load, the model's load, then its draft's with a
+	// context per slot.
+	log := []Logged{
+		l("model", "CPU_Mapped"), l("kv", "CPU"),
+		l("model", "CPU_Mapped"), l("model", "CUDA0"), l("kv", "CUDA0"), l("compute", "CUDA0"),
+		l("model", "CUDA0"), l("kv", "CUDA0"), l("kv", "CUDA0"), l("compute", "CUDA0"),
+	}
+	cases := []struct{ n, from int }{{1, 6}, {2, 2}, {3, 0}, {9, 0}}
+	for _, c := range cases {
+		if got := LastLoads(log, c.n); len(got) != len(log)-c.from {
+			t.Errorf("last %d loads: %d lines, want %d", c.n, len(got), len(log)-c.from)
+		}
+	}
+	if got := LastLoad(log); len(got) != 4 {
+		t.Errorf("last load: %d lines, want the draft's 4", len(got))
+	}
+	if got := LastLoads([]Logged{l("kv", "CPU")}, 1); len(got) != 1 {
+		t.Errorf("a log without model lines: %d lines kept, want all", len(got))
+	}
+}

@@ -51,6 +51,9 @@ func (d *Deps) Assess(ctx context.Context, m *Model, o plan.SearchOptions) (*Ass
 	if m.ArchErr != nil {
 		return nil, &NotFit{Ref: m.Ref, Verdict: plan.Incompatible, Why: []string{m.ArchErr.Error()}}
 	}
+	if m.Companions != nil && o.Base.Companions == nil {
+		o.Base.Companions = m.Companions
+	}
 	p, err := plan.Search(m.Arch, snap, o)
 	if err != nil {
 		return nil, err

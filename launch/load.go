@@ -91,7 +91,9 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		return nil, err
 	}
 	d.say(string(engine.StateLoading), "admitted (%s); starting %s", t.Assessment.Reason, o.Bin)
-	flags := append(append([]string(nil), c.Flags...), o.Extra...)
+	// The plan named the companions before they were pulled; llama-server
+	// gets the files.
+	flags := append(companionFlags(c.Flags, a.Model.Companions), o.Extra...)
 	srv, err := engine.Start(ctx, engine.Options{
 		Bin: o.Bin, Args: flags, Model: path, Host: o.Host, Port: o.Port, Log: o.Log, Env: o.Env,
 		OnState: func(s engine.State) {
@@ -120,7 +122,13 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		defer cancel()
 		return nil, errors.Join(err, srv.Stop(stopCtx), t.Release())
 	}
-	logged := engine.LastLoad(srv.Logged())
+	// A draft is a second load after the model's, with a context per
+	// slot: the last two loads are the plan's.
+	loads := 1
+	if c := a.Model.Companions; c != nil && c.Draft != nil {
+		loads = 2
+	}
+	logged := engine.LastLoads(srv.Logged(), loads)
 	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused, Reconciliation: engine.Reconcile(r.Buffers, logged)}
 	if o.Records != "" {
 		rec := Record{Time: time.Now().UTC(), Ref: a.Model.Ref, Artifacts: key.Artifacts, Engine: key.Engine, Machine: key.Topology,

@@ -17,6 +17,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 )
 
@@ -56,6 +57,12 @@ type Model struct {
 	ArchErr error
 	// Pinned is the lock's package when the catalog variant was locked.
 	Pinned *catalog.Package
+	// Companions are the projector and draft llama-server will load beside
+	// the model (nil for none), and Draft the draft as resolved.
+	Companions *plan.Companions
+	Draft      *Model
+	// ProjectorSHA256 is the projector's hash as the Hub lists it.
+	ProjectorSHA256 string
 }
 
 // Local reports whether the model's files are already on this machine.
@@ -73,13 +80,27 @@ func (m *Model) Identity() []string {
 		}
 		out = append(out, fmt.Sprintf("%s@%s/%s#%s", a.Repo, a.Commit, f.Name, f.SHA256))
 	}
+	if c := m.Companions; c != nil && c.Projector != nil {
+		out = append(out, fmt.Sprintf("mmproj %s@%s/%s#%s", a.Repo, a.Commit, a.MMProj.Name, m.ProjectorSHA256))
+	}
+	if m.Draft != nil && m.Companions != nil && m.Companions.Draft != nil {
+		for _, id := range m.Draft.Identity() {
+			out = append(out, "draft "+id)
+		}
+	}
 	return out
 }
 
 // Resolve turns a reference into a Model: a catalog variant ENTRY/QUANT
 // (pinned to its locked commit when the lock has it), a local GGUF, a URL,
-// or hf:OWNER/REPO[:QUANT|/FILE][@REV]. Only the headers are read.
+// or hf:OWNER/REPO[:QUANT|/FILE][@REV]. Only the headers are read: the
+// model's, and those of the projector beside it and the draft the catalog
+// reviewed for it (Companions).
 func (d *Deps) Resolve(ctx context.Context, ref string) (*Model, error) {
+	return d.resolve(ctx, ref, true)
+}
+
+func (d *Deps) resolve(ctx context.Context, ref string, withCompanions bool) (*Model, error) {
 	d.say("resolving", "%s", ref)
 	m := &Model{Ref: ref}
 	open := ref
@@ -108,6 +129,11 @@ func (d *Deps) Resolve(ctx context.Context, ref string) (*Model, error) {
 	a := h.Artifact
 	if a.Commit != "" {
 		d.say("resolving", "%s is %s@%s, %d file(s), %s", ref, a.Repo, a.Commit[:12], len(a.Files), gib(h.Model.Size()))
+	}
+	if withCompanions && m.Arch != nil {
+		if err := d.companions(ctx, m); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }

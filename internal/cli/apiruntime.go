@@ -107,6 +107,7 @@ func (rt *apiRuntime) Load(ctx context.Context, req server.LoadRequest) (*server
 		return nil, err
 	}
 	path := ""
+	var man *store.Manifest
 	if m.Local() {
 		path = m.Header.Artifact.Files[0].Path
 	} else {
@@ -114,7 +115,10 @@ func (rt *apiRuntime) Load(ctx context.Context, req server.LoadRequest) (*server
 		if err != nil {
 			return nil, err
 		}
-		path = p.Path
+		path, man = p.Path, p.Manifest
+	}
+	if err := rt.d.CompanionFiles(ctx, m, man, rt.st, false); err != nil {
+		return nil, err
 	}
 	run, err := rt.d.Load(ctx, a, path, launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Port: 0, ReadyTimeout: rt.ready})
 	var refusal *admission.Refusal

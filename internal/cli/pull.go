@@ -67,22 +67,21 @@ Examples:
 	if err != nil {
 		return err
 	}
+	if *noDraft && m.Companions != nil {
+		// Not pulled, so not counted.
+		m.Companions.Draft, m.Draft = nil, nil
+	}
 	_, aerr := d.Assess(ctx, m, opts)
 	p, err := d.Pull(ctx, m, aerr, st, *force)
 	if err != nil {
 		return err
 	}
 	var draft *launch.Pulled
-	if ref, ok := d.Draft(m); ok && !*noDraft {
-		// The draft is a model of its own: resolved, verified and stored
-		// the same way. It is small beside its target; serve does not load
-		// it yet, since its memory is not in the plan.
-		dm, err := d.Resolve(ctx, ref)
-		if err != nil {
-			return fmt.Errorf("draft %s: %w", ref, err)
-		}
+	if dm := m.Draft; dm != nil && !dm.Local() {
+		// The draft is a model of its own, resolved with the model and
+		// counted in its plan: verified and stored the same way.
 		if draft, err = d.Pull(ctx, dm, nil, st, false); err != nil {
-			return fmt.Errorf("draft %s: %w", ref, err)
+			return fmt.Errorf("draft %s: %w", dm.Ref, err)
 		}
 	}
 	if *asJSON {

@@ -122,25 +122,29 @@ func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref st
 		return nil, err
 	}
 	var path string
+	var man *store.Manifest
 	if m.Local() {
 		path = m.Header.Artifact.Files[0].Path
 	} else {
 		if noPull {
-			man, ok, err := st.Lookup(m.Header.Artifact.Repo, m.Header.Artifact.Commit, fileNames(m))
+			found, ok, err := st.Lookup(m.Header.Artifact.Repo, m.Header.Artifact.Commit, fileNames(m))
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
 				return nil, errors.New(ref + " is not in the store and --no-pull forbids downloading it; run headroom pull first")
 			}
-			path = man.Files[0].Path
+			path, man = found.Files[0].Path, found
 		} else {
 			p, err := d.Pull(ctx, m, nil, st, false)
 			if err != nil {
 				return nil, err
 			}
-			path = p.Path
+			path, man = p.Path, p.Manifest
 		}
+	}
+	if err := d.CompanionFiles(ctx, m, man, st, noPull); err != nil {
+		return nil, err
 	}
 	return d.Load(ctx, a, path, lo)
 }
