@@ -107,4 +107,3 @@ func TestUnreadableProjectorIsLeftOut(t *testing.T) {
 		t.Errorf("nothing said about the broken projector:\n%s", f.said)
 	}
 }
-
