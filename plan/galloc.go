@@ -46,6 +46,10 @@ type gtensor struct {
 	// gather marks GET_ROWS, which GPU backends never take from the host
 	// by op offload (a lookup reads a few rows, a copy would move them all).
 	gather bool
+	// inplace marks an in-place op (ggml_scale_inplace and the like): a
+	// view for the allocator, but a node the scheduler places and splits
+	// at like any other.
+	inplace bool
 }
 
 // graph is a description of a ggml compute graph: leafs and nodes in the

@@ -17,6 +17,7 @@ type gb struct {
 	// copies made so far (ropeFactors).
 	layerDev  []string
 	ropeFreqs []*gtensor
+	weights   map[string]*gtensor // by name, see weight
 	// shapes are the model's tensor shapes by name; builderFor builds
 	// them once for every graph a builder describes.
 	shapes map[string][]uint64
@@ -124,6 +125,22 @@ func (b *gb) input(name string, t gguf.GGMLType, ne [4]int64) *gtensor {
 // home is where the accountant placed it, when the graph is replayed for
 // a device split.
 func (b *gb) weight(name string, ne [4]int64) *gtensor {
+	// One tensor per weight, however many ops read it (Falcon-H1 norms
+	// its input twice with attn_norm): the scheduler copies a tensor to a
+	// backend once, and a second copy would be a split input of its own.
+	if w := b.weights[name]; w != nil {
+		return w
+	}
+	if b.weights == nil {
+		b.weights = make(map[string]*gtensor, len(b.shapes))
+	}
+	w := b.newWeight(name, ne)
+	b.weights[name] = w
+	return w
+}
+
+// newWeight is weight without the sharing: a tensor of its own.
+func (b *gb) newWeight(name string, ne [4]int64) *gtensor {
 	w := b.f32(name, opNone, ne)
 	w.external = true
 	if h, ok := b.homes[name]; ok {
@@ -177,7 +194,7 @@ func (b *gb) ropeFactors(m *arch.Model, il int) *gtensor {
 			return t
 		}
 	}
-	t := b.weight(name, [4]int64{int64(shape[0])})
+	t := b.newWeight(name, [4]int64{int64(shape[0])})
 	t.home = dev
 	b.ropeFreqs = append(b.ropeFreqs, t)
 	return t

@@ -236,7 +236,7 @@ func (r *recurrentGraph) buildRS(s *gtensor, stateSize int64, rows func(states, 
 	// ggml_scale_inplace: a view of the cache that the scheduler runs
 	// where the cache lives.
 	clear := b.view("state_zero_scale", zero, [4]int64{stateSize})
-	clear.dev = s.home
+	clear.dev, clear.inplace = s.home, true
 	b.g.expand(clear)
 	var out *gtensor
 	if rows != nil {

@@ -217,7 +217,7 @@ func splitGraph(g *graph, o schedOptions) *graph {
 	}
 	// plain views are not scheduled: they run in whatever split is open
 	// and read their sources where they are.
-	plainView := func(n *gtensor) bool { return n.op == opView && len(n.src) <= 1 }
+	plainView := func(n *gtensor) bool { return n.op == opView && len(n.src) <= 1 && !n.inplace }
 	// needsCopy says whether split backend dev must copy source s in. Only
 	// one backend's buffers are usable by another here (the CPU's host
 	// memory is not a GPU's, nor the reverse), so a source elsewhere is
