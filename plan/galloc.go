@@ -46,6 +46,11 @@ type gtensor struct {
 	// gather marks GET_ROWS, which GPU backends never take from the host
 	// by op offload (a lookup reads a few rows, a copy would move them all).
 	gather bool
+	// span is ggml_nbytes of a strided view, from its first element to
+	// its last (0 for a view that covers whole rows of what it views,
+	// whose size follows from its shape): what a copy of the view to
+	// another backend holds.
+	span int64
 	// inplace marks an in-place op (ggml_scale_inplace and the like): a
 	// view for the allocator, but a node the scheduler places and splits
 	// at like any other.

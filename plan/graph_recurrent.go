@@ -270,21 +270,27 @@ func (r *recurrentGraph) mamba2Layer(il int, cur *gtensor, d recurrentSSM) *gten
 	conv = b.view("conv_3d", conv, [4]int64{d.conv - 1, channels, S})
 	cur = b.view("cur_3d", cur, [4]int64{embd, T, S})
 	zx := b.f32("zxBCdt", opOther, [4]int64{d.inProj, T, S}, b.weight(blk+"ssm_in.weight", [4]int64{embd, d.inProj}), cur)
-	z := b.view("z", zx, [4]int64{headDim, d.heads, T, S})
-	xBC := b.view("xBC", zx, [4]int64{channels, T, S})
-	dt := b.view("dt", zx, [4]int64{d.heads, T, S})
+	// The views into zxBCdt and conv_x keep their parents' row strides:
+	// a copy of one to another backend holds everything from its first
+	// element to its last (ggml_nbytes), most of the parent.
+	zxRow := d.inProj * 4
+	z := strided(b.view("z", zx, [4]int64{headDim, d.heads, T, S}), [4]int64{4, headDim * 4, zxRow, zxRow * T})
+	xBC := strided(b.view("xBC", zx, [4]int64{channels, T, S}), [4]int64{4, zxRow, zxRow * T})
+	dt := strided(b.view("dt", zx, [4]int64{d.heads, T, S}), [4]int64{4, zxRow, zxRow * T})
 
 	// conv_x = concat(state, transpose(xBC)) along the time axis.
 	convX := b.f32("conv_x", opOther, [4]int64{d.conv - 1 + T, channels, S}, conv, b.view("xBC_t", xBC, [4]int64{T, channels, S}))
-	last := b.view("last_conv", convX, [4]int64{d.conv - 1, channels, S})
+	convRow := (d.conv - 1 + T) * 4
+	last := strided(b.view("last_conv", convX, [4]int64{d.conv - 1, channels, S}), [4]int64{4, convRow, convRow * channels})
 	b.g.expand(r.cpy("conv_store", last, b.view("conv_state_dst", rCache, [4]int64{(d.conv - 1) * channels * S})))
 	xBC = b.f32("ssm_conv", opOther, [4]int64{channels, T, S}, convX, b.weight(blk+"ssm_conv1d.weight", [4]int64{d.conv, channels}))
 	xBC = b.f32("ssm_conv_b", opInplace, xBC.layout.ne, xBC, b.weight(blk+"ssm_conv1d.bias", [4]int64{channels}))
 	xBC = b.f32("ssm_conv_silu", opInplace, xBC.layout.ne, xBC)
 
-	x := b.view("x", xBC, [4]int64{headDim, d.heads, T, S})
-	B := b.view("B", xBC, [4]int64{d.state, d.groups, T, S})
-	C := b.view("C", xBC, [4]int64{d.state, d.groups, T, S})
+	xRow := channels * 4
+	x := strided(b.view("x", xBC, [4]int64{headDim, d.heads, T, S}), [4]int64{4, headDim * 4, xRow, xRow * T})
+	B := strided(b.view("B", xBC, [4]int64{d.state, d.groups, T, S}), [4]int64{4, d.state * 4, xRow, xRow * T})
+	C := strided(b.view("C", xBC, [4]int64{d.state, d.groups, T, S}), [4]int64{4, d.state * 4, xRow, xRow * T})
 	dt = b.f32("dt_cont", opOther, [4]int64{d.heads, T, S}, dt)
 	dt = b.f32("dt_b", opInplace, dt.layout.ne, dt, b.weight(blk+"ssm_dt.bias", [4]int64{d.heads}))
 	A := b.weight(blk+"ssm_a", [4]int64{1, d.heads})
@@ -311,6 +317,21 @@ func (r *recurrentGraph) mamba2Layer(il int, cur *gtensor, d recurrentSSM) *gten
 	y = b.view("y_3d", y, [4]int64{d.inner, T, S})
 	out := b.f32("ssm_out", opOther, [4]int64{embd, T, S}, b.weight(blk+"ssm_out.weight", [4]int64{d.inner, embd}), y)
 	return b.view("mamba_out", out, [4]int64{embd, T * S})
+}
+
+// strided gives an f32 view the byte strides nb of the tensor it views
+// and records its span, ggml_nbytes: ne[0] elements and (ne[i]-1)
+// strides of every further dimension.
+func strided(v *gtensor, nb [4]int64) *gtensor {
+	ne := v.layout.ne
+	span := ne[0] * nb[0]
+	for i := 1; i < 4; i++ {
+		if ne[i] > 1 {
+			span += (ne[i] - 1) * nb[i]
+		}
+	}
+	v.span = span
+	return v
 }
 
 // embed is build_inp_embd, as in llamaGraphOn.

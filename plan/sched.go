@@ -52,6 +52,9 @@ func (o schedOptions) elemType(t *gtensor) gguf.GGMLType {
 // cover whole rows of what they view, so strides add nothing); weights and
 // computed tensors by their own size.
 func (o schedOptions) bytesOf(t *gtensor) int64 {
+	if t.span > 0 {
+		return t.span
+	}
 	if t.op != opView && !(t.external && !t.isWeight) {
 		return t.bytes
 	}
