@@ -87,6 +87,20 @@ func (d Device) HostBuffer() string {
 
 func (d Device) has(feature string) bool { return slices.Contains(d.Features, feature) }
 
+// computeChunk is the largest buffer the device's buffer types allocate
+// (ggml_backend_buft_get_max_size), in which ggml-alloc measures a compute
+// buffer chunk by chunk, a tensor that does not fit in the chunks so far
+// starting a new one: Vulkan's suballocation block, 1 GiB by default, for
+// the device and its pinned host buffer type alike (ministral-3-3b's
+// 2102.01 MiB host buffer on llvmpipe is three chunks: two kq of 1 GiB
+// and the rest); 0, unbounded, elsewhere.
+func (d Device) computeChunk() int64 {
+	if d.Backend == "Vulkan" {
+		return 1 << 30
+	}
+	return 0
+}
+
 // alignment is the device buffer's tensor alignment.
 func (d Device) alignment() int64 {
 	switch d.Backend {

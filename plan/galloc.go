@@ -91,89 +91,12 @@ func (g *graph) expand(t *gtensor) {
 	g.nodes = append(g.nodes, t)
 }
 
-type block struct{ offset, size int64 }
-
-// dynAlloc is ggml_dyn_tallocr with one chunk: a sorted free list whose
-// last block is unbounded, and the highest offset ever used.
-type dynAlloc struct {
-	align   int64
-	free    []block
-	maxSize int64
-}
-
-func newDynAlloc(align int64) *dynAlloc {
-	return &dynAlloc{align: align, free: []block{{0, 1 << 62}}}
-}
-
-func (a *dynAlloc) alloc(size int64) int64 {
-	size = alignUp(size, a.align)
-	best := -1
-	bestSize := int64(1<<63 - 1)
-	// Best fit among all blocks but the last.
-	for i := 0; i < len(a.free)-1; i++ {
-		if b := a.free[i]; b.size >= size && b.size <= bestSize {
-			best, bestSize = i, b.size
-		}
-	}
-	if best == -1 {
-		best = len(a.free) - 1
-	}
-	b := &a.free[best]
-	addr := b.offset
-	b.offset += size
-	b.size -= size
-	if b.size == 0 {
-		a.free = append(a.free[:best], a.free[best+1:]...)
-	}
-	a.maxSize = max(a.maxSize, addr+size)
-	return addr
-}
-
-// shrink frees the tail of a block of old bytes that now holds only n.
-func (a *dynAlloc) shrink(offset, old, n int64) {
-	old, n = alignUp(old, a.align), alignUp(n, a.align)
-	if old > n {
-		a.release(offset+n, old-n)
-	}
-}
-
-func (a *dynAlloc) release(offset, size int64) {
-	size = alignUp(size, a.align)
-	for i := range a.free {
-		b := &a.free[i]
-		if b.offset+b.size == offset {
-			b.size += size
-			if i+1 < len(a.free) && b.offset+b.size == a.free[i+1].offset {
-				b.size += a.free[i+1].size
-				a.free = append(a.free[:i+1], a.free[i+2:]...)
-			}
-			return
-		}
-		if offset+size == b.offset {
-			b.offset = offset
-			b.size += size
-			if i > 0 && a.free[i-1].offset+a.free[i-1].size == b.offset {
-				a.free[i-1].size += b.size
-				a.free = append(a.free[:i], a.free[i+1:]...)
-			}
-			return
-		}
-	}
-	pos := 0
-	for pos < len(a.free) && a.free[pos].offset < offset {
-		pos++
-	}
-	a.free = append(a.free, block{})
-	copy(a.free[pos+1:], a.free[pos:])
-	a.free[pos] = block{offset, size}
-}
-
 // hnode is ggml_gallocr's hash_node: a tensor's pending uses and where
 // it was placed, and the allocator of the buffer it goes in.
 type hnode struct {
 	children, views int32
 	allocated       bool
-	addr            int64
+	addr            addr
 	alloc           *dynAlloc
 	run             *replay // the replay this state belongs to
 }
@@ -184,9 +107,9 @@ type replay struct{ _ byte }
 // reserve replays ggml_gallocr_alloc_graph_impl and returns the buffer
 // size it needs.
 func reserve(g *graph, align int64) int64 {
-	a := newDynAlloc(align)
+	a := newDynAlloc(align, 0)
 	reserveOn(g, func(*gtensor) *dynAlloc { return a })
-	return a.maxSize
+	return a.size()
 }
 
 // reserveOn replays the allocator with one dynamic allocator per backend

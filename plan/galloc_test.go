@@ -36,17 +36,47 @@ func TestReserveNoInplaceAcrossLayouts(t *testing.T) {
 }
 
 func TestDynAllocMerges(t *testing.T) {
-	a := newDynAlloc(32)
+	a := newDynAlloc(32, 0)
 	x := a.alloc(32)
 	y := a.alloc(32)
 	z := a.alloc(32)
 	a.release(x, 32)
 	a.release(z, 32)
 	a.release(y, 32) // joins both neighbours
-	if len(a.free) != 1 || a.free[0].offset != 0 {
-		t.Errorf("free list %v, want one block from 0", a.free)
+	if len(a.chunks) != 1 || len(a.chunks[0].free) != 1 || a.chunks[0].free[0].offset != 0 {
+		t.Errorf("chunks %v, want one with one free block from 0", a.chunks)
 	}
-	if a.maxSize != 96 {
-		t.Errorf("max %d", a.maxSize)
+	if a.size() != 96 {
+		t.Errorf("size %d", a.size())
+	}
+}
+
+// With a largest buffer size, ggml-alloc measures in chunks: what does not
+// fit in the chunks so far starts a new one, and the buffer is their sum.
+func TestDynAllocChunks(t *testing.T) {
+	a := newDynAlloc(1, 100)
+	x := a.alloc(60)
+	y := a.alloc(60) // 40 left in the first chunk: a second one
+	if x.chunk != 0 || y.chunk != 1 || a.size() != 120 {
+		t.Fatalf("x %+v y %+v size %d, want chunks 0 and 1, 120 bytes", x, y, a.size())
+	}
+	// A small tensor goes where a chunk already has room (the first,
+	// freed) rather than where one would have to grow.
+	a.release(x, 60)
+	z := a.alloc(10)
+	if z.chunk != 0 || a.size() != 120 {
+		t.Errorf("z %+v, size %d after a 10-byte tensor, want chunk 0 and 120", z, a.size())
+	}
+	// A tensor larger than the limit gets a chunk of its own size.
+	big := a.alloc(250)
+	if big.chunk != 2 || big.offset != 0 || a.size() != 120+250 {
+		t.Errorf("big %+v, size %d", big, a.size())
+	}
+	// Unbounded: one chunk, as before.
+	u := newDynAlloc(1, 0)
+	u.alloc(60)
+	u.alloc(60)
+	if len(u.chunks) != 1 || u.size() != 120 {
+		t.Errorf("unbounded: %d chunks, %d bytes", len(u.chunks), u.size())
 	}
 }

@@ -330,10 +330,15 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		o.offloadTo = g.Name
 	}
 	align := map[string]int64{cpu.Name: cpuAlign}
+	chunk := map[string]int64{}
+	if h := hostGPU(gpus); h != nil {
+		chunk[cpu.Name] = h.computeChunk() // the host buffer type's
+	}
 	for _, g := range gpus {
 		o.gpus = append(o.gpus, g.Name)
 		o.maxAlloc[g.Name] = g.MaxAlloc
 		align[g.Name] = g.alignment()
+		chunk[g.Name] = g.computeChunk()
 	}
 	peak := map[string]int64{}
 	// As on the CPU, the one-token-per-sequence graph only matters when
@@ -371,12 +376,12 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 					return x.a
 				}
 			}
-			a := newDynAlloc(align[d])
+			a := newDynAlloc(align[d], chunk[d])
 			allocs = append(allocs, devAlloc{d, a})
 			return a
 		})
 		for _, x := range allocs {
-			peak[x.dev] = max(peak[x.dev], x.a.maxSize)
+			peak[x.dev] = max(peak[x.dev], x.a.size())
 		}
 	}
 	return peak
