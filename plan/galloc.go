@@ -51,6 +51,9 @@ type gtensor struct {
 	// whose size follows from its shape): what a copy of the view to
 	// another backend holds.
 	span int64
+	// kind is the node's ggml op where the graph description records it
+	// (graph.kinds), for the Vulkan backend's reorder (vkorder.go).
+	kind ggmlOp
 	// inplace marks an in-place op (ggml_scale_inplace and the like): a
 	// view for the allocator, but a node the scheduler places and splits
 	// at like any other.
@@ -69,6 +72,9 @@ type layout struct {
 type graph struct {
 	leafs []*gtensor
 	nodes []*gtensor
+	// kinds says every node records its ggml op, so that a backend's
+	// reorder can be replayed.
+	kinds bool
 }
 
 // expand adds t and its not yet recorded ancestors, parents first, in

@@ -67,6 +67,12 @@ func (b *gb) tensorOwning(name string, t gguf.GGMLType, op gop, ne [4]int64, src
 	return x
 }
 
+// as records t's ggml op (see vkorder.go) and returns t.
+func as(k ggmlOp, t *gtensor) *gtensor {
+	t.kind = k
+	return t
+}
+
 // alloc hands out a zeroed tensor from the builder's arena.
 func (b *gb) alloc() *gtensor {
 	if b.mem == nil {
@@ -234,8 +240,8 @@ func (b *gb) kvAttention(il int, c Context, s attnShape, q, k, v, kIdx, vIdx, ma
 	nKV, streams, T := s.nKV, s.streams, s.T
 	cacheK := b.cache(il, "cache_k", [4]int64{headK * headsKV, nKV, streams})
 	cacheV := b.cache(il, "cache_v", [4]int64{headV * headsKV, nKV, streams})
-	b.g.expand(b.view("k_set_rows", cacheK, cacheK.layout.ne, b.view("k_2d", k, [4]int64{headK * headsKV, T}), kIdx))
-	b.g.expand(b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), vIdx))
+	b.g.expand(as(kSetRows, b.view("k_set_rows", cacheK, cacheK.layout.ne, as(kView, b.view("k_2d", k, [4]int64{headK * headsKV, T})), kIdx)))
+	b.g.expand(as(kSetRows, b.view("v_set_rows", cacheV, cacheV.layout.ne, b.view("v_2d", v, [4]int64{headV * headsKV, T}), vIdx)))
 	kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
 	vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
 	q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})
@@ -251,13 +257,13 @@ func (b *gb) kvAttention(il int, c Context, s attnShape, q, k, v, kIdx, vIdx, ma
 		fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, src...)
 		cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
 	} else {
-		kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
+		kq := as(kMulMat, b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp))
 		src := []*gtensor{kq, mask}
 		if sinks != nil {
 			src = append(src, sinks)
 		}
 		kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, src...)
-		kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
+		kqv := as(kMulMat, b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq))
 		perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
 		cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
 	}
@@ -272,6 +278,7 @@ func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 // llamaGraphOn builds the graph with b's placement of weights and caches.
 func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
+	b.g.kinds = true
 	// llama_context::graph_reserve rounds the token count up to a
 	// multiple of the sequences but keeps the outputs at nTokens.
 	nSeq := int64(max(c.NSeq, 1))
@@ -333,20 +340,20 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		// heads are split.
 		olmo2 := m.Arch == "olmo2"
 		rmsNorm := func(name string, x *gtensor, weight string) *gtensor {
-			n := b.f32("norm", opInplace, x.layout.ne, x)
-			return b.f32(name, opInplace, x.layout.ne, n, b.weight(weight, [4]int64{x.layout.ne[0]}))
+			n := as(kRMSNorm, b.f32("norm", opInplace, x.layout.ne, x))
+			return as(kMul, b.f32(name, opInplace, x.layout.ne, n, b.weight(weight, [4]int64{x.layout.ne[0]})))
 		}
 		cur := inpL
 		if !olmo2 {
 			cur = rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
 		}
-		q := b.f32("Qcur", opOther, [4]int64{heads * headK, T}, b.weight(blk+"attn_q.weight", [4]int64{embd, heads * headK}), cur)
-		k := b.f32("Kcur", opOther, [4]int64{headsKV * headK, T}, b.weight(blk+"attn_k.weight", [4]int64{embd, headsKV * headK}), cur)
-		v := b.f32("Vcur", opOther, [4]int64{headsKV * headV, T}, b.weight(blk+"attn_v.weight", [4]int64{embd, headsKV * headV}), cur)
+		q := as(kMulMat, b.f32("Qcur", opOther, [4]int64{heads * headK, T}, b.weight(blk+"attn_q.weight", [4]int64{embd, heads * headK}), cur))
+		k := as(kMulMat, b.f32("Kcur", opOther, [4]int64{headsKV * headK, T}, b.weight(blk+"attn_k.weight", [4]int64{embd, headsKV * headK}), cur))
+		v := as(kMulMat, b.f32("Vcur", opOther, [4]int64{headsKV * headV, T}, b.weight(blk+"attn_v.weight", [4]int64{embd, headsKV * headV}), cur))
 		if b.has(blk + "attn_q.bias") { // qwen2: projections with biases
-			q = b.f32("Qcur_b", opInplace, q.layout.ne, q, b.weight(blk+"attn_q.bias", [4]int64{heads * headK}))
-			k = b.f32("Kcur_b", opInplace, k.layout.ne, k, b.weight(blk+"attn_k.bias", [4]int64{headsKV * headK}))
-			v = b.f32("Vcur_b", opInplace, v.layout.ne, v, b.weight(blk+"attn_v.bias", [4]int64{headsKV * headV}))
+			q = as(kAdd, b.f32("Qcur_b", opInplace, q.layout.ne, q, b.weight(blk+"attn_q.bias", [4]int64{heads * headK})))
+			k = as(kAdd, b.f32("Kcur_b", opInplace, k.layout.ne, k, b.weight(blk+"attn_k.bias", [4]int64{headsKV * headK})))
+			v = as(kAdd, b.f32("Vcur_b", opInplace, v.layout.ne, v, b.weight(blk+"attn_v.bias", [4]int64{headsKV * headV})))
 		}
 		if olmo2 {
 			q = rmsNorm("Qcur_normed", q, blk+"attn_q_norm.weight")
@@ -356,10 +363,10 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		k = b.view("Kcur_3d", k, [4]int64{headK, headsKV, T})
 		v = b.view("Vcur_3d", v, [4]int64{headV, headsKV, T})
 		if !olmo2 && b.has(blk+"attn_q_norm.weight") { // qwen3: per-head RMS norms of Q and K
-			q = b.f32("Qcur_normed", opInplace, q.layout.ne, q)
-			q = b.f32("Qcur_norm", opInplace, q.layout.ne, q, b.weight(blk+"attn_q_norm.weight", [4]int64{headK}))
-			k = b.f32("Kcur_normed", opInplace, k.layout.ne, k)
-			k = b.f32("Kcur_norm", opInplace, k.layout.ne, k, b.weight(blk+"attn_k_norm.weight", [4]int64{headK}))
+			q = as(kRMSNorm, b.f32("Qcur_normed", opInplace, q.layout.ne, q))
+			q = as(kMul, b.f32("Qcur_norm", opInplace, q.layout.ne, q, b.weight(blk+"attn_q_norm.weight", [4]int64{headK})))
+			k = as(kRMSNorm, b.f32("Kcur_normed", opInplace, k.layout.ne, k))
+			k = as(kMul, b.f32("Kcur_norm", opInplace, k.layout.ne, k, b.weight(blk+"attn_k_norm.weight", [4]int64{headK})))
 		}
 		// Llama 3's frequency factors are RoPE's third source: no node
 		// allocates for them, but the scheduler copies them like any
@@ -368,9 +375,9 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		if rf := b.ropeFactors(m, il); rf != nil {
 			rope = append(rope, rf)
 		}
-		q = b.f32("Qcur_rope", opInplace, [4]int64{headK, heads, T}, rope...)
+		q = as(kRope, b.f32("Qcur_rope", opInplace, [4]int64{headK, heads, T}, rope...))
 		rope[0] = k
-		k = b.f32("Kcur_rope", opInplace, [4]int64{headK, headsKV, T}, rope...)
+		k = as(kRope, b.f32("Kcur_rope", opInplace, [4]int64{headK, headsKV, T}, rope...))
 		if kv.kRot != nil {
 			q = b.swaRotate(q, kv.kRot, false)
 			k = b.swaRotate(k, kv.kRot, false)
@@ -387,7 +394,7 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		if kv.vRot != nil {
 			cur = b.swaRotate(cur, kv.vRot, false)
 		}
-		cur = b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur)
+		cur = as(kMulMat, b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur))
 		rows := T
 		if il == len(m.Layers)-1 {
 			rows = nOut
@@ -397,26 +404,26 @@ func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		if olmo2 {
 			cur = rmsNorm("attn_post_norm", cur, blk+"post_attention_norm.weight")
 		}
-		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, rows}, cur, inpSA)
+		ffnInp := as(kAdd, b.f32("ffn_inp", opInplace, [4]int64{embd, rows}, cur, inpSA))
 		cur = ffnInp
 		if !olmo2 {
 			cur = rmsNorm("ffn_norm", ffnInp, blk+"ffn_norm.weight")
 		}
 		ff := int64(l.FF)
-		up := b.f32("ffn_up", opOther, [4]int64{ff, rows}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur)
-		gate := b.f32("ffn_gate", opOther, [4]int64{ff, rows}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur)
+		up := as(kMulMat, b.f32("ffn_up", opOther, [4]int64{ff, rows}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur))
+		gate := as(kMulMat, b.f32("ffn_gate", opOther, [4]int64{ff, rows}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur))
 		act := b.f32("ffn_swiglu", opOther, [4]int64{ff, rows}, gate, up)
-		cur = b.f32("ffn_out", opOther, [4]int64{embd, rows}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act)
+		cur = as(kMulMat, b.f32("ffn_out", opOther, [4]int64{embd, rows}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act))
 		if olmo2 {
 			cur = rmsNorm("ffn_post_norm", cur, blk+"post_ffw_norm.weight")
 		}
-		cur = b.f32("l_out", opInplace, [4]int64{embd, rows}, cur, ffnInp)
+		cur = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, rows}, cur, ffnInp))
 		inpL = cur
 	}
-	cur := b.f32("norm", opInplace, [4]int64{embd, nOut}, inpL)
-	cur = b.f32("result_norm", opInplace, [4]int64{embd, nOut}, cur, b.weight("output_norm.weight", [4]int64{embd}))
+	cur := as(kRMSNorm, b.f32("norm", opInplace, [4]int64{embd, nOut}, inpL))
+	cur = as(kMul, b.f32("result_norm", opInplace, [4]int64{embd, nOut}, cur, b.weight("output_norm.weight", [4]int64{embd})))
 	cur.output = true
-	logits := b.f32("result_output", opOther, [4]int64{int64(m.NVocab), nOut}, b.weight("output.weight", [4]int64{embd, int64(m.NVocab)}), cur)
+	logits := as(kMulMat, b.f32("result_output", opOther, [4]int64{int64(m.NVocab), nOut}, b.weight("output.weight", [4]int64{embd, int64(m.NVocab)}), cur))
 	logits.output = true
 	b.g.expand(logits)
 	return &b.g

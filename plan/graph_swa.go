@@ -158,7 +158,7 @@ func (b *gb) swaRotate(x, rot *gtensor, strided bool) *gtensor {
 	} else {
 		r = b.f32("rot_cont", opOther, [4]int64{n, rows}, x)
 	}
-	y := b.f32("rot", opOther, [4]int64{n, rows}, rot, r)
+	y := as(kMulMat, b.f32("rot", opOther, [4]int64{n, rows}, rot, r))
 	return b.view("rot_out", y, x.layout.ne)
 }
 

@@ -26,6 +26,9 @@ type schedOptions struct {
 	cacheTypes map[string]gguf.GGMLType
 	// mem holds the graph's tensors, and the split's copies.
 	mem *arena
+	// reorders are the devices whose backend reorders a split's nodes
+	// before it is allocated (Vulkan's graph_optimize, vkorder.go).
+	reorders map[string]bool
 }
 
 // elemType is the element type ggml gives t: a view keeps the type of the
@@ -301,6 +304,13 @@ func splitGraph(g *graph, o schedOptions) *graph {
 			n.src[j] = c
 		}
 	}
+	if g.kinds {
+		for _, sp := range splits {
+			if o.reorders[sp.dev] {
+				vkReorder(g.nodes[sp.start:sp.end])
+			}
+		}
+	}
 	out := &graph{leafs: g.leafs, nodes: o.mem.split[:0]}
 	for _, sp := range splits {
 		out.nodes = append(out.nodes, sp.inputs...)
@@ -334,8 +344,10 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	if h := hostGPU(gpus); h != nil {
 		chunk[cpu.Name] = h.computeChunk() // the host buffer type's
 	}
+	o.reorders = map[string]bool{}
 	for _, g := range gpus {
 		o.gpus = append(o.gpus, g.Name)
+		o.reorders[g.Name] = g.Backend == "Vulkan"
 		o.maxAlloc[g.Name] = g.MaxAlloc
 		align[g.Name] = g.alignment()
 		chunk[g.Name] = g.computeChunk()
