@@ -171,13 +171,17 @@ func (b *gb) swaNorm(layerNorm bool, x *gtensor, weight string) *gtensor {
 		op = opOther
 	}
 	n := b.f32("norm", op, x.layout.ne, x)
-	return b.f32(weight, opInplace, x.layout.ne, n, b.weight(weight, [4]int64{x.layout.ne[0]}))
+	if !layerNorm {
+		n.kind = kRMSNorm
+	}
+	return as(kMul, b.f32(weight, opInplace, x.layout.ne, n, b.weight(weight, [4]int64{x.layout.ne[0]})))
 }
 
 // swaGraph describes the graph of one micro-batch of nTokens against full
 // caches, in the order ggml records it.
 func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
+	b.g.kinds = true
 	// llama_context::graph_reserve rounds the token count up to a
 	// multiple of the sequences (each gets as many tokens), but keeps the
 	// outputs: the last layer's rows past the output selection are as
@@ -242,7 +246,7 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			return b.weight(blk+name, s)
 		}
 		mm := func(name string, weight *gtensor, x *gtensor, rows int64) *gtensor {
-			return b.f32(name, opOther, [4]int64{rows, x.layout.ne[1]}, weight, x)
+			return as(kMulMat, b.f32(name, opOther, [4]int64{rows, x.layout.ne[1]}, weight, x))
 		}
 
 		resid := inpL
@@ -266,15 +270,15 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		} else {
 			q = mm("Qcur", w("attn_q.weight", embd, heads*headK), cur, heads*headK)
 			if b.has(blk + "attn_q.bias") {
-				q = b.f32("Qcur_b", opInplace, q.layout.ne, q, w("attn_q.bias", heads*headK))
+				q = as(kAdd, b.f32("Qcur_b", opInplace, q.layout.ne, q, w("attn_q.bias", heads*headK)))
 			}
 			k = mm("Kcur", w("attn_k.weight", embd, headsKV*headK), cur, headsKV*headK)
 			if b.has(blk + "attn_k.bias") {
-				k = b.f32("Kcur_b", opInplace, k.layout.ne, k, w("attn_k.bias", headsKV*headK))
+				k = as(kAdd, b.f32("Kcur_b", opInplace, k.layout.ne, k, w("attn_k.bias", headsKV*headK)))
 			}
 			v = mm("Vcur", w("attn_v.weight", embd, headsKV*headV), cur, headsKV*headV)
 			if b.has(blk + "attn_v.bias") {
-				v = b.f32("Vcur_b", opInplace, v.layout.ne, v, w("attn_v.bias", headsKV*headV))
+				v = as(kAdd, b.f32("Vcur_b", opInplace, v.layout.ne, v, w("attn_v.bias", headsKV*headV)))
 			}
 			q = b.view("Qcur_3d", q, [4]int64{headK, heads, T})
 			k = b.view("Kcur_3d", k, [4]int64{headK, headsKV, T})
@@ -290,7 +294,7 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			if ropeFactors != nil {
 				src = append(src, ropeFactors)
 			}
-			return b.f32("rope", opInplace, x.layout.ne, src...)
+			return as(kRope, b.f32("rope", opInplace, x.layout.ne, src...))
 		}
 		// cohere2's global layers take no positional encoding
 		doRope := !cohere || sliding
@@ -339,19 +343,19 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		cacheK.layout.typ = c.TypeK
 		cacheV := b.cache(il, "cache_v", [4]int64{vWidth, nKV, streams})
 		cacheV.layout.typ = c.TypeV
-		k2d := b.view("k_2d", k, [4]int64{headsKV * headK, T})
+		k2d := as(kView, b.view("k_2d", k, [4]int64{headsKV * headK, T}))
 		dstK := cacheK
 		if streams > 1 {
 			dstK = b.swaTyped("k_merged", cacheK, c.TypeK, [4]int64{headsKV * headK, nKV * streams})
 		}
-		b.g.expand(b.swaTyped("k_set_rows", dstK, c.TypeK, dstK.layout.ne, k2d, kv.kIdx))
+		b.g.expand(as(kSetRows, b.swaTyped("k_set_rows", dstK, c.TypeK, dstK.layout.ne, k2d, kv.kIdx)))
 		if !c.VTrans {
 			v2d := b.view("v_2d", v, [4]int64{headsKV * headV, T})
 			dstV := cacheV
 			if streams > 1 {
 				dstV = b.swaTyped("v_merged", cacheV, c.TypeV, [4]int64{vWidth, nKV * streams})
 			}
-			b.g.expand(b.swaTyped("v_set_rows", dstV, c.TypeV, dstV.layout.ne, v2d, kv.vIdx))
+			b.g.expand(as(kSetRows, b.swaTyped("v_set_rows", dstV, c.TypeV, dstV.layout.ne, v2d, kv.vIdx)))
 		} else {
 			var v2d *gtensor
 			if !vStrided {
@@ -364,7 +368,7 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			}
 			dstV := b.swaTyped("v_elems", cacheV, c.TypeV, [4]int64{1, maxV * nKV * streams})
 			vElems := b.view("v_cur_elems", v2d, [4]int64{1, elems(v2d.layout.ne)})
-			b.g.expand(b.swaTyped("v_set_rows", dstV, c.TypeV, dstV.layout.ne, vElems, kv.vIdx))
+			b.g.expand(as(kSetRows, b.swaTyped("v_set_rows", dstV, c.TypeV, dstV.layout.ne, vElems, kv.vIdx)))
 		}
 
 		// build_attn_mha
@@ -389,15 +393,15 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			fa := b.f32("fattn", opOther, [4]int64{headV, heads, T / streams, streams}, qp, kp, vp, kv.mask)
 			cur = b.view("fattn_2d", fa, [4]int64{headV * heads, T})
 		} else {
-			kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp)
+			kq := as(kMulMat, b.f32("kq", opOther, [4]int64{nKV, T / streams, heads, streams}, kp, qp))
 			if m.Arch == "gemma2" {
 				// attention logit soft-capping: scale, tanh, scale
 				kq = b.f32("kq_scaled_1", opInplace, kq.layout.ne, kq)
-				kq = b.f32("kq_tanh", opInplace, kq.layout.ne, kq)
+				kq = as(kUnary, b.f32("kq_tanh", opInplace, kq.layout.ne, kq))
 				kq = b.f32("kq_scaled_2", opInplace, kq.layout.ne, kq)
 			}
 			kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, kq, kv.mask)
-			kqv := b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq)
+			kqv := as(kMulMat, b.f32("kqv", opOther, [4]int64{headV, T / streams, heads, streams}, vp, kq))
 			perm := b.view("kqv_perm", kqv, [4]int64{headV, heads, T / streams, streams})
 			cur = b.f32("kqv_out", opOther, [4]int64{headV * heads, T}, perm)
 		}
@@ -407,7 +411,7 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		}
 		cur = mm("attn_out", w("attn_output.weight", heads*headV, embd), cur, embd)
 		if b.has(blk + "attn_output.bias") {
-			cur = b.f32("attn_out_b", opInplace, cur.layout.ne, cur, w("attn_output.bias", embd))
+			cur = as(kAdd, b.f32("attn_out_b", opInplace, cur.layout.ne, cur, w("attn_output.bias", embd)))
 		}
 
 		if last {
@@ -423,50 +427,50 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		switch {
 		case gemma:
 			cur = b.swaNorm(false, cur, blk+"post_attention_norm.weight")
-			sa := b.f32("sa_out", opInplace, cur.layout.ne, cur, resid)
+			sa := as(kAdd, b.f32("sa_out", opInplace, cur.layout.ne, cur, resid))
 			cur = b.swaNorm(false, sa, blk+"ffn_norm.weight")
 			up := mm("ffn_up", w("ffn_up.weight", embd, ff), cur, ff)
 			gate := mm("ffn_gate", w("ffn_gate.weight", embd, ff), cur, ff)
 			act := b.f32("ffn_geglu", opOther, gate.layout.ne, gate, up)
 			cur = mm("ffn_out", w("ffn_down.weight", ff, embd), act, embd)
 			cur = b.swaNorm(false, cur, blk+"post_ffw_norm.weight")
-			cur = b.f32("l_out", opInplace, cur.layout.ne, cur, sa)
+			cur = as(kAdd, b.f32("l_out", opInplace, cur.layout.ne, cur, sa))
 		case cohere:
 			attnOut := cur
 			up := mm("ffn_up", w("ffn_up.weight", embd, ff), ffnInp, ff)
 			gate := mm("ffn_gate", w("ffn_gate.weight", embd, ff), ffnInp, ff)
 			act := b.f32("ffn_swiglu", opOther, gate.layout.ne, gate, up)
 			cur = mm("ffn_out", w("ffn_down.weight", ff, embd), act, embd)
-			cur = b.f32("ffn_res", opInplace, cur.layout.ne, cur, resid)
-			cur = b.f32("l_out", opInplace, cur.layout.ne, cur, attnOut)
+			cur = as(kAdd, b.f32("ffn_res", opInplace, cur.layout.ne, cur, resid))
+			cur = as(kAdd, b.f32("l_out", opInplace, cur.layout.ne, cur, attnOut))
 		case phi:
-			cur = b.f32("attn_res", opInplace, cur.layout.ne, cur, resid)
+			cur = as(kAdd, b.f32("attn_res", opInplace, cur.layout.ne, cur, resid))
 			resid = cur
 			cur = b.swaNorm(false, cur, blk+"ffn_norm.weight")
 			// one projection holds gate and up; swiglu splits it in two
 			up := mm("ffn_up", w("ffn_up.weight", embd, 2*ff), cur, 2*ff)
 			act := b.f32("ffn_swiglu", opOther, [4]int64{ff, up.layout.ne[1]}, up)
 			cur = mm("ffn_out", w("ffn_down.weight", ff, embd), act, embd)
-			cur = b.f32("l_out", opInplace, cur.layout.ne, resid, cur)
+			cur = as(kAdd, b.f32("l_out", opInplace, cur.layout.ne, resid, cur))
 		}
 		inpL = cur
 	}
 
 	cur := b.swaNorm(cohere, inpL, "output_norm.weight")
 	cur.output = true // result_norm, res->t_embd
-	logits := b.f32("result_output", opOther, [4]int64{vocab, nOut}, b.weight("output.weight", [4]int64{embd, vocab}), cur)
+	logits := as(kMulMat, b.f32("result_output", opOther, [4]int64{vocab, nOut}, b.weight("output.weight", [4]int64{embd, vocab}), cur))
 	switch {
 	case m.Arch == "gemma2":
 		// final logit soft-capping
 		logits = b.f32("softcap_scale", opInplace, logits.layout.ne, logits)
-		logits = b.f32("softcap_tanh", opInplace, logits.layout.ne, logits)
+		logits = as(kUnary, b.f32("softcap_tanh", opInplace, logits.layout.ne, logits))
 		logits = b.f32("softcap_unscale", opInplace, logits.layout.ne, logits)
 	case cohere:
 		// logit_scale (every Command-R model sets one; without it the
 		// logits are the product itself, of the same size)
 		logits = b.f32("logit_scale", opInplace, logits.layout.ne, logits)
 	case phi && b.has("output.bias"):
-		logits = b.f32("result_output_b", opInplace, logits.layout.ne, logits, b.weight("output.bias", [4]int64{vocab}))
+		logits = as(kAdd, b.f32("result_output_b", opInplace, logits.layout.ne, logits, b.weight("output.bias", [4]int64{vocab})))
 	}
 	logits.output = true
 	b.g.expand(logits)
