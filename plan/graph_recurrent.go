@@ -168,6 +168,7 @@ type recurrentGraph struct {
 // sequence.
 func newRecurrentGraph(m *arch.Model, c Context, nTokens int, b *gb) *recurrentGraph {
 	b.init(m)
+	b.g.kinds = true
 	seqs := int64(max(c.NStream, 1))
 	T := int64(nTokens)
 	if T%seqs != 0 {
@@ -269,7 +270,7 @@ func (r *recurrentGraph) mamba2Layer(il int, cur *gtensor, d recurrentSSM) *gten
 	conv := r.buildRS(rCache, int64(l.RDim), nil)
 	conv = b.view("conv_3d", conv, [4]int64{d.conv - 1, channels, S})
 	cur = b.view("cur_3d", cur, [4]int64{embd, T, S})
-	zx := b.f32("zxBCdt", opOther, [4]int64{d.inProj, T, S}, b.weight(blk+"ssm_in.weight", [4]int64{embd, d.inProj}), cur)
+	zx := as(kMulMat, b.f32("zxBCdt", opOther, [4]int64{d.inProj, T, S}, b.weight(blk+"ssm_in.weight", [4]int64{embd, d.inProj}), cur))
 	// The views into zxBCdt and conv_x keep their parents' row strides:
 	// a copy of one to another backend holds everything from its first
 	// element to its last (ggml_nbytes), most of the parent.
@@ -283,16 +284,16 @@ func (r *recurrentGraph) mamba2Layer(il int, cur *gtensor, d recurrentSSM) *gten
 	convRow := (d.conv - 1 + T) * 4
 	last := strided(b.view("last_conv", convX, [4]int64{d.conv - 1, channels, S}), [4]int64{4, convRow, convRow * channels})
 	b.g.expand(r.cpy("conv_store", last, b.view("conv_state_dst", rCache, [4]int64{(d.conv - 1) * channels * S})))
-	xBC = b.f32("ssm_conv", opOther, [4]int64{channels, T, S}, convX, b.weight(blk+"ssm_conv1d.weight", [4]int64{d.conv, channels}))
-	xBC = b.f32("ssm_conv_b", opInplace, xBC.layout.ne, xBC, b.weight(blk+"ssm_conv1d.bias", [4]int64{channels}))
-	xBC = b.f32("ssm_conv_silu", opInplace, xBC.layout.ne, xBC)
+	xBC = as(kSSMConv, b.f32("ssm_conv", opOther, [4]int64{channels, T, S}, convX, b.weight(blk+"ssm_conv1d.weight", [4]int64{d.conv, channels})))
+	xBC = as(kAdd, b.f32("ssm_conv_b", opInplace, xBC.layout.ne, xBC, b.weight(blk+"ssm_conv1d.bias", [4]int64{channels})))
+	xBC = as(kUnary, b.f32("ssm_conv_silu", opInplace, xBC.layout.ne, xBC))
 
 	xRow := channels * 4
 	x := strided(b.view("x", xBC, [4]int64{headDim, d.heads, T, S}), [4]int64{4, headDim * 4, xRow, xRow * T})
 	B := strided(b.view("B", xBC, [4]int64{d.state, d.groups, T, S}), [4]int64{4, d.state * 4, xRow, xRow * T})
 	C := strided(b.view("C", xBC, [4]int64{d.state, d.groups, T, S}), [4]int64{4, d.state * 4, xRow, xRow * T})
 	dt = b.f32("dt_cont", opOther, [4]int64{d.heads, T, S}, dt)
-	dt = b.f32("dt_b", opInplace, dt.layout.ne, dt, b.weight(blk+"ssm_dt.bias", [4]int64{d.heads}))
+	dt = as(kAdd, b.f32("dt_b", opInplace, dt.layout.ne, dt, b.weight(blk+"ssm_dt.bias", [4]int64{d.heads})))
 	A := b.weight(blk+"ssm_a", [4]int64{1, d.heads})
 
 	// ggml_ssm_scan packs y {d_inner, n_tokens} and the final states
@@ -305,17 +306,17 @@ func (r *recurrentGraph) mamba2Layer(il int, cur *gtensor, d recurrentSSM) *gten
 	b.g.expand(r.cpy("ssm_store", stateOut, b.view("ssm_state_dst", sCache, [4]int64{d.state * d.inner * S})))
 
 	y := b.view("y", yssm, [4]int64{headDim, d.heads, T, S})
-	dx := recurrentNoOffload(b.f32("y_d", opInplace, x.layout.ne, x, b.weight(blk+"ssm_d", [4]int64{1, d.heads})))
-	y = b.f32("mamba2_y_add_d", opInplace, y.layout.ne, y, dx)
+	dx := recurrentNoOffload(as(kMul, b.f32("y_d", opInplace, x.layout.ne, x, b.weight(blk+"ssm_d", [4]int64{1, d.heads}))))
+	y = as(kAdd, b.f32("mamba2_y_add_d", opInplace, y.layout.ne, y, dx))
 	zc := b.f32("z_cont", opOther, z.layout.ne, z)
 	y = b.f32("y_swiglu", opOther, y.layout.ne, zc, y)
 	if b.has(blk + "ssm_norm.weight") {
 		y = b.view("y_groups", y, [4]int64{d.inner / d.groups, d.groups, T, S})
-		y = b.f32("ssm_norm_rms", opInplace, y.layout.ne, y)
-		y = recurrentNoOffload(b.f32("ssm_norm", opInplace, y.layout.ne, y, b.weight(blk+"ssm_norm.weight", [4]int64{d.inner / d.groups, d.groups})))
+		y = as(kRMSNorm, b.f32("ssm_norm_rms", opInplace, y.layout.ne, y))
+		y = recurrentNoOffload(as(kMul, b.f32("ssm_norm", opInplace, y.layout.ne, y, b.weight(blk+"ssm_norm.weight", [4]int64{d.inner / d.groups, d.groups}))))
 	}
 	y = b.view("y_3d", y, [4]int64{d.inner, T, S})
-	out := b.f32("ssm_out", opOther, [4]int64{embd, T, S}, b.weight(blk+"ssm_out.weight", [4]int64{d.inner, embd}), y)
+	out := as(kMulMat, b.f32("ssm_out", opOther, [4]int64{embd, T, S}, b.weight(blk+"ssm_out.weight", [4]int64{d.inner, embd}), y))
 	return b.view("mamba_out", out, [4]int64{embd, T * S})
 }
 
@@ -330,7 +331,7 @@ func strided(v *gtensor, nb [4]int64) *gtensor {
 			span += (ne[i] - 1) * nb[i]
 		}
 	}
-	v.span = span
+	v.span, v.kind = span, kView // ggml_view_*
 	return v
 }
 
@@ -351,8 +352,8 @@ func (r *recurrentGraph) embed() *gtensor {
 
 // rmsNorm is build_norm with LLM_NORM_RMS and a weight.
 func (r *recurrentGraph) rmsNorm(name string, x *gtensor, weight string) *gtensor {
-	cur := r.b.f32(name+"_rms", opInplace, x.layout.ne, x)
-	return recurrentNoOffload(r.b.f32(name, opInplace, x.layout.ne, cur, r.b.weight(weight, [4]int64{x.layout.ne[0]})))
+	cur := as(kRMSNorm, r.b.f32(name+"_rms", opInplace, x.layout.ne, x))
+	return recurrentNoOffload(as(kMul, r.b.f32(name, opInplace, x.layout.ne, cur, r.b.weight(weight, [4]int64{x.layout.ne[0]}))))
 }
 
 // recurrentNoOffload marks an op on a host weight that a GPU does not take
@@ -373,7 +374,7 @@ func (r *recurrentGraph) output(inpL *gtensor, norm string) *graph {
 	embd := int64(r.m.NEmbd)
 	cur := r.rmsNorm("result_norm", inpL, norm)
 	cur.output = true
-	logits := b.f32("result_output", opOther, [4]int64{int64(r.m.NVocab), T}, b.weight("output.weight", [4]int64{embd, int64(r.m.NVocab)}), cur)
+	logits := as(kMulMat, b.f32("result_output", opOther, [4]int64{int64(r.m.NVocab), T}, b.weight("output.weight", [4]int64{embd, int64(r.m.NVocab)}), cur))
 	logits.output = true
 	b.g.expand(logits)
 	return &b.g
@@ -409,7 +410,7 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 			if il == last {
 				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
 			}
-			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, inpSA)
+			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, T}, cur, inpSA))
 		case "lfm2":
 			outputNorm = "token_embd_norm.weight"
 			cur := r.rmsNorm("operator_norm", inpL, blk+"attn_norm.weight")
@@ -424,9 +425,9 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 			if il == last {
 				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
 			}
-			cur = b.f32("ffn_inp", opInplace, [4]int64{embd, T}, inpSA, cur)
+			cur = as(kAdd, b.f32("ffn_inp", opInplace, [4]int64{embd, T}, inpSA, cur))
 			ffn := r.ffn(il, r.rmsNorm("ffn_norm", cur, blk+"ffn_norm.weight"), false)
-			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffn)
+			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffn))
 		case "nemotron_h", "granitehybrid":
 			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
 			switch mixer[il] {
@@ -449,12 +450,12 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
 			}
 			if m.Arch == "nemotron_h" {
-				inpL = b.f32("block_out", opInplace, [4]int64{embd, T}, cur, inpSA)
+				inpL = as(kAdd, b.f32("block_out", opInplace, [4]int64{embd, T}, cur, inpSA))
 				continue
 			}
-			ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+			ffnInp := as(kAdd, b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA))
 			ffn := r.ffn(il, r.rmsNorm("ffn_norm", ffnInp, blk+"ffn_norm.weight"), false)
-			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, ffnInp)
+			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, ffnInp))
 		case "falcon-h1":
 			d, _ := recurrentMamba2Dims(m, b.shapes, il)
 			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
@@ -462,15 +463,15 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 			attnOut := r.attention(il, c, in, r.rope("Qcur_rope", q, in.pos), r.rope("Kcur_rope", k, in.pos), v)
 			cur = r.rmsNorm("ssm_in", inpL, blk+"attn_norm.weight")
 			ssmOut := r.mamba2Layer(il, cur, d)
-			cur = b.f32("layer_out", opInplace, [4]int64{embd, T}, attnOut, ssmOut)
-			inpSA = b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+			cur = as(kAdd, b.f32("layer_out", opInplace, [4]int64{embd, T}, attnOut, ssmOut))
+			inpSA = as(kAdd, b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA))
 			if il == last {
 				// The rows of cur are taken but never used, so they are
 				// not part of the graph.
 				inpSA = rows("get_rows_inp", inpSA)
 			}
 			ffn := r.ffn(il, r.rmsNorm("ffn_norm", inpSA, blk+"ffn_norm"), false)
-			inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, inpSA)
+			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, inpSA))
 		}
 	}
 	return r.output(inpL, outputNorm)

@@ -33,7 +33,7 @@ func (r *recurrentGraph) attention(il int, c Context, in *recurrentAttnInputs, q
 	b.g.expand(k)
 	cur := b.kvAttention(il, c, attnShape{heads, headsKV, headK, headV, nKV, streams, T}, q, k, v, in.kIdx, in.vIdx, in.kqMask, nil)
 	embd := int64(r.m.NEmbd)
-	return b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur)
+	return as(kMulMat, b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur))
 }
 
 // attnInputs makes build_inp_mem_hybrid's attention inputs.
@@ -68,9 +68,9 @@ func (r *recurrentGraph) qkv(il int, cur *gtensor) (q, k, v *gtensor) {
 	embd := int64(r.m.NEmbd)
 	heads, headsKV := int64(r.m.NHead), int64(l.HeadsKV)
 	head := int64(l.KDim) / headsKV
-	q = b.f32("Qcur", opOther, [4]int64{heads * head, T}, b.weight(blk+"attn_q.weight", [4]int64{embd, heads * head}), cur)
-	k = b.f32("Kcur", opOther, [4]int64{headsKV * head, T}, b.weight(blk+"attn_k.weight", [4]int64{embd, headsKV * head}), cur)
-	v = b.f32("Vcur", opOther, [4]int64{headsKV * head, T}, b.weight(blk+"attn_v.weight", [4]int64{embd, headsKV * head}), cur)
+	q = as(kMulMat, b.f32("Qcur", opOther, [4]int64{heads * head, T}, b.weight(blk+"attn_q.weight", [4]int64{embd, heads * head}), cur))
+	k = as(kMulMat, b.f32("Kcur", opOther, [4]int64{headsKV * head, T}, b.weight(blk+"attn_k.weight", [4]int64{embd, headsKV * head}), cur))
+	v = as(kMulMat, b.f32("Vcur", opOther, [4]int64{headsKV * head, T}, b.weight(blk+"attn_v.weight", [4]int64{embd, headsKV * head}), cur))
 	q = b.view("Qcur_3d", q, [4]int64{head, heads, T})
 	k = b.view("Kcur_3d", k, [4]int64{head, headsKV, T})
 	v = b.view("Vcur_3d", v, [4]int64{head, headsKV, T})
@@ -79,7 +79,7 @@ func (r *recurrentGraph) qkv(il int, cur *gtensor) (q, k, v *gtensor) {
 
 // rope is ggml_rope_ext on a {head, heads, tokens} tensor.
 func (r *recurrentGraph) rope(name string, x, pos *gtensor) *gtensor {
-	return r.b.f32(name, opInplace, x.layout.ne, x, pos)
+	return as(kRope, r.b.f32(name, opInplace, x.layout.ne, x, pos))
 }
 
 // ffn is build_ffn with LLM_FFN_SILU and LLM_FFN_PAR (a SwiGLU), or for
@@ -90,16 +90,16 @@ func (r *recurrentGraph) ffn(il int, cur *gtensor, reluSqr bool) *gtensor {
 	T := r.nSeqs * r.nSeqTokens
 	embd := int64(r.m.NEmbd)
 	ff := int64(r.m.Layers[il].FF)
-	up := b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur)
+	up := as(kMulMat, b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur))
 	var act *gtensor
 	if reluSqr {
-		act = b.f32("ffn_relu", opInplace, up.layout.ne, up)
+		act = as(kUnary, b.f32("ffn_relu", opInplace, up.layout.ne, up))
 		act = b.f32("ffn_sqr", opInplace, up.layout.ne, act)
 	} else {
-		gate := b.f32("ffn_gate", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur)
+		gate := as(kMulMat, b.f32("ffn_gate", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_gate.weight", [4]int64{embd, ff}), cur))
 		act = b.f32("ffn_swiglu", opOther, [4]int64{ff, T}, gate, up)
 	}
-	return b.f32("ffn_out", opOther, [4]int64{embd, T}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act)
+	return as(kMulMat, b.f32("ffn_out", opOther, [4]int64{embd, T}, b.weight(blk+"ffn_down.weight", [4]int64{ff, embd}), act))
 }
 
 // shortConv is LFM2's build_shortconv_block: a gated depthwise convolution
@@ -112,20 +112,20 @@ func (r *recurrentGraph) shortConv(il int, cur *gtensor) *gtensor {
 	l := r.m.Layers[il]
 	dConv := int64(l.RDim) / embd
 	cur = b.view("cur_3d", cur, [4]int64{embd, T, S})
-	bcx := b.f32("in_proj", opOther, [4]int64{3 * embd, T, S}, b.weight(blk+"shortconv.in_proj.weight", [4]int64{embd, 3 * embd}), cur)
-	bv := b.view("b", bcx, [4]int64{embd, T, S})
-	cv := b.view("c", bcx, [4]int64{embd, T, S})
-	xv := b.view("x", bcx, [4]int64{embd, T, S})
-	bx := b.f32("bx", opInplace, [4]int64{embd, T, S}, bv, xv)
+	bcx := as(kMulMat, b.f32("in_proj", opOther, [4]int64{3 * embd, T, S}, b.weight(blk+"shortconv.in_proj.weight", [4]int64{embd, 3 * embd}), cur))
+	bv := as(kView, b.view("b", bcx, [4]int64{embd, T, S}))
+	cv := as(kView, b.view("c", bcx, [4]int64{embd, T, S}))
+	xv := as(kView, b.view("x", bcx, [4]int64{embd, T, S}))
+	bx := as(kMul, b.f32("bx", opInplace, [4]int64{embd, T, S}, bv, xv))
 	bxT := b.view("bx_t", bx, [4]int64{T, embd, S})
 	rCache := b.cache(il, "cache_r", [4]int64{int64(l.RDim) * r.nRS})
 	conv := r.buildRS(rCache, int64(l.RDim), nil)
 	conv = b.view("conv_3d", conv, [4]int64{dConv, embd, S})
 	cat := b.f32("conv_x", opOther, [4]int64{dConv + T, embd, S}, conv, bxT)
-	last := b.view("new_conv", cat, [4]int64{dConv, embd, S})
+	last := as(kView, b.view("new_conv", cat, [4]int64{dConv, embd, S}))
 	b.g.expand(r.cpy("conv_store", last, b.view("conv_state_dst", rCache, [4]int64{dConv * embd * S})))
-	out := b.f32("conv", opOther, [4]int64{embd, T, S}, cat, b.weight(blk+"shortconv.conv.weight", [4]int64{dConv + 1, embd}))
-	y := b.f32("conv_gated", opInplace, [4]int64{embd, T, S}, cv, out)
-	y = b.f32("out_proj", opOther, [4]int64{embd, T, S}, b.weight(blk+"shortconv.out_proj.weight", [4]int64{embd, embd}), y)
+	out := as(kSSMConv, b.f32("conv", opOther, [4]int64{embd, T, S}, cat, b.weight(blk+"shortconv.conv.weight", [4]int64{dConv + 1, embd})))
+	y := as(kMul, b.f32("conv_gated", opInplace, [4]int64{embd, T, S}, cv, out))
+	y = as(kMulMat, b.f32("out_proj", opOther, [4]int64{embd, T, S}, b.weight(blk+"shortconv.out_proj.weight", [4]int64{embd, embd}), y))
 	return b.view("y_2d", y, [4]int64{embd, T * S})
 }
