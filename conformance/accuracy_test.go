@@ -28,7 +28,16 @@ const llvmpipeMaxAlloc = 128 << 20
 // knownComputeGaps are replayed compute buffers outside the accounting
 // bounds whose cause is not found yet. Each must still be out of bounds, so
 // the list cannot outlive the gap.
-var knownComputeGaps = map[string]string{}
+var knownComputeGaps = map[string]string{
+	"nemotron-h-4b.Q8_0.cpu.c4096x1.nofa.b512/CPU":        nemotronGap,
+	"nemotron-h-4b.Q8_0.cpu.c4096x1.nofa.b512.nommap/CPU": nemotronGap,
+}
+
+// nemotronGap: with flash attention the Nemotron-H replay is exact, and
+// without it 6.10 MiB short, one {n_embd, n_ubatch} F32 tensor that the
+// engine keeps alive through attention; its graph has the same nodes as
+// far as compared, so which one is not found yet.
+const nemotronGap = "6.1 MiB short without flash attention (one n_embd x n_ubatch tensor); exact with it"
 
 // row is one compared buffer group: all buffers of one buffer type and kind.
 type row struct {
@@ -257,8 +266,8 @@ func report(cases []conformance.Case, rows []row, incompatible map[string]int, e
 		}
 	}
 	fmt.Fprintf(&b, "## Summary\n\n- cases: %d\n- model, KV, recurrent and output buffer groups equal to llama.cpp: %d of %d\n", len(cases), exact, total)
-	fmt.Fprintf(&b, "- compute buffers replayed from llama.cpp's graph on the CPU (every architecture with a graph builder: all but nemotron_h): %d, of which %d equal the printed figure and %d are more than 2%% under (worst %+.1f%%)\n", replayed, replayedEqual, replayedUnder, 100*worst)
-	fmt.Fprintf(&b, "- compute buffers estimated (device splits: the graph replayed through a model of the scheduler; nemotron_h: the largest live tensors): %d, of which %d equal the printed figure, %d are within 5%% or 16 MiB, and %d are more than 2%% under; the buffer's note says which method\n", rough, roughEqual, roughClose, roughUnder)
+	fmt.Fprintf(&b, "- compute buffers replayed from llama.cpp's graph on the CPU (every architecture headroom models): %d, of which %d equal the printed figure and %d are more than 2%% under (worst %+.1f%%)\n", replayed, replayedEqual, replayedUnder, 100*worst)
+	fmt.Fprintf(&b, "- compute buffers estimated (device splits: the graph replayed through a model of the scheduler and of the Vulkan backend's reorder): %d, of which %d equal the printed figure, %d are within 5%% or 16 MiB, and %d are more than 2%% under; the buffer's note says which method\n", rough, roughEqual, roughClose, roughUnder)
 	if len(incompatible) > 0 {
 		keys := make([]string, 0, len(incompatible))
 		for k := range incompatible {

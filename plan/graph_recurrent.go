@@ -20,15 +20,6 @@ func recurrentBuilder(m *arch.Model) graphBuilder {
 	if m.NExpert > 0 || m.MLA || m.Window > 0 {
 		return nil
 	}
-	// Nemotron-H's description (nemotron-h.cpp as stored) reaches 6 MiB
-	// under llama.cpp's compute buffer without flash attention and 6 MiB
-	// over with it (an {n_embd, n_ubatch} tensor either way), and its graph
-	// has one node more than llama.cpp's: the engine's Nemotron-H graph
-	// differs from the stored source somewhere not found yet, so it keeps
-	// the rough estimate.
-	if m.Arch == "nemotron_h" {
-		return nil
-	}
 	// mixer says which block each layer runs: 'M' a Mamba-2 mixer, 'A'
 	// attention, 'C' LFM2's short convolution, 'F' an MLP only
 	// (Nemotron-H), 'P' attention and Mamba-2 in parallel (Falcon-H1).
@@ -160,6 +151,7 @@ type recurrentGraph struct {
 	// number of state cells the full reserve context copies (its size).
 	nSeqs, nSeqTokens, nRS int64
 	sCopyMain, sCopyExtra  *gtensor
+	outIDs                 *gtensor
 }
 
 // newRecurrentGraph sets up the micro-batch as graph_reserve does: the
@@ -373,6 +365,11 @@ func (r *recurrentGraph) output(inpL *gtensor, norm string) *graph {
 	T := r.nSeqs * r.nSeqTokens
 	embd := int64(r.m.NEmbd)
 	cur := r.rmsNorm("result_norm", inpL, norm)
+	if r.m.Arch == "nemotron_h" {
+		// Nemotron-H keeps every row to the end (embeddings_nextn_masked
+		// is false) and selects the outputs after the final norm.
+		cur = b.f32("result_norm_rows", opOther, [4]int64{embd, T}, cur, r.outIDs)
+	}
 	cur.output = true
 	logits := as(kMulMat, b.f32("result_output", opOther, [4]int64{int64(r.m.NVocab), T}, b.weight("output.weight", [4]int64{embd, int64(r.m.NVocab)}), cur))
 	logits.output = true
@@ -395,6 +392,7 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 		in = r.attnInputs(c)
 	}
 	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+	r.outIDs = outIDs
 	rows := func(name string, x *gtensor) *gtensor {
 		return b.f32(name, opOther, [4]int64{embd, T}, x, outIDs)
 	}
@@ -446,7 +444,7 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 			case 'F':
 				cur = r.ffn(il, cur, true)
 			}
-			if il == last {
+			if il == last && m.Arch != "nemotron_h" {
 				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
 			}
 			if m.Arch == "nemotron_h" {
