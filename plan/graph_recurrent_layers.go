@@ -113,16 +113,21 @@ func (r *recurrentGraph) shortConv(il int, cur *gtensor) *gtensor {
 	dConv := int64(l.RDim) / embd
 	cur = b.view("cur_3d", cur, [4]int64{embd, T, S})
 	bcx := as(kMulMat, b.f32("in_proj", opOther, [4]int64{3 * embd, T, S}, b.weight(blk+"shortconv.in_proj.weight", [4]int64{embd, 3 * embd}), cur))
-	bv := as(kView, b.view("b", bcx, [4]int64{embd, T, S}))
-	cv := as(kView, b.view("c", bcx, [4]int64{embd, T, S}))
-	xv := as(kView, b.view("x", bcx, [4]int64{embd, T, S}))
+	// b, c and x are strided views into bcx, and the new conv state one
+	// into the concatenation: copied to another backend, each holds its
+	// ggml_nbytes span (see strided).
+	bcxRow := 3 * embd * 4
+	bv := strided(b.view("b", bcx, [4]int64{embd, T, S}), [4]int64{4, bcxRow, bcxRow * T})
+	cv := strided(b.view("c", bcx, [4]int64{embd, T, S}), [4]int64{4, bcxRow, bcxRow * T})
+	xv := strided(b.view("x", bcx, [4]int64{embd, T, S}), [4]int64{4, bcxRow, bcxRow * T})
 	bx := as(kMul, b.f32("bx", opInplace, [4]int64{embd, T, S}, bv, xv))
 	bxT := b.view("bx_t", bx, [4]int64{T, embd, S})
 	rCache := b.cache(il, "cache_r", [4]int64{int64(l.RDim) * r.nRS})
 	conv := r.buildRS(rCache, int64(l.RDim), nil)
 	conv = b.view("conv_3d", conv, [4]int64{dConv, embd, S})
 	cat := b.f32("conv_x", opOther, [4]int64{dConv + T, embd, S}, conv, bxT)
-	last := as(kView, b.view("new_conv", cat, [4]int64{dConv, embd, S}))
+	catRow := (dConv + T) * 4
+	last := strided(b.view("new_conv", cat, [4]int64{dConv, embd, S}), [4]int64{4, catRow, catRow * embd})
 	b.g.expand(r.cpy("conv_store", last, b.view("conv_state_dst", rCache, [4]int64{dConv * embd * S})))
 	out := as(kSSMConv, b.f32("conv", opOther, [4]int64{embd, T, S}, cat, b.weight(blk+"shortconv.conv.weight", [4]int64{dConv + 1, embd})))
 	y := as(kMul, b.f32("conv_gated", opInplace, [4]int64{embd, T, S}, cv, out))
