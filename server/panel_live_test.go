@@ -200,10 +200,13 @@ func TestPanelReplansLive(t *testing.T) {
 	d.mu.Lock()
 	d.session = att.SessionID
 	d.mu.Unlock()
-	if err := d.waitFor(ctx, `document.body?.dataset.ready === "1"`); err != nil {
+	// Chromium may still be swapping about:blank for the panel when the
+	// first evaluation runs, so wait for the panel's own element as well as
+	// its ready mark, in one expression against one document.
+	if err := d.waitFor(ctx, `document.body?.dataset.ready === "1" && !!document.getElementById("assessment")?.dataset.query`); err != nil {
 		t.Fatal(err)
 	}
-	before, err := d.eval(ctx, `document.getElementById("assessment").dataset.query`)
+	before, err := d.eval(ctx, `document.getElementById("assessment")?.dataset.query ?? ""`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +224,7 @@ func TestPanelReplansLive(t *testing.T) {
 	// The panel waits 150 ms after the last keystroke; 15 s is plenty.
 	replan, stop := context.WithTimeout(ctx, 15*time.Second)
 	defer stop()
-	if err := d.waitFor(replan, `(document.getElementById("assessment").dataset.query || "").includes("parallel=3")`); err != nil {
+	if err := d.waitFor(replan, `(document.getElementById("assessment")?.dataset.query || "").includes("parallel=3")`); err != nil {
 		t.Fatalf("the panel did not re-plan for 3 slots (query before: %s): %v", before, err)
 	}
 	raw, err := d.eval(ctx, `JSON.stringify({q: document.getElementById("assessment").dataset.query,
