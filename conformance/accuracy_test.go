@@ -28,16 +28,7 @@ const llvmpipeMaxAlloc = 128 << 20
 // knownComputeGaps are replayed compute buffers outside the accounting
 // bounds whose cause is not found yet. Each must still be out of bounds, so
 // the list cannot outlive the gap.
-var knownComputeGaps = map[string]string{
-	"nemotron-h-4b.Q8_0.cpu.c4096x1.nofa.b512/CPU":        nemotronGap,
-	"nemotron-h-4b.Q8_0.cpu.c4096x1.nofa.b512.nommap/CPU": nemotronGap,
-}
-
-// nemotronGap: with flash attention the Nemotron-H replay is exact, and
-// without it 6.10 MiB short, one {n_embd, n_ubatch} F32 tensor that the
-// engine keeps alive through attention; its graph has the same nodes as
-// far as compared, so which one is not found yet.
-const nemotronGap = "6.1 MiB short without flash attention (one n_embd x n_ubatch tensor); exact with it"
+var knownComputeGaps = map[string]string{}
 
 // row is one compared buffer group: all buffers of one buffer type and kind.
 type row struct {

@@ -283,9 +283,10 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 			in = swa
 		}
 		cur = b.moeAttention(m, a, c, il, l, cur, pos, attnScale, in, T, w)
-		if il == len(m.Layers)-1 {
+		if il == len(m.Layers)-1 && !a.oai {
 			// Only the rows of the outputs go on (inp_out_ids; all of
-			// them in the worst-case graph).
+			// them in the worst-case graph). gpt-oss selects them after
+			// the last layer instead.
 			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, T}, cur, outIDs)
 			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, T}, inpSA, outIDs)
 		}
@@ -316,6 +317,14 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 			cur = b.moeDenseFFN(blk, "", cur, T, w)
 		}
 		inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffnInp)
+	}
+	if a.oai {
+		// gpt-oss keeps every row to the end of the last layer, whose
+		// output seeds a draft head (t_h_nextn): a graph output the
+		// allocator never frees, whether or not a draft runs. The rows
+		// of the outputs are taken from it.
+		inpL.output = true
+		inpL = b.f32("h_nextn_rows", opOther, [4]int64{embd, T}, inpL, outIDs)
 	}
 	cur := b.moeNorm(inpL, w("output_norm.weight"))
 	cur.output = true

@@ -261,8 +261,12 @@ func (r *recurrentGraph) mamba2Layer(il int, cur *gtensor, d recurrentSSM) *gten
 
 	conv := r.buildRS(rCache, int64(l.RDim), nil)
 	conv = b.view("conv_3d", conv, [4]int64{d.conv - 1, channels, S})
-	cur = b.view("cur_3d", cur, [4]int64{embd, T, S})
-	zx := as(kMulMat, b.f32("zxBCdt", opOther, [4]int64{d.inProj, T, S}, b.weight(blk+"ssm_in.weight", [4]int64{embd, d.inProj}), cur))
+	// The projection runs on the 2D input and is reshaped after it, and
+	// the output projection on the 2D y, as the engine's
+	// build_mamba2_layer has them: the nodes and their order are what the
+	// Vulkan reorder walks.
+	zx := as(kMulMat, b.f32("zxBCdt", opOther, [4]int64{d.inProj, T * S}, b.weight(blk+"ssm_in.weight", [4]int64{embd, d.inProj}), cur))
+	zx = b.view("zxBCdt_3d", zx, [4]int64{d.inProj, T, S})
 	// The views into zxBCdt and conv_x keep their parents' row strides:
 	// a copy of one to another backend holds everything from its first
 	// element to its last (ggml_nbytes), most of the parent.
@@ -307,9 +311,8 @@ func (r *recurrentGraph) mamba2Layer(il int, cur *gtensor, d recurrentSSM) *gten
 		y = as(kRMSNorm, b.f32("ssm_norm_rms", opInplace, y.layout.ne, y))
 		y = recurrentNoOffload(as(kMul, b.f32("ssm_norm", opInplace, y.layout.ne, y, b.weight(blk+"ssm_norm.weight", [4]int64{d.inner / d.groups, d.groups}))))
 	}
-	y = b.view("y_3d", y, [4]int64{d.inner, T, S})
-	out := as(kMulMat, b.f32("ssm_out", opOther, [4]int64{embd, T, S}, b.weight(blk+"ssm_out.weight", [4]int64{d.inner, embd}), y))
-	return b.view("mamba_out", out, [4]int64{embd, T * S})
+	y = b.view("y_2d", y, [4]int64{d.inner, T * S})
+	return as(kMulMat, b.f32("ssm_out", opOther, [4]int64{embd, T * S}, b.weight(blk+"ssm_out.weight", [4]int64{d.inner, embd}), y))
 }
 
 // strided gives an f32 view the byte strides nb of the tensor it views
@@ -367,7 +370,10 @@ func (r *recurrentGraph) output(inpL *gtensor, norm string) *graph {
 	cur := r.rmsNorm("result_norm", inpL, norm)
 	if r.m.Arch == "nemotron_h" {
 		// Nemotron-H keeps every row to the end (embeddings_nextn_masked
-		// is false) and selects the outputs after the final norm.
+		// is false) and selects the outputs after the final norm. The
+		// norm itself is the seed of a draft head (t_h_nextn), a graph
+		// output the allocator never frees, whether or not a draft runs.
+		cur.output = true
 		cur = b.f32("result_norm_rows", opOther, [4]int64{embd, T}, cur, r.outIDs)
 	}
 	cur.output = true
