@@ -289,6 +289,10 @@ func splitGraph(g *graph, o schedOptions) *graph {
 			if c == nil {
 				c = o.mem.tensor()
 				c.name, c.bytes, c.op, c.dev, c.layout = s.name, o.bytesOf(s), opOther, dev, s.layout
+				// The copy is ggml_dup_tensor_layout's: GGML_OP_NONE, which
+				// the Vulkan reorder takes for a ready source (a RoPE whose
+				// positions were copied in still joins its norm).
+				c.kind = kNone
 				if !s.external {
 					c.src = o.mem.list(1) // the source lives until it is copied
 					c.src[0] = s
