@@ -25,6 +25,16 @@ var (
 // than this cannot be bound on the Vulkan device and stays on the CPU.
 const llvmpipeMaxAlloc = 128 << 20
 
+// llvmpipeAlign and llvmpipeHostAlign are llvmpipe's
+// minStorageBufferOffsetAlignment and minMemoryMapAlignment, the
+// alignments of the Vulkan0 and Vulkan_Host buffers: the offsets in the
+// engine's allocator trace (conformance/allocdebug.sh) are multiples of
+// 16 in Vulkan0 and of 64 in Vulkan_Host.
+const (
+	llvmpipeAlign     = 16
+	llvmpipeHostAlign = 64
+)
+
 // knownComputeGaps are replayed compute buffers outside the accounting
 // bounds whose cause is not found yet. Each must still be out of bounds, so
 // the list cannot outlive the gap.
@@ -78,7 +88,8 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 	}
 	var gpus []plan.Device
 	if pr.Backend == "vulkan" {
-		gpus = []plan.Device{{Name: "Vulkan0", Backend: "Vulkan", Free: 2 << 30, MaxAlloc: llvmpipeMaxAlloc}}
+		gpus = []plan.Device{{Name: "Vulkan0", Backend: "Vulkan", Free: 2 << 30, MaxAlloc: llvmpipeMaxAlloc,
+			Align: llvmpipeAlign, HostAlign: llvmpipeHostAlign}}
 		p.GPULayers = pr.GPULayers
 		if pr.GPULayers >= 999 {
 			p.GPULayers = plan.GPULayersAuto

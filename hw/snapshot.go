@@ -117,6 +117,13 @@ type Device struct {
 	// MaxAlloc is the largest single buffer the device accepts (Vulkan's
 	// maxStorageBufferRange, Metal's maxBufferLength); zero when unknown.
 	MaxAlloc int64 `json:"max_alloc_bytes,omitempty"`
+	// Alignment is the offset alignment of the device's own buffers
+	// (Vulkan's minStorageBufferOffsetAlignment) and HostAlignment that of
+	// its pinned host buffers (Vulkan's minMemoryMapAlignment); ggml's
+	// allocator rounds every compute tensor up to them. Zero: the
+	// backend's usual value.
+	Alignment     int64 `json:"alignment_bytes,omitempty"`
+	HostAlignment int64 `json:"host_alignment_bytes,omitempty"`
 	// HostBuffer names the backend's pinned host buffer type (CUDA_Host,
 	// Vulkan_Host), whose allocations live in system memory.
 	HostBuffer string `json:"host_buffer,omitempty"`

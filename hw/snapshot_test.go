@@ -85,6 +85,8 @@ func TestValidate(t *testing.T) {
 		{"CPU on VRAM", func(s *Snapshot) { s.Devices[0].Domain = "gpu0" },
 			[]string{"a CPU view is bound to gpu0, a device domain"}},
 		{"schema", func(s *Snapshot) { s.Schema = 7 }, []string{"schema is 7, expected 1"}},
+		{"alignment not a power of two", func(s *Snapshot) { s.Devices[1].Alignment = 48; s.Devices[1].HostAlignment = -64 },
+			[]string{"devices[1] (CUDA0): an alignment is 48 bytes", "devices[1] (CUDA0): an alignment is -64 bytes"}},
 	}
 	if err := good().Validate(); err != nil {
 		t.Fatalf("preset does not validate: %v", err)

@@ -87,6 +87,11 @@ func (s *Snapshot) Validate() error {
 				bad("%s: a CPU view is bound to %s, a %s domain; expected system or unified memory", at, dom.ID, dom.Kind)
 			}
 		}
+		for _, a := range []int64{d.Alignment, d.HostAlignment} {
+			if a < 0 || a&(a-1) != 0 {
+				bad("%s: an alignment is %d bytes, expected zero (the backend's usual value) or a power of two", at, a)
+			}
+		}
 		if d.Total < 0 || d.MaxAlloc < 0 || (d.Free != nil && *d.Free < 0) {
 			bad("%s: a size is negative (total_bytes %d, max_alloc_bytes %d), expected zero (unknown) or more", at, d.Total, d.MaxAlloc)
 		}

@@ -86,7 +86,7 @@ func Devices(s *hw.Snapshot) (Device, []Device) {
 				free = dom.Available()
 			}
 		}
-		dev := Device{Name: d.Name, Backend: d.Backend, Free: free, MaxAlloc: d.MaxAlloc}
+		dev := Device{Name: d.Name, Backend: d.Backend, Free: free, MaxAlloc: d.MaxAlloc, Align: d.Alignment, HostAlign: d.HostAlignment}
 		if d.Backend == hw.BackendRPC {
 			dev.Endpoint = d.Endpoint
 			dev.Buft = "RPC" + strconv.Itoa(d.RemoteIndex) + "[" + d.Endpoint + "]"

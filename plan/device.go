@@ -14,6 +14,11 @@ type Device struct {
 	// maxStorageBufferRange); 0 means no limit. A weight larger than this
 	// stays in host memory.
 	MaxAlloc int64 `json:"max_alloc_bytes,omitempty"`
+	// Align and HostAlign are the offset alignments of the device's
+	// buffers and of its pinned host buffers, which the compute buffers
+	// are laid out with; 0 means the backend's usual value.
+	Align     int64 `json:"alignment_bytes,omitempty"`
+	HostAlign int64 `json:"host_alignment_bytes,omitempty"`
 	// Features are CPU instruction sets (avx2, avx512, neon, dotprod,
 	// i8mm); they decide which weights ggml repacks.
 	Features []string `json:"features,omitempty"`
@@ -103,6 +108,9 @@ func (d Device) computeChunk() int64 {
 
 // alignment is the device buffer's tensor alignment.
 func (d Device) alignment() int64 {
+	if d.Align > 0 {
+		return d.Align
+	}
 	switch d.Backend {
 	case "CUDA", "ROCm":
 		return 128
@@ -112,4 +120,17 @@ func (d Device) alignment() int64 {
 		return 64
 	}
 	return 32 // TENSOR_ALIGNMENT of the CPU buffer types
+}
+
+// hostAlignment is the alignment of the device's pinned host buffer type,
+// which holds the host's compute buffer: Vulkan's minMemoryMapAlignment
+// (64 bytes on the drivers measured), the CPU's TENSOR_ALIGNMENT for CUDA's.
+func (d Device) hostAlignment() int64 {
+	if d.HostAlign > 0 {
+		return d.HostAlign
+	}
+	if d.Backend == "Vulkan" {
+		return 64
+	}
+	return cpuAlign
 }

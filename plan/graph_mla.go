@@ -242,8 +242,9 @@ type mlaInputs struct {
 
 // mlaPrelude records the token embedding (build_inp_embd, both of its
 // inputs) and makes the attention inputs in llama.cpp's order; withV
-// says whether the cache has a V part (it has none with MLA).
-func (b *gb) mlaPrelude(m *arch.Model, c Context, T int64, withV bool) (*gtensor, mlaInputs) {
+// says whether the cache has a V part (it has none with MLA), nOut is the
+// number of output rows.
+func (b *gb) mlaPrelude(m *arch.Model, c Context, T, nOut int64, withV bool) (*gtensor, mlaInputs) {
 	embd := int64(m.NEmbd)
 	tokens := b.input("inp_tokens", gguf.TypeI32, [4]int64{T})
 	tokEmbd := b.weight("token_embd.weight", [4]int64{embd, int64(m.NVocab)})
@@ -268,7 +269,7 @@ func (b *gb) mlaPrelude(m *arch.Model, c Context, T int64, withV bool) (*gtensor
 	}
 	streams := int64(c.NStream)
 	in.mask = b.input("kq_mask", maskType, [4]int64{int64(c.NCtxSeq), T / streams, 1, streams})
-	in.outIDs = b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+	in.outIDs = b.input("inp_out_ids", gguf.TypeI32, [4]int64{nOut})
 	return inpL, in
 }
 
@@ -332,13 +333,13 @@ func mlaGLMSupported(m *arch.Model, s mlaShapes) bool {
 func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
 	s := mlaShapes(b.shapes)
-	T := int64(nTokens)
+	T, nOut := mlaTokens(c, nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)
 	H := int64(m.NHead)
 	layers := mlaGraphLayers(m)
-	inpL, in := b.mlaPrelude(m, c, T, true)
+	inpL, in := b.mlaPrelude(m, c, T, nOut, true)
 	for il := 0; il < layers; il++ {
 		l := m.Layers[il]
 		p := mlaBlk(il)
@@ -398,15 +399,25 @@ func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		}
 		b.g.expand(cur)
 		cur = b.mlaMatMul("attn_out", p+"attn_output.weight", H*hd, embd, cur)
+		rows := T
 		if il == layers-1 {
-			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, T}, cur, in.outIDs)
-			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, T}, inpSA, in.outIDs)
+			rows = nOut
+			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, rows}, cur, in.outIDs)
+			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, rows}, inpSA, in.outIDs)
 		}
-		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, rows}, cur, inpSA)
 		cur = b.mlaNorm(ffnInp, p+"post_attention_norm.weight")
 		f, _ := mlaFFNOf(m, s, il)
 		cur = b.mlaFFNBlock(m, p, cur, f)
-		inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffnInp)
+		inpL = b.f32("l_out", opInplace, [4]int64{embd, rows}, cur, ffnInp)
 	}
 	return b.mlaOutput(m, inpL)
+}
+
+// mlaTokens is the reserve graph's token count, which
+// llama_context::graph_reserve rounds up to a multiple of the sequences,
+// and its output rows, which it does not.
+func mlaTokens(c Context, nTokens int) (T, nOut int64) {
+	nSeq := int64(max(c.NSeq, 1))
+	return (int64(nTokens) + nSeq - 1) / nSeq * nSeq, int64(nTokens)
 }

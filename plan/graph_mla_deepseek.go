@@ -70,13 +70,13 @@ func mlaDeepseek2Dims(m *arch.Model, s mlaShapes) (mlaDims, bool) {
 // attn_v_b.
 func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
-	T := int64(nTokens)
+	T, nOut := mlaTokens(c, nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)
 	H := d.heads
 	kDim := d.kvLora + d.rope
-	inpL, in := b.mlaPrelude(m, c, T, false)
+	inpL, in := b.mlaPrelude(m, c, T, nOut, false)
 	for il := 0; il < d.layers; il++ {
 		p := mlaBlk(il)
 		inpSA := inpL
@@ -123,7 +123,7 @@ func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) 
 		if c.Flash {
 			fa := b.f32("fattn", opOther, [4]int64{d.kvLora, H, T / streams, streams}, qp, kp, vp, in.mask)
 			faP := b.mlaView("fattn_perm", fa, [4]int64{d.kvLora, T / streams, H, streams})
-			mla := b.f32("fattn_mla", opOther, [4]int64{d.vHead, T / streams, H, streams}, wvb(), faP)
+			mla := as(kMulMat, b.f32("fattn_mla", opOther, [4]int64{d.vHead, T / streams, H, streams}, wvb(), faP))
 			mlaP := b.mlaView("fattn_mla_perm", mla, [4]int64{d.vHead, H, T / streams, streams})
 			cont := b.f32("fattn_mla_cont", opOther, mlaP.layout.ne, mlaP)
 			cur = b.mlaView("fattn_2d", cont, [4]int64{d.vHead * H, T})
@@ -136,20 +136,22 @@ func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) 
 			kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, H, streams}, kp, qp)
 			kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, kq, in.mask)
 			kqv := b.f32("kqv", opOther, [4]int64{d.kvLora, T / streams, H, streams}, vc, kq)
-			mla := b.f32("kqv_mla", opOther, [4]int64{d.vHead, T / streams, H, streams}, wvb(), kqv)
+			mla := as(kMulMat, b.f32("kqv_mla", opOther, [4]int64{d.vHead, T / streams, H, streams}, wvb(), kqv))
 			perm := b.mlaView("kqv_perm", mla, [4]int64{d.vHead, H, T / streams, streams})
 			cur = b.f32("kqv_out", opOther, [4]int64{d.vHead * H, T}, perm)
 		}
 		b.g.expand(cur)
 		cur = b.mlaMatMul("attn_out", p+"attn_output.weight", H*d.vHead, embd, cur)
+		rows := T
 		if il == d.layers-1 {
-			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, T}, cur, in.outIDs)
-			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, T}, inpSA, in.outIDs)
+			rows = nOut
+			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, rows}, cur, in.outIDs)
+			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, rows}, inpSA, in.outIDs)
 		}
-		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, rows}, cur, inpSA)
 		cur = b.mlaNorm(ffnInp, p+"ffn_norm.weight")
 		cur = b.mlaFFNBlock(m, p, cur, d.ffn[il])
-		inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffnInp)
+		inpL = b.f32("l_out", opInplace, [4]int64{embd, rows}, cur, ffnInp)
 	}
 	return b.mlaOutput(m, inpL)
 }

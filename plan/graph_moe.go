@@ -225,7 +225,11 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 	}
 	w := func(name string) *gtensor { return b.weight(name, ne(name)) }
 
-	T := int64(nTokens)
+	// llama_context::graph_reserve rounds the token count up to a
+	// multiple of the sequences but keeps the outputs at nTokens.
+	nSeq := int64(max(c.NSeq, 1))
+	T := (int64(nTokens) + nSeq - 1) / nSeq * nSeq
+	nOut := int64(nTokens)
 	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)
 
@@ -272,9 +276,10 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 		}
 		swa = newInputs(int64(cells), "_swa")
 	}
-	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{nOut})
 
 	for il, l := range m.Layers {
+		rows := T // the rows this layer's FFN runs on
 		blk := "blk." + strconv.Itoa(il) + "."
 		inpSA := inpL
 		cur := b.moeNorm(inpL, w(blk+"attn_norm.weight"))
@@ -287,36 +292,37 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 			// Only the rows of the outputs go on (inp_out_ids; all of
 			// them in the worst-case graph). gpt-oss selects them after
 			// the last layer instead.
-			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, T}, cur, outIDs)
-			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, T}, inpSA, outIDs)
+			rows = nOut
+			cur = b.f32("get_rows_cur", opOther, [4]int64{embd, rows}, cur, outIDs)
+			inpSA = b.f32("get_rows_inp", opOther, [4]int64{embd, rows}, inpSA, outIDs)
 		}
-		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA)
+		ffnInp := b.f32("ffn_inp", opInplace, [4]int64{embd, rows}, cur, inpSA)
 		normName := blk + "ffn_norm.weight"
 		if a.postNorm {
 			normName = blk + "post_attention_norm.weight"
 		}
 		cur = b.moeNorm(ffnInp, w(normName))
 		if _, ok := shape[blk+"ffn_gate_inp.weight"]; ok {
-			moe := b.moeExperts(m, a, blk, cur, T, w)
+			moe := b.moeExperts(m, a, blk, cur, rows, w)
 			switch {
 			case a.sharedGate:
 				// qwen2moe: the shared expert scaled by sigmoid(x·g),
 				// computed as silu(v)/v.
-				sh := b.moeDenseFFN(blk, "_shexp", cur, T, w)
-				gin := b.f32("ffn_shexp_gate_inp", opOther, [4]int64{1, T}, w(blk+"ffn_gate_inp_shexp.weight"), cur)
+				sh := b.moeDenseFFN(blk, "_shexp", cur, rows, w)
+				gin := b.f32("ffn_shexp_gate_inp", opOther, [4]int64{1, rows}, w(blk+"ffn_gate_inp_shexp.weight"), cur)
 				silu := b.f32("ffn_shexp_silu", opInplace, gin.layout.ne, gin)
 				gate := b.f32("ffn_shexp_gate", opInplace, gin.layout.ne, silu, gin)
 				sh = b.f32("ffn_shexp_out", opInplace, sh.layout.ne, sh, gate)
 				moe = b.f32("ffn_out", opInplace, moe.layout.ne, moe, sh)
 			case a.llama4:
-				sh := b.moeDenseFFN(blk, "_shexp", cur, T, w)
+				sh := b.moeDenseFFN(blk, "_shexp", cur, rows, w)
 				moe = b.f32("ffn_moe_out_merged", opInplace, moe.layout.ne, moe, sh)
 			}
 			cur = moe
 		} else {
-			cur = b.moeDenseFFN(blk, "", cur, T, w)
+			cur = b.moeDenseFFN(blk, "", cur, rows, w)
 		}
-		inpL = b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffnInp)
+		inpL = b.f32("l_out", opInplace, [4]int64{embd, rows}, cur, ffnInp)
 	}
 	if a.oai {
 		// gpt-oss keeps every row to the end of the last layer, whose
@@ -324,11 +330,11 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 		// allocator never frees, whether or not a draft runs. The rows
 		// of the outputs are taken from it.
 		inpL.output = true
-		inpL = b.f32("h_nextn_rows", opOther, [4]int64{embd, T}, inpL, outIDs)
+		inpL = b.f32("h_nextn_rows", opOther, [4]int64{embd, nOut}, inpL, outIDs)
 	}
 	cur := b.moeNorm(inpL, w("output_norm.weight"))
 	cur.output = true
-	logits := b.f32("result_output", opOther, [4]int64{int64(m.NVocab), T}, w("output.weight"), cur)
+	logits := b.f32("result_output", opOther, [4]int64{int64(m.NVocab), nOut}, w("output.weight"), cur)
 	logits.output = true
 	b.g.expand(logits)
 	return &b.g

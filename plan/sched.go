@@ -29,6 +29,11 @@ type schedOptions struct {
 	// reorders are the devices whose backend reorders a split's nodes
 	// before it is allocated (Vulkan's graph_optimize, vkorder.go).
 	reorders map[string]bool
+	// noBroadcast3 are the devices whose matrix multiplication cannot
+	// broadcast its first operand across dimension 3 (Vulkan's
+	// supports_op refuses a->ne[3] != b->ne[3]): with several KV streams
+	// MLA's decompression by attn_v_b stays where its weight is.
+	noBroadcast3 map[string]bool
 }
 
 // elemType is the element type ggml gives t: a view keeps the type of the
@@ -101,8 +106,14 @@ func assign(g *graph, o schedOptions) {
 	// supports is the device's supports_op as far as sizes go: a GPU
 	// cannot bind a tensor larger than its largest binding, in or out.
 	supports := func(dev string, n *gtensor) bool {
+		if !isGPU(dev) {
+			return true
+		}
+		if o.noBroadcast3[dev] && n.kind == kMulMat && len(n.src) >= 2 && max(n.src[0].layout.ne[3], 1) != max(n.src[1].layout.ne[3], 1) {
+			return false
+		}
 		limit := o.maxAlloc[dev]
-		if !isGPU(dev) || limit == 0 {
+		if limit == 0 {
 			return true
 		}
 		if size(n) > limit {
@@ -347,11 +358,13 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	chunk := map[string]int64{}
 	if h := hostGPU(gpus); h != nil {
 		chunk[cpu.Name] = h.computeChunk() // the host buffer type's
+		align[cpu.Name] = h.hostAlignment()
 	}
-	o.reorders = map[string]bool{}
+	o.reorders, o.noBroadcast3 = map[string]bool{}, map[string]bool{}
 	for _, g := range gpus {
 		o.gpus = append(o.gpus, g.Name)
 		o.reorders[g.Name] = g.Backend == "Vulkan"
+		o.noBroadcast3[g.Name] = g.Backend == "Vulkan"
 		o.maxAlloc[g.Name] = g.MaxAlloc
 		align[g.Name] = g.alignment()
 		chunk[g.Name] = g.computeChunk()
