@@ -2,6 +2,8 @@ package arch
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -144,6 +146,15 @@ func TestIncompatible(t *testing.T) {
 	}
 }
 
+func bools(xs ...bool) gguf.Value {
+	vs := make([]gguf.Value, len(xs))
+	for i, x := range xs {
+		vs[i] = gguf.BoolValue(x)
+	}
+	v, _ := gguf.ArrayOf(gguf.Bool, vs...)
+	return v
+}
+
 func i32s(xs ...int32) gguf.Value {
 	vs := make([]gguf.Value, len(xs))
 	for i, x := range xs {
@@ -199,6 +210,12 @@ func TestHybridLayers(t *testing.T) {
 		{"granitehybrid", with(map[string]gguf.Value{"block_count": u32(4), "attention.head_count_kv": i32s(0, 2, 0, 0), "feed_forward_length": u32(4096)}), "M*MM"},
 		{"nemotron_h", with(map[string]gguf.Value{"block_count": u32(4), "attention.head_count_kv": i32s(0, 0, 2, 0), "feed_forward_length": i32s(0, 4096, 0, 4096)}), "M-*-"},
 		{"falcon-h1", with(map[string]gguf.Value{"block_count": u32(3), "attention.head_count_kv": u32(2), "feed_forward_length": u32(4096)}), "BBB"},
+		// Qwen3-Next gives every layer KV heads; its DeltaNet layers keep
+		// none: every 4th layer is attention by default, or every
+		// full_attention_interval-th, or as attention.recurrent_layers says.
+		{"qwen3next", with(map[string]gguf.Value{"block_count": u32(8), "attention.head_count_kv": u32(2)}), "MMM*MMM*"},
+		{"qwen3next", with(map[string]gguf.Value{"block_count": u32(4), "attention.head_count_kv": u32(2), "full_attention_interval": u32(2)}), "M*M*"},
+		{"qwen3next", with(map[string]gguf.Value{"block_count": u32(4), "attention.head_count_kv": u32(2), "attention.recurrent_layers": bools(true, false, false, true)}), "M**M"},
 	} {
 		m, err := build(t, tc.arch, tc.kv)
 		if err != nil {
@@ -252,5 +269,26 @@ func TestLlama4Chunked(t *testing.T) {
 	kv["attention.sliding_window"] = u32(0)
 	if m, err = build(t, "llama4", kv); err != nil || m.Window != 0 || m.Layers[0].Attention != Full {
 		t.Errorf("window 0 disables chunking: %v %+v", err, m)
+	}
+}
+
+// A recurrent_layers array that does not describe every layer is refused
+// with the key named, not guessed around.
+func TestQwen3NextRecurrentLayersChecked(t *testing.T) {
+	base := map[string]gguf.Value{
+		"block_count": u32(4), "embedding_length": u32(1024), "attention.head_count": u32(8), "attention.head_count_kv": u32(2),
+		"ssm.conv_kernel": u32(4), "ssm.inner_size": u32(2048), "ssm.state_size": u32(128), "ssm.group_count": u32(2), "ssm.time_step_rank": u32(32),
+	}
+	for name, v := range map[string]gguf.Value{
+		"three bools for four layers": bools(true, true, false),
+		"integers":                    i32s(1, 1, 1, 0),
+		"a scalar":                    u32(1),
+	} {
+		kv := maps.Clone(base)
+		kv["attention.recurrent_layers"] = v
+		_, err := build(t, "qwen3next", kv)
+		if !IsIncompatible(err) || !strings.Contains(fmt.Sprint(err), "recurrent_layers") {
+			t.Errorf("%s: error %v, want an incompatibility naming attention.recurrent_layers", name, err)
+		}
 	}
 }

@@ -54,6 +54,10 @@ var families = map[string]family{
 	"granitehybrid": {adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 })},
 	"nemotron_h":    {adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 && l.FF == 0 })},
 	"falcon-h1":     {adjust: recurrentWhere(func(Layer) bool { return true })},
+	// Gated DeltaNet / gated attention hybrid with routed and shared
+	// experts (src/models/qwen3next.cpp): the linear-attention layers
+	// keep a Mamba-style state and no KV cache.
+	"qwen3next": {adjust: qwen3next},
 	// MoE with a NextN block (weights skipped, KV cache kept: see FromGGUF).
 	"glm4moe": {},
 	// Chunked attention on three layers of four; the chunked cache is
@@ -240,4 +244,50 @@ func recurrentWhere(rec func(Layer) bool) func(hparams, *Model) error {
 		}
 		return nil
 	}
+}
+
+// qwen3next marks its gated-DeltaNet layers recurrent, as its
+// load_arch_hparams does: attention.recurrent_layers when the file has it,
+// else every layer but each full_attention_interval-th (default 4). A
+// recurrent layer keeps a conv state of d_conv-1 columns of Q, K and V
+// (ssmDims: d_inner is the value width, the groups the key heads) and a
+// d_state x d_inner delta-rule state, and no KV cache although the
+// metadata gives every layer KV heads (the hybrid memory's filters).
+func qwen3next(h hparams, m *Model) error {
+	r, s, err := ssmDims(h)
+	if err != nil {
+		return err
+	}
+	recurrent := make([]bool, m.NLayer)
+	if v, ok := h.m.Lookup(h.prefix + "attention.recurrent_layers"); ok {
+		var bs []bool
+		arr, isArr := v.AsArray()
+		if isArr {
+			bs, isArr = arr.Bools()
+		}
+		if !isArr || len(bs) != m.NLayer {
+			return &Incompatible{Reason: fmt.Sprintf("%sattention.recurrent_layers should hold %d bools", h.prefix, m.NLayer)}
+		}
+		copy(recurrent, bs)
+	} else {
+		interval, err := h.opt("full_attention_interval", 4)
+		if err != nil {
+			return err
+		}
+		if interval < 1 {
+			return &Incompatible{Reason: fmt.Sprintf("%sfull_attention_interval is %d, expected at least 1", h.prefix, interval)}
+		}
+		for i := range recurrent {
+			recurrent[i] = (i+1)%interval != 0
+		}
+	}
+	for i, rec := range recurrent {
+		if !rec {
+			continue
+		}
+		l := &m.Layers[i]
+		l.Attention, l.HeadsKV, l.KDim, l.VDim = NoAttention, 0, 0, 0
+		l.Recurrent, l.RDim, l.SDim = true, r, s
+	}
+	return nil
 }

@@ -205,6 +205,19 @@ export const cases = [
     ...sweep("nemotron-h-4b", "Q8_0", recurrentSweep),
     ...sweep("falcon-h1-0.5b", "Q8_0", recurrentSweep),
 
+    // Gated DeltaNet / gated attention hybrid with 512 experts (Qwen3-Next):
+    // a 53 GiB sparse file in Q5_K_M, whose K-quants the CPU backend does
+    // not repack on x86 (Q4_K experts would be, into 36 GiB of anonymous
+    // memory: seen, the load fails). Two layers and the output are as much
+    // as llvmpipe's 2 GiB hold.
+    ...sweep("qwen3-next-80b-a3b", "Q5_K_M", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true},
+        {contextSize: 4096, sequences: 2},
+        vk(0, {contextSize: 8192}),
+        vk(2, {flashAttention: true})
+    ]),
+
     // Big MoE with a skipped NextN block (GLM-4.5-Air) and with chunked
     // attention (Llama 4 Scout): sparse files of 110+ GiB, Vulkan only, and
     // Q8_0: their expert tensors exceed llvmpipe's 128 MiB limit and fall

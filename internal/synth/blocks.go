@@ -24,6 +24,7 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"falcon-h1":     falconH1Blocks,
 	"glm4moe":       glm4moeBlocks,
 	"llama4":        llama4Blocks,
+	"qwen3next":     qwen3nextBlocks,
 }
 
 // output writes the final norm and, unless the embedding is tied, the
@@ -415,6 +416,48 @@ func llama4Blocks(t *tensors, s Shape) {
 		} else {
 			ffn(t, s, i, s.FF, "")
 		}
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// qwen3nextBlocks: every layer has a post-attention norm and routed plus
+// one shared expert behind a sigmoid gate; attention layers (every
+// SSM.AttnInterval-th) project Q together with its output gate (twice the
+// query width) and norm q and k per head; the other layers are gated
+// DeltaNet in the split form current converters write (attn_qkv and
+// attn_gate rather than the legacy ssm_in), with a depthwise convolution
+// over Q, K and V, per-head A and dt bias, beta/alpha projections and a
+// per-head norm.
+func qwen3nextBlocks(t *tensors, s Shape) {
+	m, d := s.MoE, s.SSM
+	headDim := s.headDim()
+	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
+	keyDim, valueDim := d.Groups*d.State, d.Heads*d.State
+	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
+		if (i+1)%d.AttnInterval == 0 {
+			t.add(p+"attn_q.weight", "attn_q", i, s.Embd, 2*qDim)
+			t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
+			t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
+			t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
+			t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
+			t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
+		} else {
+			t.add(p+"attn_qkv.weight", "attn_qkv", i, s.Embd, 2*keyDim+valueDim)
+			t.add(p+"attn_gate.weight", "attn_q", i, s.Embd, valueDim)
+			t.add(p+"ssm_conv1d.weight", roleF32, i, d.ConvKernel, 2*keyDim+valueDim)
+			t.add(p+"ssm_dt.bias", roleF32, i, d.Heads)
+			t.add(p+"ssm_a", roleF32, i, d.Heads)
+			t.add(p+"ssm_ba.weight", "attn_q", i, s.Embd, 2*d.Heads)
+			t.add(p+"ssm_norm.weight", roleF32, i, d.State)
+			t.add(p+"ssm_out.weight", "attn_output", i, valueDim, s.Embd)
+		}
+		experts(t, s, i)
+		t.add(p+"ffn_gate_inp_shexp.weight", roleF32, i, s.Embd)
+		ffn(t, s, i, m.SharedFF, "_shexp")
 	}
 	output(t, s, "output_norm.weight")
 }

@@ -150,6 +150,9 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	case "glm4moe":
 		// partial_rotary_factor 0.5
 		u32("rope.dimension_count", headDim/2)
+	case "qwen3next":
+		// partial_rotary_factor 0.25
+		u32("rope.dimension_count", headDim/4)
 	}
 
 	if m := s.MoE; m != nil {
@@ -201,6 +204,9 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		u32("ssm.state_size", m.State)
 		u32("ssm.time_step_rank", m.Heads)
 		u32("ssm.group_count", m.Groups)
+		if m.AttnInterval > 0 {
+			u32("full_attention_interval", m.AttnInterval)
+		}
 	}
 	if r := s.Rope; r != nil {
 		b.Set(a+".rope.scaling.type", gguf.StringValue(r.Type))

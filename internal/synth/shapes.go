@@ -137,6 +137,16 @@ var shapes = map[string]Shape{
 		SSM:    &SSM{ConvKernel: 4, Inner: 1536, State: 128, Groups: 1, Heads: 24},
 		Source: "tiiuae/Falcon-H1-0.5B-Base config.json (mamba_d_ssm 1536, 24 heads x 64, d_state 128, 1 group)"},
 
+	// Qwen3-Next: gated DeltaNet on three layers of four, gated attention
+	// (256-wide heads, a quarter of them rotary) on the fourth, 512 routed
+	// experts (10 used) and a shared expert on every layer. The MTP block
+	// is left out, as llama.cpp's converter did until it learned to
+	// write it.
+	"qwen3-next-80b-a3b": {Name: "Qwen3-Next-80B-A3B", Arch: "qwen3next", Layers: 48, Embd: 2048, Heads: 16, HeadsKV: 2, HeadDim: 256, FF: 5120,
+		Vocab: 151936, CtxTrain: 262144, RopeTheta: 10000000, NormEps: 1e-6, QKNorm: true, Tokenizer: "gpt2",
+		MoE:    &MoE{Experts: 512, Used: 10, FF: 512, SharedFF: 512},
+		SSM:    &SSM{ConvKernel: 4, Inner: 4096, State: 128, Groups: 16, Heads: 32, AttnInterval: 4},
+		Source: "Qwen/Qwen3-Next-80B-A3B-Instruct config.json (linear attention: 16 key heads and 32 value heads of 128, conv kernel 4; full_attention_interval 4; partial_rotary_factor 0.25)"},
 	// GLM-4.5-Air: 46 layers plus one NextN (MTP) block, the first layer
 	// dense, 128 routed experts (8 used, sigmoid) and one shared expert,
 	// biased q/k/v, half-rotary heads.

@@ -135,6 +135,11 @@ type SSM struct {
 	// it: 'M' a Mamba-2 mixer, '*' attention, '-' an MLP alone. Empty for
 	// pure Mamba (mamba2) and for falcon-h1, whose every layer has both.
 	Layers string
+	// AttnInterval is qwen3next's full_attention_interval: every
+	// AttnInterval-th layer is gated attention, the others gated DeltaNet
+	// (whose key heads are Groups and value heads Heads, each of State
+	// elements). 0 leaves the key out.
+	AttnInterval int
 }
 
 // Rope is rope scaling as written in the GGUF.

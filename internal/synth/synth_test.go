@@ -52,6 +52,8 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// Text model with the NextN block (the published 110B includes it).
 		{"glm-4.5-air", 109227310848},
 		{"llama-4-scout", 107769861120},
+		// Computed from the config, without the MTP block (published: 80B).
+		{"qwen3-next-80b-a3b", 79674391296},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.name, Q4_K_M)
@@ -119,6 +121,16 @@ func TestArchitectureQuirks(t *testing.T) {
 		{"glm-4.5-air", Q4_K_M, "blk.0.ffn_gate.weight", gguf.TypeQ4_K, []uint64{4096, 10944}},
 		{"llama-4-scout", Q4_K_M, "blk.0.ffn_up_shexp.weight", gguf.TypeQ4_K, []uint64{5120, 8192}},
 		{"llama-4-scout", Q4_K_M, "blk.0.ffn_gate_exps.weight", gguf.TypeQ4_K, []uint64{5120, 8192, 16}},
+		// Qwen3-Next: Q with its output gate on attention layers (every
+		// 4th), split DeltaNet projections on the others.
+		{"qwen3-next-80b-a3b", Q4_K_M, "blk.3.attn_q.weight", gguf.TypeQ4_K, []uint64{2048, 8192}},
+		{"qwen3-next-80b-a3b", Q4_K_M, "blk.3.attn_k_norm.weight", gguf.TypeF32, []uint64{256}},
+		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.attn_qkv.weight", gguf.TypeQ5_K, []uint64{2048, 8192}},
+		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.attn_gate.weight", gguf.TypeQ4_K, []uint64{2048, 4096}},
+		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.ssm_conv1d.weight", gguf.TypeF32, []uint64{4, 8192}},
+		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.ssm_ba.weight", gguf.TypeQ4_K, []uint64{2048, 64}},
+		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.ssm_a", gguf.TypeF32, []uint64{32}},
+		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.ffn_down_exps.weight", gguf.TypeQ6_K, []uint64{512, 2048, 512}},
 		// Q5_K_M: Q6_K output, Q6_K V and ffn_down on use_more_bits layers
 		// (0 and 31 of 32; not 4), Q5_K elsewhere.
 		{"llama-3.1-8b", Q5_K_M, "output.weight", gguf.TypeQ6_K, []uint64{4096, 128256}},
@@ -230,6 +242,10 @@ func TestArchitectureMetadata(t *testing.T) {
 		{"glm-4.5-air", "glm4moe.nextn_predict_layers", "1"},
 		{"glm-4.5-air", "glm4moe.rope.dimension_count", "64"},
 		{"llama-4-scout", "llama4.interleave_moe_layer_step", "1"},
+		{"qwen3-next-80b-a3b", "qwen3next.full_attention_interval", "4"},
+		{"qwen3-next-80b-a3b", "qwen3next.ssm.group_count", "16"},
+		{"qwen3-next-80b-a3b", "qwen3next.rope.dimension_count", "64"},
+		{"qwen3-next-80b-a3b", "qwen3next.attention.head_count_kv", "2"},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.shape, Q4_K_M)
