@@ -42,6 +42,8 @@ func familyBuilder(m *arch.Model) graphBuilder {
 		return mlaBuilder(m)
 	case "mamba2", "lfm2", "nemotron_h", "granitehybrid", "falcon-h1":
 		return recurrentBuilder(m)
+	case "qwen3next":
+		return qwen3nextBuilder(m)
 	}
 	return nil
 }

@@ -368,7 +368,7 @@ func (r *recurrentGraph) output(inpL *gtensor, norm string) *graph {
 	T := r.nSeqs * r.nSeqTokens
 	embd := int64(r.m.NEmbd)
 	cur := r.rmsNorm("result_norm", inpL, norm)
-	if r.m.Arch == "nemotron_h" {
+	if r.m.Arch == "nemotron_h" || r.m.Arch == "qwen3next" {
 		// Nemotron-H keeps every row to the end (embeddings_nextn_masked
 		// is false) and selects the outputs after the final norm. The
 		// norm itself is the seed of a draft head (t_h_nextn), a graph
