@@ -24,6 +24,7 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"falcon-h1":     falconH1Blocks,
 	"glm4moe":       glm4moeBlocks,
 	"llama4":        llama4Blocks,
+	"gemma3n":       gemma3nBlocks,
 }
 
 // output writes the final norm and, unless the embedding is tied, the
