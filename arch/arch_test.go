@@ -299,6 +299,7 @@ func TestGemma3nSharedKV(t *testing.T) {
 		{"bools ignored", base(map[string]gguf.Value{"attention.sliding_window_pattern": bools(allFull...)}), "ssssfssssfssssfssssf" + "nnnnnnnnnn", ""},
 		{"scalar period", base(map[string]gguf.Value{"attention.sliding_window_pattern": u32(4)}), "sssfsssfsssfsssfsssf" + "nnnnnnnnnn", ""},
 		{"unshareable", base(map[string]gguf.Value{"attention.sliding_window_pattern": u32(3)}), "", "layer 20 would share layer 19's KV cache, which is sliding"},
+		{"zero window", base(map[string]gguf.Value{"attention.sliding_window": u32(0)}), "", "sliding_window is 0"},
 		{"no window", map[string]gguf.Value{"block_count": u32(30), "embedding_length": u32(2048), "attention.head_count": u32(8)}, "", "missing gemma3n.attention.sliding_window"},
 	} {
 		m, err := build(t, "gemma3n", tc.kv, "per_layer_token_embd.weight", "per_layer_model_proj.weight",

@@ -288,8 +288,14 @@ const gemma3nKVLayers = 20
 // slides (llama_model::create_memory's reuse callback), and the engine
 // asserts that the layer it names holds a cache of that kind.
 func gemma3n(h hparams, m *Model) error {
-	if _, err := h.need("attention.sliding_window"); err != nil {
+	w, err := h.need("attention.sliding_window")
+	if err != nil {
 		return err
+	}
+	if w == 0 {
+		// The engine still builds its sliding cache, over a window of no
+		// tokens; headroom's sliding layers need a window.
+		return &Incompatible{Reason: h.prefix + "attention.sliding_window is 0, which headroom does not model"}
 	}
 	const n = gemma3nKVLayers
 	for il := n; il < m.NLayer; il++ {
