@@ -44,6 +44,8 @@ type Layer struct {
 	Index     int
 	Attention Attention
 	// HeadsKV is the number of KV heads (0 for layers without attention).
+	// A layer that attends over another layer's cache (NoAttention, as it
+	// allocates none) keeps its heads and KDim/VDim.
 	HeadsKV int
 	// KDim and VDim are the K and V elements cached per token: head size
 	// times KV heads (n_embd_k_gqa and n_embd_v_gqa in llama.cpp). VDim is
@@ -200,6 +202,14 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 			return nil, err
 		}
 	}
+	if fam.kvFromStart > 0 {
+		// The later layers keep their heads and widths (the engine's
+		// n_embd_v_gqa_max, which pads a transposed V, counts them too)
+		// but no cache of their own.
+		for i := fam.kvFromStart; i < a.NLayer; i++ {
+			a.Layers[i].Attention = NoAttention
+		}
+	}
 	a.Tensors, a.TiedOutput = assignTensors(m, a.NLayer)
 	// The last nextn_predict_layers blocks are MTP heads (block_count
 	// counts them: llama_hparams::n_layer() = n_layer_all - n_layer_nextn).
@@ -210,6 +220,9 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 	for i := range a.Tensors {
 		if slices.Contains(fam.outputTensors, a.Tensors[i].Name) {
 			a.Tensors[i].Layer = a.NLayer
+		}
+		if slices.Contains(fam.firstLayerTensors, a.Tensors[i].Name) {
+			a.Tensors[i].Layer = 0
 		}
 		if l := a.Tensors[i].Layer; nextn > 0 && l >= a.NLayer-nextn && l < a.NLayer {
 			a.Tensors[i].Unused = true

@@ -292,3 +292,72 @@ func TestQwen3NextRecurrentLayersChecked(t *testing.T) {
 		}
 	}
 }
+
+// Gemma 3n: four sliding layers to one global, and only the first 20
+// layers keep a KV cache; the rest read layer 18's (sliding) or 19's
+// (global). The per-layer bools converters write are ignored, a scalar
+// period is not.
+func TestGemma3nSharedKV(t *testing.T) {
+	base := func(extra map[string]gguf.Value) map[string]gguf.Value {
+		kv := map[string]gguf.Value{
+			"block_count": u32(30), "embedding_length": u32(2048), "attention.head_count": u32(8),
+			"attention.head_count_kv": u32(2), "attention.key_length": u32(256), "attention.value_length": u32(256),
+			"feed_forward_length": u32(8192), "attention.sliding_window": u32(512),
+		}
+		for k, v := range extra {
+			kv[k] = v
+		}
+		return kv
+	}
+	// Every layer global: what a bool array would say if it were read.
+	allFull := make([]bool, 30)
+	kinds := func(m *Model) string {
+		var b strings.Builder
+		for _, l := range m.Layers {
+			b.WriteString(l.Attention.String()[:1])
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name string
+		kv   map[string]gguf.Value
+		want string
+		err  string
+	}{
+		{"default", base(nil), "ssssfssssfssssfssssf" + "nnnnnnnnnn", ""},
+		{"bools ignored", base(map[string]gguf.Value{"attention.sliding_window_pattern": bools(allFull...)}), "ssssfssssfssssfssssf" + "nnnnnnnnnn", ""},
+		{"scalar period", base(map[string]gguf.Value{"attention.sliding_window_pattern": u32(4)}), "sssfsssfsssfsssfsssf" + "nnnnnnnnnn", ""},
+		{"unshareable", base(map[string]gguf.Value{"attention.sliding_window_pattern": u32(3)}), "", "layer 20 would share layer 19's KV cache, which is sliding"},
+		{"zero window", base(map[string]gguf.Value{"attention.sliding_window": u32(0)}), "", "sliding_window is 0"},
+		{"no window", map[string]gguf.Value{"block_count": u32(30), "embedding_length": u32(2048), "attention.head_count": u32(8)}, "", "missing gemma3n.attention.sliding_window"},
+	} {
+		m, err := build(t, "gemma3n", tc.kv, "per_layer_token_embd.weight", "per_layer_model_proj.weight",
+			"per_layer_proj_norm.weight", "altup_proj.weight", "altup_unembd_proj.weight", "blk.29.laurel_l.weight")
+		if tc.err != "" {
+			if !IsIncompatible(err) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := kinds(m); got != tc.want {
+			t.Errorf("%s: layers %s, want %s", tc.name, got, tc.want)
+		}
+		if l := m.Layers[25]; l.HeadsKV != 2 || l.KDim != 512 || l.VDim != 512 {
+			t.Errorf("%s: a shared layer keeps its widths: %+v", tc.name, l)
+		}
+		layers := map[string]int{}
+		for _, tn := range m.Tensors {
+			layers[tn.Name] = tn.Layer
+		}
+		want := map[string]int{"per_layer_token_embd.weight": InputLayer, "per_layer_model_proj.weight": 0,
+			"per_layer_proj_norm.weight": 0, "altup_proj.weight": 30, "altup_unembd_proj.weight": 30, "blk.29.laurel_l.weight": 29}
+		for name, l := range want {
+			if layers[name] != l {
+				t.Errorf("%s: %s on layer %d, want %d", tc.name, name, layers[name], l)
+			}
+		}
+	}
+}

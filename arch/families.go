@@ -22,11 +22,24 @@ type family struct {
 	// swaFromKey reads the per-layer pattern from
 	// attention.sliding_window_pattern when present.
 	swaFromKey bool
+	// swaPeriodKey lets a scalar attention.sliding_window_pattern replace
+	// swaPattern. llama.cpp reads the key into a uint32 with
+	// get_key_or_arr, which ignores an array, so the per-layer bools that
+	// converters write leave the hard-coded period in force.
+	swaPeriodKey bool
+	// kvFromStart n > 0 gives a KV cache to the first n layers only; the
+	// later ones attend over an earlier layer's cache and allocate none
+	// (llama_hparams::n_layer_kv_from_start and has_kv).
+	kvFromStart int
 	// adjust applies rules that the metadata alone does not express.
 	adjust func(h hparams, m *Model) error
 	// outputTensors names tensors outside blk.N that belong to the output
 	// layer although their names do not start with "output".
 	outputTensors []string
+	// firstLayerTensors names tensors outside blk.N that llama.cpp creates
+	// as layer 0's (a block index in tn() without "blk.%d" in the name), so
+	// they live on layer 0's device, not the input layer's.
+	firstLayerTensors []string
 }
 
 // families lists the architectures headroom accounts for. An architecture
@@ -63,6 +76,13 @@ var families = map[string]family{
 	// Chunked attention on three layers of four; the chunked cache is
 	// sized like a sliding one (llama-kv-cache-iswa.cpp size_swa).
 	"llama4": {swaPattern: 4, fixedWindow: 8192},
+	// Gemma 3n (src/models/gemma3n.cpp): four sliding layers to one global,
+	// KV only in the first 20 layers whatever attention.shared_kv_layers
+	// says, the AltUp projections on the output layer and the per-layer
+	// input projection on layer 0 (LLM_TENSOR_INFOS in llama-arch.cpp).
+	"gemma3n": {swaPattern: 5, swaPeriodKey: true, kvFromStart: gemma3nKVLayers, adjust: gemma3n,
+		outputTensors:     []string{"altup_proj.weight", "altup_unembd_proj.weight"},
+		firstLayerTensors: []string{"per_layer_model_proj.weight", "per_layer_proj_norm.weight"}},
 }
 
 // Known lists the architectures headroom models, sorted.
@@ -87,12 +107,28 @@ func (f family) slidingLayers(h hparams, m *Model) ([]bool, error) {
 			}
 		}
 	}
-	if f.swaPattern == 0 {
+	period := f.swaPattern
+	if f.swaPeriodKey {
+		if v, ok := h.m.Lookup(h.prefix + "attention.sliding_window_pattern"); ok {
+			if _, isArr := v.AsArray(); !isArr {
+				p, ok := v.AsUint()
+				if !ok || p > math.MaxInt32 {
+					return nil, &Incompatible{Reason: fmt.Sprintf("%sattention.sliding_window_pattern is %s %v, expected a period", h.prefix, v.Type(), v)}
+				}
+				if p == 0 {
+					// set_swa_pattern(0): every layer slides.
+					return slices.Repeat([]bool{true}, m.NLayer), nil
+				}
+				period = int(p)
+			}
+		}
+	}
+	if period == 0 {
 		return nil, nil
 	}
 	out := make([]bool, m.NLayer)
 	for i := range out {
-		out[i] = i%f.swaPattern < f.swaPattern-1
+		out[i] = i%period < period-1
 	}
 	return out, nil
 }
@@ -288,6 +324,38 @@ func qwen3next(h hparams, m *Model) error {
 		l := &m.Layers[i]
 		l.Attention, l.HeadsKV, l.KDim, l.VDim = NoAttention, 0, 0, 0
 		l.Recurrent, l.RDim, l.SDim = true, r, s
+	}
+	return nil
+}
+
+// gemma3nKVLayers is the n_layer_kv_from_start gemma3n.cpp hard-codes.
+const gemma3nKVLayers = 20
+
+// gemma3n checks what gemma3n.cpp requires beyond the common keys: the
+// sliding window (read without a default), and KV sharing the engine can
+// carry out. Layer il >= n_layer_kv_from_start reads layer
+// n_layer_kv_from_start-1's cache when it is global and -2's when it
+// slides (llama_model::create_memory's reuse callback), and the engine
+// asserts that the layer it names holds a cache of that kind.
+func gemma3n(h hparams, m *Model) error {
+	w, err := h.need("attention.sliding_window")
+	if err != nil {
+		return err
+	}
+	if w == 0 {
+		// The engine still builds its sliding cache, over a window of no
+		// tokens; headroom's sliding layers need a window.
+		return &Incompatible{Reason: h.prefix + "attention.sliding_window is 0, which headroom does not model"}
+	}
+	const n = gemma3nKVLayers
+	for il := n; il < m.NLayer; il++ {
+		src := n - 1
+		if m.Layers[il].Attention == Sliding {
+			src = n - 2
+		}
+		if m.Layers[src].Attention != m.Layers[il].Attention {
+			return &Incompatible{Reason: fmt.Sprintf("layer %d would share layer %d's KV cache, which is %s, not %s (llama.cpp aborts)", il, src, m.Layers[src].Attention, m.Layers[il].Attention)}
+		}
 	}
 	return nil
 }

@@ -231,8 +231,18 @@ export const cases = [
     ...sweep("tinyllama-1.1b", "Q5_K_M", [{contextSize: 4096}, vk(8)]),
     ...sweep("qwen2.5-0.5b", "Q6_K", [{contextSize: 4096}, vk(999)]),
     ...sweep("qwen2.5-0.5b", "Q5_K_M", [{contextSize: 4096}]),
-    ...sweep("llama-3.2-1b", "Q6_K", [{contextSize: 4096, flashAttention: true}])
-,
+    ...sweep("llama-3.2-1b", "Q6_K", [{contextSize: 4096, flashAttention: true}]),
+
+    // Gemma 3n E2B: a KV cache in the first 20 of 30 layers only (the last
+    // 10 read layers 18 and 19's), four sliding layers to one global, and a
+    // 2 GiB per-layer token embedding that stays on the CPU.
+    ...sweep("gemma-3n-e2b", "Q8_0", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true},
+        {contextSize: 4096, sequences: 2},
+        vk(8),
+        vk(999)
+    ]),
 
     // Profiles that headroom plan chose for the llvmpipe machine
     // (conformance/testdata/llvmpipe-machine.json); planned_test.go writes

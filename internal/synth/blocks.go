@@ -25,6 +25,7 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"glm4moe":       glm4moeBlocks,
 	"llama4":        llama4Blocks,
 	"qwen3next":     qwen3nextBlocks,
+	"gemma3n":       gemma3nBlocks,
 }
 
 // output writes the final norm and, unless the embedding is tied, the

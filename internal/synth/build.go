@@ -48,6 +48,9 @@ func (s Shape) validate() error {
 	if s.Heads <= 0 || s.HeadsKV <= 0 || s.FF <= 0 {
 		return fmt.Errorf("synth: shape %q has a zero dimension", s.Name)
 	}
+	if a := s.AltUp; a != nil && (a.Inputs < 2 || a.PerLayerEmbd <= 0 || a.LaurelRank <= 0 || a.Period < 0) {
+		return fmt.Errorf("synth: shape %q has an invalid AltUp layout", s.Name)
+	}
 	if s.MoE != nil && (s.MoE.Experts <= 0 || s.MoE.Used <= 0 || s.MoE.Used > s.MoE.Experts || s.MoE.FF <= 0) {
 		return fmt.Errorf("synth: shape %q has an invalid expert layout", s.Name)
 	}
@@ -222,6 +225,9 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	optF32("logit_scale", s.LogitScale)
 	optF32("attn_logit_softcapping", s.AttnSoftcap)
 	optF32("final_logit_softcapping", s.FinalSoftcap)
+	if s.AltUp != nil {
+		altUpMetadata(b, s)
+	}
 }
 
 // roleF32 marks tensors that stay F32 in every recipe: norms, biases,
@@ -248,7 +254,9 @@ func (t *tensors) add(name, role string, layer int, dims ...int) {
 		shape[i] = uint64(d)
 	}
 	typ := gguf.TypeF32
-	if role != roleF32 {
+	if role == roleSource {
+		typ = gguf.TypeF16
+	} else if role != roleF32 {
 		typ = t.q.weight(role, layer, t.layers)
 		for _, fallback := range []gguf.GGMLType{typ, fallbackType(typ), gguf.TypeF16} {
 			if _, ok := fallback.RowSize(shape[0]); ok {

@@ -70,6 +70,19 @@ var shapes = map[string]Shape{
 		Vocab: 262144, CtxTrain: 32768, RopeTheta: 1000000, NormEps: 1e-6, TiedOutput: true, QKNorm: true, Tokenizer: "llama",
 		SWA:    &SWA{Window: 512, FreqBaseSWA: 10000},
 		Source: "google/gemma-3-1b-pt config.json"},
+	// Gemma 3n E2B: Gemma 3 blocks with AltUp (four copies of the hidden
+	// state), Laurel residuals, a per-layer embedding of 256 values per
+	// layer and token, and the last 10 layers reading earlier layers' KV.
+	// The vocabulary is the full 262400 of the multimodal model: the
+	// converter pads both embeddings (262144 rows in the checkpoint) to it.
+	"gemma-3n-e2b": {Name: "Gemma-3n-E2B", Arch: "gemma3n", Layers: 30, Embd: 2048, Heads: 8, HeadsKV: 2, HeadDim: 256, FF: 8192,
+		Vocab: 262400, CtxTrain: 32768, RopeTheta: 1000000, NormEps: 1e-6, TiedOutput: true, QKNorm: true, Tokenizer: "llama",
+		SWA: &SWA{Window: 512, FreqBaseSWA: 10000}, FinalSoftcap: 30,
+		AltUp: &AltUp{Inputs: 4, ActiveIdx: 0, PerLayerEmbd: 256, LaurelRank: 64, SharedKV: 10, SparseLayers: 10, Period: 5},
+		Source: "google/gemma-3n-E2B-it text_config, not read here: values as published (hidden_size 2048, intermediate_size 8192 on each of 30 layers, " +
+			"8 heads, 2 KV heads, head_dim 256, sliding_window 512, layer_types four sliding to one full, num_kv_shared_layers 10, altup_num_inputs 4, " +
+			"laurel_rank 64, hidden_size_per_layer_input 256, vocab_size 262400, vocab_size_per_layer_input 262144, activation_sparsity 0.95 on the first 10 layers), " +
+			"checked against llama.cpp's converter (Gemma3NModel) and gemma3n.cpp's hard-coded shapes"},
 	"gemma-3-4b": {Name: "Gemma-3-4B", Arch: "gemma3", Layers: 34, Embd: 2560, Heads: 8, HeadsKV: 4, HeadDim: 256, FF: 10240,
 		Vocab: 262208, CtxTrain: 131072, RopeTheta: 1000000, NormEps: 1e-6, TiedOutput: true, QKNorm: true, Tokenizer: "llama",
 		SWA:    &SWA{Window: 1024, FreqBaseSWA: 10000},

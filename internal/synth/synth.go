@@ -50,6 +50,9 @@ type Shape struct {
 	Conv *ShortConv // gated short convolutions instead of attention on some layers (lfm2)
 	SSM  *SSM       // Mamba-2 state-space layers
 	Rope *Rope      // rope scaling as written in the GGUF
+	// AltUp adds Gemma 3n's per-layer embeddings, AltUp, Laurel and KV
+	// sharing (gemma3n).
+	AltUp *AltUp
 	// Phi3 stores q, k and v as one attn_qkv tensor and gate and up as one
 	// ffn_up of twice the width.
 	Fused bool

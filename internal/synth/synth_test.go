@@ -54,6 +54,9 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		{"llama-4-scout", 107769861120},
 		// Computed from the config, without the MTP block (published: 80B).
 		{"qwen3-next-80b-a3b", 79674391296},
+		// Computed: text model, both embeddings of 262400 rows, 30 x
+		// 62,153,296 per layer.
+		{"gemma-3n-e2b", 4458122848},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.name, Q4_K_M)
@@ -131,6 +134,17 @@ func TestArchitectureQuirks(t *testing.T) {
 		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.ssm_ba.weight", gguf.TypeQ4_K, []uint64{2048, 64}},
 		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.ssm_a", gguf.TypeF32, []uint64{32}},
 		{"qwen3-next-80b-a3b", Q4_K_M, "blk.0.ffn_down_exps.weight", gguf.TypeQ6_K, []uint64{512, 2048, 512}},
+		// Gemma 3n: 256 per-layer values for each of 30 layers and every
+		// token; the quantizer leaves AltUp, Laurel and the per-layer
+		// model projection alone.
+		{"gemma-3n-e2b", Q8_0, "per_layer_token_embd.weight", gguf.TypeQ8_0, []uint64{7680, 262400}},
+		{"gemma-3n-e2b", Q8_0, "per_layer_model_proj.weight", gguf.TypeF16, []uint64{2048, 7680}},
+		{"gemma-3n-e2b", Q8_0, "altup_proj.weight", gguf.TypeF16, []uint64{2048, 2048, 3}},
+		{"gemma-3n-e2b", Q8_0, "blk.0.altup_predict_coef.weight", gguf.TypeF16, []uint64{4, 16}},
+		{"gemma-3n-e2b", Q8_0, "blk.29.laurel_l.weight", gguf.TypeF16, []uint64{2048, 64}},
+		{"gemma-3n-e2b", Q8_0, "blk.29.inp_gate.weight", gguf.TypeQ8_0, []uint64{2048, 256}},
+		{"gemma-3n-e2b", Q8_0, "blk.0.altup_correct_scale.weight", gguf.TypeF32, []uint64{2048}},
+		{"gemma-3n-e2b", Q8_0, "blk.25.attn_k.weight", gguf.TypeQ8_0, []uint64{2048, 512}},
 		// Q5_K_M: Q6_K output, Q6_K V and ffn_down on use_more_bits layers
 		// (0 and 31 of 32; not 4), Q5_K elsewhere.
 		{"llama-3.1-8b", Q5_K_M, "output.weight", gguf.TypeQ6_K, []uint64{4096, 128256}},
@@ -246,6 +260,10 @@ func TestArchitectureMetadata(t *testing.T) {
 		{"qwen3-next-80b-a3b", "qwen3next.ssm.group_count", "16"},
 		{"qwen3-next-80b-a3b", "qwen3next.rope.dimension_count", "64"},
 		{"qwen3-next-80b-a3b", "qwen3next.attention.head_count_kv", "2"},
+		{"gemma-3n-e2b", "gemma3n.attention.sliding_window", "512"},
+		{"gemma-3n-e2b", "gemma3n.attention.shared_kv_layers", "10"},
+		{"gemma-3n-e2b", "gemma3n.embedding_length_per_layer_input", "256"},
+		{"gemma-3n-e2b", "gemma3n.feed_forward_length", fmt.Sprint(slices.Repeat([]int64{8192}, 30))},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.shape, Q4_K_M)
