@@ -51,6 +51,11 @@ type Layer struct {
 	// times KV heads (n_embd_k_gqa and n_embd_v_gqa in llama.cpp). VDim is
 	// 0 for MLA, which caches only the compressed K.
 	KDim, VDim int
+	// KVShared layers attend over layer KVLayer's cache and allocate
+	// none of their own (Gemma 3n's last layers): their Attention is
+	// NoAttention, their heads and widths those they attend with.
+	KVShared bool
+	KVLayer  int
 	// Recurrent layers keep per-sequence state of RDim (conv) and SDim
 	// (scan) float32 elements.
 	Recurrent  bool
@@ -206,8 +211,16 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 		// The later layers keep their heads and widths (the engine's
 		// n_embd_v_gqa_max, which pads a transposed V, counts them too)
 		// but no cache of their own.
+		// They read the last cache of their own kind among the first
+		// layers (llama_model::create_memory's reuse callback: n-1 for a
+		// global layer, n-2 for a sliding one).
 		for i := fam.kvFromStart; i < a.NLayer; i++ {
-			a.Layers[i].Attention = NoAttention
+			l := &a.Layers[i]
+			l.KVShared, l.KVLayer = true, fam.kvFromStart-1
+			if l.Attention == Sliding {
+				l.KVLayer = fam.kvFromStart - 2
+			}
+			l.Attention = NoAttention
 		}
 	}
 	a.Tensors, a.TiedOutput = assignTensors(m, a.NLayer)

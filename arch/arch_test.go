@@ -348,6 +348,21 @@ func TestGemma3nSharedKV(t *testing.T) {
 		if l := m.Layers[25]; l.HeadsKV != 2 || l.KDim != 512 || l.VDim != 512 {
 			t.Errorf("%s: a shared layer keeps its widths: %+v", tc.name, l)
 		}
+		// The shared layers read layer 18's cache when they slide, 19's
+		// when they are global; the first 20 read their own.
+		for il, l := range m.Layers {
+			want := -1
+			if il >= 20 {
+				want = 19
+				// the first global layer gives the period
+				if period := strings.IndexByte(tc.want, 'f') + 1; il%period != period-1 {
+					want = 18
+				}
+			}
+			if got := map[bool]int{true: l.KVLayer, false: -1}[l.KVShared]; got != want {
+				t.Errorf("%s: layer %d reads layer %d's cache, want %d", tc.name, il, got, want)
+			}
+		}
 		layers := map[string]int{}
 		for _, tn := range m.Tensors {
 			layers[tn.Name] = tn.Layer

@@ -44,6 +44,8 @@ func familyBuilder(m *arch.Model) graphBuilder {
 		return recurrentBuilder(m)
 	case "qwen3next":
 		return qwen3nextBuilder(m)
+	case "gemma3n":
+		return gemma3nBuilder(m)
 	}
 	return nil
 }

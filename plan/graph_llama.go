@@ -244,23 +244,31 @@ func (b *gb) kvAttention(il int, c Context, s attnShape, q, k, v, kIdx, vIdx, ma
 	// 2D tensor (the indices are global); a transposed V is written one
 	// element per row, through reshapes of the rows and of the cache.
 	// These reshapes are nodes, which the Vulkan reorder counts.
+	// Without k and v (a layer reading another layer's cache, Gemma 3n's
+	// last ones) nothing is written.
 	dstK, dstV := cacheK, cacheV
-	if streams > 1 {
+	if streams > 1 && k != nil {
 		dstK = b.view("k_merged", cacheK, [4]int64{headK * headsKV, nKV * streams})
 	}
-	b.g.expand(as(kSetRows, b.view("k_set_rows", dstK, dstK.layout.ne, as(kView, b.view("k_2d", k, [4]int64{headK * headsKV, T})), kIdx)))
+	if k != nil {
+		b.g.expand(as(kSetRows, b.view("k_set_rows", dstK, dstK.layout.ne, as(kView, b.view("k_2d", k, [4]int64{headK * headsKV, T})), kIdx)))
+	}
 	var vRows *gtensor
-	if c.VTrans {
+	switch {
+	case v == nil:
+	case c.VTrans:
 		v2d := b.view("v_2d", v, [4]int64{headV * headsKV, T})
 		vRows = b.view("v_cur_elems", v2d, [4]int64{1, headV * headsKV * T})
 		dstV = b.view("v_elems", cacheV, [4]int64{1, headV * headsKV * nKV * streams})
-	} else {
+	default:
 		vRows = as(kView, b.view("v_2d", v, [4]int64{headV * headsKV, T}))
 		if streams > 1 {
 			dstV = b.view("v_merged", cacheV, [4]int64{headV * headsKV, nKV * streams})
 		}
 	}
-	b.g.expand(as(kSetRows, b.view("v_set_rows", dstV, dstV.layout.ne, vRows, vIdx)))
+	if vRows != nil {
+		b.g.expand(as(kSetRows, b.view("v_set_rows", dstV, dstV.layout.ne, vRows, vIdx)))
+	}
 	kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
 	vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})
 	q4 := b.view("q_streams", q, [4]int64{headK, heads, T / streams, streams})

@@ -94,11 +94,20 @@ func perDevice(m *arch.Model, r *plan.Result, filled int, notes *[]string) []*tr
 			// The state is read once per token, whatever the context.
 			at(dev).state += 4 * int64(l.RDim+l.SDim)
 		}
-		if l.Attention == arch.NoAttention {
+		// A layer attending over another layer's cache (Gemma 3n) reads
+		// that cache, where it lives.
+		attention := l.Attention
+		if l.KVShared {
+			attention = m.Layers[l.KVLayer].Attention
+			if !kvOnCPU {
+				dev = r.LayerDevice[l.KVLayer]
+			}
+		}
+		if attention == arch.NoAttention {
 			continue
 		}
 		cells := filled
-		if l.Attention == arch.Sliding && m.Window > 0 {
+		if attention == arch.Sliding && m.Window > 0 {
 			cells = min(cells, m.Window)
 		}
 		k, _ := c.TypeK.RowSize(uint64(l.KDim))

@@ -35,11 +35,15 @@ func expectBytes(m *arch.Model, typeK, typeV gguf.GGMLType, filled int) (weights
 		if l.Recurrent {
 			state += 4 * int64(l.RDim+l.SDim)
 		}
-		if l.Attention == arch.NoAttention {
+		kind := l.Attention
+		if l.KVShared {
+			kind = m.Layers[l.KVLayer].Attention
+		}
+		if kind == arch.NoAttention {
 			continue
 		}
 		cells := filled
-		if l.Attention == arch.Sliding {
+		if kind == arch.Sliding {
 			cells = min(filled, m.Window)
 		}
 		k, _ := typeK.RowSize(uint64(l.KDim))
@@ -148,6 +152,43 @@ func TestSlidingWindowCapsKV(t *testing.T) {
 	}
 	if got := kvAt(20000) - kvAt(10000); got != 10000*fullPerCell {
 		t.Errorf("10000 more cells read %d more bytes, want %d (full-attention layers only)", got, 10000*fullPerCell)
+	}
+}
+
+// Gemma 3n's last ten layers keep no cache but attend over layers 18 and
+// 19's: a token reads those caches once more for each of them.
+func TestSharedKVRead(t *testing.T) {
+	m := namedModel(t, "gemma-3n-e2b", synth.Q8_0)
+	s := preset(t, "m4-max-64")
+	r := account(t, m, profile(32768, plan.GPULayersAuto), s)
+	kvAt := func(filled int) int64 {
+		res, err := Estimate(m, r, s, filled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return device(t, res, "MTL0").KVBytes
+	}
+	var perCell int64
+	shared := 0
+	for _, l := range m.Layers {
+		kind := l.Attention
+		if l.KVShared {
+			kind = m.Layers[l.KVLayer].Attention
+			shared++
+		}
+		if kind == arch.Full {
+			k, _ := r.Context.TypeK.RowSize(uint64(l.KDim))
+			v, _ := r.Context.TypeV.RowSize(uint64(l.VDim))
+			perCell += int64(k + v)
+		}
+	}
+	if shared != 10 {
+		t.Fatalf("%d layers share a cache, want 10", shared)
+	}
+	// Past the window only the global layers' reads grow: 4 with their
+	// own cache and 2 shared ones reading layer 19's.
+	if got := kvAt(20000) - kvAt(10000); got != 10000*perCell || perCell == 0 {
+		t.Errorf("10000 more cells read %d more bytes, want %d (six global readers)", got, 10000*perCell)
 	}
 }
 
