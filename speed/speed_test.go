@@ -129,66 +129,48 @@ func device(t *testing.T, res Result, name string) DeviceResult {
 	return DeviceResult{}
 }
 
-// TestSlidingWindowCapsKV: past the window, only full-attention layers
-// read more cache as the context grows.
+// TestSlidingWindowCapsKV: past the window, only the layers reading a
+// global cache read more as the context grows. Gemma 3n's last ten layers
+// keep no cache but attend over layer 18's (sliding) or 19's (global), so
+// two of them are global readers beside the four global layers.
 func TestSlidingWindowCapsKV(t *testing.T) {
-	m := namedModel(t, "gemma-3-1b", synth.Q8_0)
-	s := preset(t, "m4-max-64")
-	r := account(t, m, profile(32768, plan.GPULayersAuto), s)
-	kvAt := func(filled int) int64 {
-		res, err := Estimate(m, r, s, filled)
-		if err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		shape         string
+		globalReaders int
+	}{
+		{"gemma-3-1b", 4},
+		{"gemma-3n-e2b", 6},
+	} {
+		m := namedModel(t, tc.shape, synth.Q8_0)
+		s := preset(t, "m4-max-64")
+		r := account(t, m, profile(32768, plan.GPULayersAuto), s)
+		kvAt := func(filled int) int64 {
+			res, err := Estimate(m, r, s, filled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return device(t, res, "MTL0").KVBytes
 		}
-		return device(t, res, "MTL0").KVBytes
-	}
-	var fullPerCell int64
-	for _, l := range m.Layers {
-		if l.Attention == arch.Full {
-			k, _ := r.Context.TypeK.RowSize(uint64(l.KDim))
-			v, _ := r.Context.TypeV.RowSize(uint64(l.VDim))
-			fullPerCell += int64(k + v)
+		var perCell int64
+		readers := 0
+		for _, l := range m.Layers {
+			kind := l.Attention
+			if l.KVShared {
+				kind = m.Layers[l.KVLayer].Attention
+			}
+			if kind == arch.Full {
+				k, _ := r.Context.TypeK.RowSize(uint64(l.KDim))
+				v, _ := r.Context.TypeV.RowSize(uint64(l.VDim))
+				perCell += int64(k + v)
+				readers++
+			}
 		}
-	}
-	if got := kvAt(20000) - kvAt(10000); got != 10000*fullPerCell {
-		t.Errorf("10000 more cells read %d more bytes, want %d (full-attention layers only)", got, 10000*fullPerCell)
-	}
-}
-
-// Gemma 3n's last ten layers keep no cache but attend over layers 18 and
-// 19's: a token reads those caches once more for each of them.
-func TestSharedKVRead(t *testing.T) {
-	m := namedModel(t, "gemma-3n-e2b", synth.Q8_0)
-	s := preset(t, "m4-max-64")
-	r := account(t, m, profile(32768, plan.GPULayersAuto), s)
-	kvAt := func(filled int) int64 {
-		res, err := Estimate(m, r, s, filled)
-		if err != nil {
-			t.Fatal(err)
+		if readers != tc.globalReaders {
+			t.Fatalf("%s: %d layers read a global cache, want %d", tc.shape, readers, tc.globalReaders)
 		}
-		return device(t, res, "MTL0").KVBytes
-	}
-	var perCell int64
-	shared := 0
-	for _, l := range m.Layers {
-		kind := l.Attention
-		if l.KVShared {
-			kind = m.Layers[l.KVLayer].Attention
-			shared++
+		if got := kvAt(20000) - kvAt(10000); got != 10000*perCell {
+			t.Errorf("%s: 10000 more cells read %d more bytes, want %d (the global readers only)", tc.shape, got, 10000*perCell)
 		}
-		if kind == arch.Full {
-			k, _ := r.Context.TypeK.RowSize(uint64(l.KDim))
-			v, _ := r.Context.TypeV.RowSize(uint64(l.VDim))
-			perCell += int64(k + v)
-		}
-	}
-	if shared != 10 {
-		t.Fatalf("%d layers share a cache, want 10", shared)
-	}
-	// Past the window only the global layers' reads grow: 4 with their
-	// own cache and 2 shared ones reading layer 19's.
-	if got := kvAt(20000) - kvAt(10000); got != 10000*perCell || perCell == 0 {
-		t.Errorf("10000 more cells read %d more bytes, want %d (six global readers)", got, 10000*perCell)
 	}
 }
 
