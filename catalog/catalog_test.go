@@ -119,12 +119,13 @@ func params(m *gguf.Model) (total, active float64) {
 }
 
 // TestDeriveMatchesSynth holds the fast derivation to synth.Build's own
-// header, for a BPE, an SPM and an MoE shape.
+// header, for a BPE, an SPM and an MoE shape, Gemma 3n (a second table
+// with a row per token) and Qwen3-Next.
 func TestDeriveMatchesSynth(t *testing.T) {
 	for _, tc := range []struct {
 		shape string
 		q     synth.Quant
-	}{{"qwen3-0.6b", synth.Q4_K_M}, {"gemma-3-1b", synth.Q8_0}, {"llama-3.2-1b", synth.F16}, {"deepseek-v2-lite", synth.Q4_K_M}} {
+	}{{"qwen3-0.6b", synth.Q4_K_M}, {"gemma-3-1b", synth.Q8_0}, {"llama-3.2-1b", synth.F16}, {"deepseek-v2-lite", synth.Q4_K_M}, {"gemma-3n-e2b", synth.Q8_0}, {"qwen3-next-80b-a3b", synth.Q4_K_M}} {
 		s, _ := synth.Lookup(tc.shape)
 		b, err := synth.Build(s, tc.q)
 		if err != nil {

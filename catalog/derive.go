@@ -62,7 +62,10 @@ func DeriveModel(s synth.Shape, q synth.Quant) (*gguf.Model, error) {
 	var off uint64
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
-		if (t.Name == "token_embd.weight" || t.Name == "output.weight") && len(t.Shape) == 2 {
+		// The tensors with a row per token of the vocabulary: the
+		// embedding, the output projection, and Gemma 3n's per-layer
+		// embedding table.
+		if (t.Name == "token_embd.weight" || t.Name == "output.weight" || t.Name == "per_layer_token_embd.weight") && len(t.Shape) == 2 {
 			if t.Shape[1] != uint64(small.Vocab) {
 				return nil, fmt.Errorf("catalog: %s of %s has shape %v, expected a vocabulary of %d", t.Name, s.Name, t.Shape, small.Vocab)
 			}
