@@ -222,7 +222,12 @@ func TestAccuracy(t *testing.T) {
 		}
 		t.Log("compute report:\n" + b.String())
 	}
-	// docs/accuracy.md must show what this test measures.
+	// docs/accuracy.md must show what this test measures on the committed
+	// goldens; a live subset (HEADROOM_GOLDEN_DIR) is checked against the
+	// bounds above only.
+	if dir != filepath.Join("testdata", "golden") {
+		return
+	}
 	doc := filepath.Join("..", "docs", "accuracy.md")
 	want := report(cases, all, incompatible, exact, total)
 	if *updateAccuracy {

@@ -23,7 +23,13 @@ want_version="$(node -p "require('$harness/package.json').dependencies['node-lla
 have_version="$(node -p "try { require('$harness/node_modules/node-llama-cpp/package.json').version } catch { '' }" 2>/dev/null || true)"
 if [[ "$have_version" != "$want_version" ]]; then
 	echo "regen: installing node-llama-cpp $want_version (npm ci)"
-	(cd "$harness" && npm ci --no-audit --no-fund)
+	# A registry hiccup should not fail a CI run: three tries.
+	for try in 1 2 3; do
+		(cd "$harness" && npm ci --no-audit --no-fund) && break
+		[[ $try == 3 ]] && { echo "regen: npm ci failed three times" >&2; exit 1; }
+		echo "regen: npm ci failed (try $try of 3), again in $((try * 10))s" >&2
+		sleep $((try * 10))
+	done
 fi
 
 # Vulkan runs on Mesa's llvmpipe; it is needed unless only CPU cases run.
