@@ -248,7 +248,11 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 		out = append(out, Buffer{Device: s.dev, BufferType: s.buft, Kind: "model", Bytes: s.last - s.first})
 	}
 	for _, s := range sums {
-		out = append(out, Buffer{Device: s.k.device, BufferType: s.k.buft, Kind: "model", Bytes: s.n})
+		n := s.n
+		if h := hostGPU(gpus); h != nil && s.k.device == cpu.Name && s.k.buft == h.HostBuffer() {
+			n += h.hostPad()
+		}
+		out = append(out, Buffer{Device: s.k.device, BufferType: s.k.buft, Kind: "model", Bytes: n})
 	}
 	return out
 }

@@ -8,13 +8,13 @@ import (
 // n_vocab floats per output row, reserved for n_seq_max rows, in the host
 // buffer type of the device holding the output layer, else the CPU's.
 func outputBuffer(m *arch.Model, c Context, cpu Device, gpus []Device, layerDev []string) Buffer {
-	buft := cpu.Name
+	buft, pad := cpu.Name, int64(0)
 	for _, g := range gpus {
 		if g.Name == layerDev[m.NLayer] && g.HostBuffer() != "" {
-			buft = g.HostBuffer()
+			buft, pad = g.HostBuffer(), g.hostPad()
 		}
 	}
-	return Buffer{Device: cpu.Name, BufferType: buft, Kind: "output", Bytes: int64(4 * m.NVocab * c.NSeq)}
+	return Buffer{Device: cpu.Name, BufferType: buft, Kind: "output", Bytes: int64(4*m.NVocab*c.NSeq) + pad}
 }
 
 const (

@@ -134,3 +134,14 @@ func (d Device) hostAlignment() int64 {
 	}
 	return cpuAlign
 }
+
+// hostPad is what the device's pinned host buffer type adds to every
+// buffer it allocates: Vulkan_Host asks for 32 bytes more than it is given
+// (ggml_backend_vk_host_buffer_type_alloc_buffer), which the size llama.cpp
+// prints includes; CUDA_Host adds nothing.
+func (d Device) hostPad() int64 {
+	if d.Backend == "Vulkan" {
+		return 32
+	}
+	return 0
+}

@@ -469,6 +469,9 @@ func maxVDim(m *arch.Model) int {
 func uniformHeads(m *arch.Model) (k, v int64) {
 	k, v = -1, -1
 	for _, l := range m.Layers {
+		if l.Attention == arch.NoAttention {
+			continue // no cache of its own (recurrent, or reading another layer's)
+		}
 		hk, hv := int64(l.KDim/max(l.HeadsKV, 1)), int64(l.VDim/max(l.HeadsKV, 1))
 		if k == -1 {
 			k, v = hk, hv

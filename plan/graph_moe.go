@@ -207,6 +207,8 @@ func moeLayerTensors(a moeArch, blk string, shape map[string][]uint64) []string 
 type moeInputs struct {
 	kIdx, vIdx, mask *gtensor
 	nKV              int64
+	// kRot and vRot rotate a quantized cache's rows (swaCacheInputs).
+	kRot, vRot *gtensor
 }
 
 // moeGraph describes the graph for one micro-batch of nTokens against a
@@ -230,7 +232,6 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 	nSeq := int64(max(c.NSeq, 1))
 	T := (int64(nTokens) + nSeq - 1) / nSeq * nSeq
 	nOut := int64(nTokens)
-	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)
 
 	tokens := b.input("inp_tokens", gguf.TypeI32, [4]int64{T})
@@ -248,22 +249,11 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 		// (build_inp_attn_scale): one factor per token.
 		attnScale = b.input("attn_scale", gguf.TypeF32, [4]int64{1, 1, T})
 	}
-	maskType := gguf.TypeF32
-	if c.Flash {
-		maskType = gguf.TypeF16 // flash attention takes an F16 mask
-	}
-	vIdxN := T
-	if c.VTrans {
-		// A transposed V cache is written element by element.
-		vIdxN = T * int64(maxVDim(m))
-	}
+	// Each cache's inputs (write indices, mask, and the rotations of a
+	// quantized cache), as for the sliding-window models.
 	newInputs := func(nKV int64, suffix string) *moeInputs {
-		return &moeInputs{
-			kIdx: b.input("k_idxs"+suffix, gguf.TypeI64, [4]int64{T}),
-			vIdx: b.input("v_idxs"+suffix, gguf.TypeI64, [4]int64{vIdxN}),
-			mask: b.input("kq_mask"+suffix, maskType, [4]int64{nKV, T / streams, 1, streams}),
-			nKV:  nKV,
-		}
+		kv := b.swaCacheInputs(m, c, T, nKV, suffix != "")
+		return &moeInputs{kIdx: kv.kIdx, vIdx: kv.vIdx, mask: kv.mask, nKV: nKV, kRot: kv.kRot, vRot: kv.vRot}
 	}
 	full := newInputs(int64(c.NCtxSeq), "")
 	swa := full
@@ -383,6 +373,14 @@ func (b *gb) moeAttention(m *arch.Model, a moeArch, c Context, il int, l arch.La
 	} else if attnScale != nil {
 		q = b.f32("Qcur_scaled", opInplace, q.layout.ne, q, attnScale)
 	}
+	// A quantized cache is written and read through Hadamard rotations.
+	if in.kRot != nil {
+		q = b.swaRotate(q, in.kRot, false)
+		k = b.swaRotate(k, in.kRot, false)
+	}
+	if in.vRot != nil {
+		v = b.swaRotate(v, in.vRot, false)
+	}
 	// build_attn expands Q, V, K (K last so that RoPE can be fused with
 	// the cache write); the iswa variant expands Q, K, V.
 	b.g.expand(q)
@@ -398,6 +396,9 @@ func (b *gb) moeAttention(m *arch.Model, a moeArch, c Context, il int, l arch.La
 		sinks = w(blk + "attn_sinks.weight")
 	}
 	cur = b.kvAttention(il, c, attnShape{heads, headsKV, headK, headV, in.nKV, streams, T}, q, k, v, in.kIdx, in.vIdx, in.mask, sinks)
+	if in.vRot != nil {
+		cur = b.swaRotate(cur, in.vRot, false)
+	}
 	cur = b.f32("attn_out", opOther, [4]int64{embd, T}, w(blk+"attn_output.weight"), cur)
 	if b.has(blk + "attn_output.bias") {
 		cur = b.f32("attn_out_b", opInplace, cur.layout.ne, cur, w(blk+"attn_output.bias"))

@@ -10,6 +10,9 @@ import (
 // layer) and the positions, made when the first layer needs them.
 type recurrentAttnInputs struct {
 	pos, kqMask, kIdx, vIdx *gtensor
+	// kRot and vRot are the Hadamard rotations a quantized cache is
+	// written and read through (nil for f16 and f32 caches).
+	kRot, vRot *gtensor
 }
 
 // attention is build_attn on a KV cache for q, k, v {head, heads, tokens}
@@ -28,10 +31,14 @@ func (r *recurrentGraph) attention(il int, c Context, in *recurrentAttnInputs, q
 	headV := int64(l.VDim) / headsKV
 	// build_attn expands K last, so that RoPE on K can be fused with the
 	// write into the cache.
+	q, k, v = in.rotated(b, q, k, v)
 	b.g.expand(q)
 	b.g.expand(v)
 	b.g.expand(k)
 	cur := b.kvAttention(il, c, attnShape{heads, headsKV, headK, headV, nKV, streams, T}, q, k, v, in.kIdx, in.vIdx, in.kqMask, nil)
+	if in.vRot != nil {
+		cur = b.swaRotate(cur, in.vRot, false)
+	}
 	embd := int64(r.m.NEmbd)
 	return as(kMulMat, b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur))
 }
@@ -56,7 +63,31 @@ func (r *recurrentGraph) attnInputs(c Context) *recurrentAttnInputs {
 		vIdxN = T * int64(maxVDim(r.m))
 	}
 	in.vIdx = b.input("v_idxs", gguf.TypeI64, [4]int64{vIdxN})
+	quant := func(t gguf.GGMLType) bool { i, _ := t.Info(); return i.Quantized }
+	hk, hv := uniformHeads(r.m)
+	if quant(c.TypeK) && hk > 0 && hk%64 == 0 {
+		n := swaRotSize(hk)
+		in.kRot = b.input("k_rot", gguf.TypeF32, [4]int64{n, n})
+	}
+	if quant(c.TypeV) && hv > 0 && hv%64 == 0 {
+		in.vRot = b.input("v_rot", gguf.TypeF32, [4]int64{64, 64})
+	}
 	return in
+}
+
+// rotated applies build_attn's Hadamard rotations of a quantized cache to
+// q, k and v before they are recorded (k or v nil: not written here).
+func (in *recurrentAttnInputs) rotated(b *gb, q, k, v *gtensor) (*gtensor, *gtensor, *gtensor) {
+	if in.kRot != nil {
+		q = b.swaRotate(q, in.kRot, false)
+		if k != nil {
+			k = b.swaRotate(k, in.kRot, false)
+		}
+	}
+	if in.vRot != nil && v != nil {
+		v = b.swaRotate(v, in.vRot, false)
+	}
+	return q, k, v
 }
 
 // qkv projects cur to Q, K and V viewed as {head, heads, tokens}.

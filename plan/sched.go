@@ -355,10 +355,11 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		o.offloadTo = g.Name
 	}
 	align := map[string]int64{cpu.Name: cpuAlign}
-	chunk := map[string]int64{}
+	chunk, pad := map[string]int64{}, map[string]int64{}
 	if h := hostGPU(gpus); h != nil {
 		chunk[cpu.Name] = h.computeChunk() // the host buffer type's
 		align[cpu.Name] = h.hostAlignment()
+		pad[cpu.Name] = h.hostPad() // added to each chunk's buffer
 	}
 	o.reorders, o.noBroadcast3 = map[string]bool{}, map[string]bool{}
 	for _, g := range gpus {
@@ -410,7 +411,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 			return a
 		})
 		for _, x := range allocs {
-			peak[x.dev] = max(peak[x.dev], x.a.size())
+			peak[x.dev] = max(peak[x.dev], x.a.size()+pad[x.dev]*int64(len(x.a.chunks)))
 		}
 	}
 	return peak
