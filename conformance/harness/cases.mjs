@@ -144,6 +144,10 @@ export const cases = [
     ...sweep("mamba2-130m", "Q8_0", recurrentSweep.filter((p) => p.flashAttention !== true)),
     ...sweep("qwen3-30b-a3b", "Q4_K_M", bigMoE),
     ...sweep("gpt-oss-20b", "MXFP4_MOE", bigMoE),
+    // A q8_0 cache, written and read through Hadamard rotations (one cache;
+    // and gpt-oss's two, whose sliding one has 64-wide heads).
+    ...sweep("qwen3-30b-a3b", "Q4_K_M", [vk(4, {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})]),
+    ...sweep("gpt-oss-20b", "MXFP4_MOE", [vk(4, {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})]),
     ...sweep("deepseek-v2-lite", "Q4_K_M", bigMoE),
 
     // More profiles for the first architectures.
