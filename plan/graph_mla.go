@@ -238,6 +238,9 @@ func (b *gb) mlaFFNBlock(m *arch.Model, p string, x *gtensor, f mlaFFN) *gtensor
 // mlaInputs are the graph inputs every layer reads.
 type mlaInputs struct {
 	pos, kIdx, vIdx, mask, outIDs *gtensor
+	// kRot and vRot rotate a quantized cache's rows (nil otherwise, and
+	// always for MLA's latent cache).
+	kRot, vRot *gtensor
 }
 
 // mlaPrelude records the token embedding (build_inp_embd, both of its
@@ -270,6 +273,17 @@ func (b *gb) mlaPrelude(m *arch.Model, c Context, T, nOut int64, withV bool) (*g
 	streams := int64(c.NStream)
 	in.mask = b.input("kq_mask", maskType, [4]int64{int64(c.NCtxSeq), T / streams, 1, streams})
 	in.outIDs = b.input("inp_out_ids", gguf.TypeI32, [4]int64{nOut})
+	// Only the KV-cache inputs have rotations: MLA's K-only cache input
+	// (build_attn_inp_k) makes none, whatever the cache's type.
+	quant := func(t gguf.GGMLType) bool { i, _ := t.Info(); return i.Quantized }
+	hk, hv := uniformHeads(m)
+	if withV && quant(c.TypeK) && hk > 0 && hk%64 == 0 {
+		n := swaRotSize(hk)
+		in.kRot = b.input("k_rot", gguf.TypeF32, [4]int64{n, n})
+	}
+	if withV && quant(c.TypeV) && hv > 0 && hv%64 == 0 {
+		in.vRot = b.input("v_rot", gguf.TypeF32, [4]int64{64, 64})
+	}
 	return inpL, in
 }
 
@@ -363,6 +377,13 @@ func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		}
 		q = b.f32("Qcur_rope", opInplace, q.layout.ne, q, in.pos)
 		k = b.f32("Kcur_rope", opInplace, k.layout.ne, k, in.pos)
+		if in.kRot != nil {
+			q = b.swaRotate(q, in.kRot, false)
+			k = b.swaRotate(k, in.kRot, false)
+		}
+		if in.vRot != nil {
+			v = b.swaRotate(v, in.vRot, false)
+		}
 		b.g.expand(q)
 		b.g.expand(v)
 		b.g.expand(k)
@@ -398,6 +419,9 @@ func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			cur = b.f32("kqv_out", opOther, [4]int64{hd * H, T}, perm)
 		}
 		b.g.expand(cur)
+		if in.vRot != nil {
+			cur = b.swaRotate(cur, in.vRot, false)
+		}
 		cur = b.mlaMatMul("attn_out", p+"attn_output.weight", H*hd, embd, cur)
 		rows := T
 		if il == layers-1 {

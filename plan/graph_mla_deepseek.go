@@ -119,6 +119,14 @@ func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) 
 		qp := b.mlaView("q_perm", q4, [4]int64{kDim, T / streams, H, streams})
 		kp := b.mlaView("k_perm", kView, [4]int64{kDim, nKV, 1, streams})
 		vp := b.mlaView("v_perm", vView, [4]int64{d.kvLora, nKV, 1, streams})
+		// V is the first kv_lora_rank values of each latent row: copied to
+		// another backend it spans from its first element to its last
+		// (ggml_nbytes), nearly the whole cache.
+		if rowK, ok := c.TypeK.RowSize(uint64(kDim)); ok {
+			if rowV, ok := c.TypeK.RowSize(uint64(d.kvLora)); ok {
+				vp.span = int64(rowV) + (nKV*streams-1)*int64(rowK)
+			}
+		}
 		wvb := func() *gtensor { return b.weight(p+"attn_v_b.weight", [4]int64{d.kvLora, d.vHead, H}) }
 		if c.Flash {
 			fa := b.f32("fattn", opOther, [4]int64{d.kvLora, H, T / streams, streams}, qp, kp, vp, in.mask)

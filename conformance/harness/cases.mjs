@@ -148,6 +148,8 @@ export const cases = [
     // and gpt-oss's two, whose sliding one has 64-wide heads).
     ...sweep("qwen3-30b-a3b", "Q4_K_M", [vk(4, {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})]),
     ...sweep("gpt-oss-20b", "MXFP4_MOE", [vk(4, {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})]),
+    // and MLA's latent cache (576-wide rows, K rotated only).
+    ...sweep("deepseek-v2-lite", "Q4_K_M", [vk(4, {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})]),
     ...sweep("deepseek-v2-lite", "Q4_K_M", bigMoE),
 
     // More profiles for the first architectures.
