@@ -150,6 +150,7 @@ export const cases = [
     ...sweep("gpt-oss-20b", "MXFP4_MOE", [vk(4, {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})]),
     // and MLA's latent cache (576-wide rows, K rotated only).
     ...sweep("deepseek-v2-lite", "Q4_K_M", [vk(4, {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})]),
+    ...sweep("glm-4.5-air", "Q8_0", [vk(4, {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})]),
     ...sweep("deepseek-v2-lite", "Q4_K_M", bigMoE),
 
     // More profiles for the first architectures.
