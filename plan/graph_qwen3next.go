@@ -147,16 +147,7 @@ func (r *recurrentGraph) gatedAttention(il int, c Context, in *recurrentAttnInpu
 	q = r.rmsNorm("Qcur_normed", q, blk+"attn_q_norm.weight")
 	k = r.rmsNorm("Kcur_normed", k, blk+"attn_k_norm.weight")
 	q, k = r.rope("Qcur", q, in.pos), r.rope("Kcur", k, in.pos)
-	nKV := int64(c.NCtxSeq)
-	streams := int64(max(c.NStream, 1))
-	q, k, v = in.rotated(b, q, k, v)
-	b.g.expand(q)
-	b.g.expand(v)
-	b.g.expand(k)
-	att := b.kvAttention(il, c, attnShape{heads, headsKV, head, head, nKV, streams, T}, q, k, v, in.kIdx, in.vIdx, in.kqMask, nil)
-	if in.vRot != nil {
-		att = b.swaRotate(att, in.vRot, false)
-	}
+	att := r.attend(il, c, in, q, k, v)
 	g := b.f32("gate_cont", opOther, [4]int64{head * heads, T}, gate)
 	g = as(kUnary, b.f32("gate_sigmoid", opInplace, g.layout.ne, g))
 	att = as(kMul, b.f32("attn_gated", opInplace, att.layout.ne, att, g))

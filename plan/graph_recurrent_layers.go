@@ -19,28 +19,34 @@ type recurrentAttnInputs struct {
 // already normed and roped, followed by the output projection, as in
 // llamaGraphOn.
 func (r *recurrentGraph) attention(il int, c Context, in *recurrentAttnInputs, q, k, v *gtensor) *gtensor {
-	b := r.b
 	l := r.m.Layers[il]
 	blk := "blk." + strconv.Itoa(il) + "."
 	T := r.nSeqs * r.nSeqTokens
-	nKV := int64(c.NCtxSeq)
-	streams := int64(max(c.NStream, 1))
 	heads := int64(r.m.NHead)
+	headV := int64(l.VDim) / int64(l.HeadsKV)
+	cur := r.attend(il, c, in, q, k, v)
+	embd := int64(r.m.NEmbd)
+	return as(kMulMat, r.b.f32("attn_out", opOther, [4]int64{embd, T}, r.b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur))
+}
+
+// attend is build_attn without the output projection: the rotations of a
+// quantized cache, Q, V and K recorded (K last, so that RoPE on K can be
+// fused with the write into the cache), the writes and the attention.
+func (r *recurrentGraph) attend(il int, c Context, in *recurrentAttnInputs, q, k, v *gtensor) *gtensor {
+	b := r.b
+	l := r.m.Layers[il]
 	headsKV := int64(l.HeadsKV)
-	headK := int64(l.KDim) / headsKV
-	headV := int64(l.VDim) / headsKV
-	// build_attn expands K last, so that RoPE on K can be fused with the
-	// write into the cache.
+	s := attnShape{heads: int64(r.m.NHead), headsKV: headsKV, headK: int64(l.KDim) / headsKV, headV: int64(l.VDim) / headsKV,
+		nKV: int64(c.NCtxSeq), streams: int64(max(c.NStream, 1)), T: r.nSeqs * r.nSeqTokens}
 	q, k, v = in.rotated(b, q, k, v)
 	b.g.expand(q)
 	b.g.expand(v)
 	b.g.expand(k)
-	cur := b.kvAttention(il, c, attnShape{heads, headsKV, headK, headV, nKV, streams, T}, q, k, v, in.kIdx, in.vIdx, in.kqMask, nil)
+	cur := b.kvAttention(il, c, s, q, k, v, in.kIdx, in.vIdx, in.kqMask, nil)
 	if in.vRot != nil {
 		cur = b.swaRotate(cur, in.vRot, false)
 	}
-	embd := int64(r.m.NEmbd)
-	return as(kMulMat, b.f32("attn_out", opOther, [4]int64{embd, T}, b.weight(blk+"attn_output.weight", [4]int64{heads * headV, embd}), cur))
+	return cur
 }
 
 // attnInputs makes build_inp_mem_hybrid's attention inputs.
