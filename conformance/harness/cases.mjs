@@ -222,7 +222,8 @@ export const cases = [
         {contextSize: 8192, flashAttention: true},
         {contextSize: 4096, sequences: 2},
         vk(0, {contextSize: 8192}),
-        vk(2, {flashAttention: true})
+        vk(2, {flashAttention: true}),
+        {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
     ]),
 
     // Big MoE with a skipped NextN block (GLM-4.5-Air) and with chunked
@@ -248,7 +249,8 @@ export const cases = [
         {contextSize: 8192, flashAttention: true},
         {contextSize: 4096, sequences: 2},
         vk(8),
-        vk(999)
+        vk(999),
+        {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
     ]),
 
     // Profiles that headroom plan chose for the llvmpipe machine
