@@ -26,27 +26,11 @@ func FuzzFromGGUF(f *testing.F) {
 			ssm.Layers = ssm.Layers[:s.Layers]
 			s.SSM = &ssm
 		}
-		b, err := synth.Build(s, synth.Q8_0)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := b.WriteHeader(&buf); err != nil {
-			f.Fatal(err)
-		}
-		f.Add(buf.Bytes())
+		addHeader(f)(synth.Build(s, synth.Q8_0))
 	}
 	small := synth.SigLIP896
 	small.Blocks = 2
-	b, err := synth.Projector(small, gguf.TypeF16)
-	if err != nil {
-		f.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := b.WriteHeader(&buf); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(buf.Bytes())
+	addHeader(f)(synth.Projector(small, gguf.TypeF16))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The header, then a hole as large as any tensor data, as the
 		// headers read over the network are seen.
@@ -77,4 +61,18 @@ func (h holed) ReadAt(p []byte, off int64) (int, error) {
 	}
 	clear(p[n:])
 	return len(p), nil
+}
+
+// addHeader returns a function that adds a built header to the corpus.
+func addHeader(f *testing.F) func(*gguf.Builder, error) {
+	return func(b *gguf.Builder, err error) {
+		if err != nil {
+			f.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := b.WriteHeader(&buf); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
 }

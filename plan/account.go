@@ -247,10 +247,11 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	for _, s := range spans {
 		out = append(out, Buffer{Device: s.dev, BufferType: s.buft, Kind: "model", Bytes: s.last - s.first})
 	}
+	host := hostGPU(gpus)
 	for _, s := range sums {
 		n := s.n
-		if h := hostGPU(gpus); h != nil && s.k.device == cpu.Name && s.k.buft == h.HostBuffer() {
-			n += h.hostPad()
+		if host != nil && s.k.device == cpu.Name && s.k.buft == host.HostBuffer() {
+			n += host.hostPad()
 		}
 		out = append(out, Buffer{Device: s.k.device, BufferType: s.k.buft, Kind: "model", Bytes: n})
 	}

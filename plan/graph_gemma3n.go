@@ -77,9 +77,7 @@ func gemma3nSliding(m *arch.Model, il int) bool {
 func gemma3nGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
 	b.g.kinds = true
-	nSeq := int64(max(c.NSeq, 1))
-	T := (int64(nTokens) + nSeq - 1) / nSeq * nSeq
-	nOut := int64(nTokens)
+	T, nOut := reserveTokens(c, nTokens)
 	streams := int64(max(c.NStream, 1))
 	embd := int64(m.NEmbd)
 	heads := int64(m.NHead)
@@ -87,16 +85,7 @@ func gemma3nGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	nLayer := int64(len(m.Layers))
 	const nAlt = gemma3nAltUp
 	perLayer := int64(b.shapes["per_layer_token_embd.weight"][0]) / nLayer
-	ne := func(name string) [4]int64 {
-		var out [4]int64
-		for i, d := range b.shapes[name] {
-			if i < 4 {
-				out[i] = int64(d)
-			}
-		}
-		return out
-	}
-	w := func(name string) *gtensor { return b.weight(name, ne(name)) }
+	w := b.fileWeight
 	mm := func(name, weight string, x *gtensor) *gtensor {
 		wt := w(weight)
 		out := x.layout.ne

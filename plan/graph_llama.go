@@ -174,6 +174,25 @@ func tensorShapes(m *arch.Model) map[string][]uint64 {
 	return out
 }
 
+// fileWeight is the weight of that name with its shape in the file.
+func (b *gb) fileWeight(name string) *gtensor {
+	var ne [4]int64
+	for i, d := range b.shapes[name] {
+		if i < 4 {
+			ne[i] = int64(d)
+		}
+	}
+	return b.weight(name, ne)
+}
+
+// reserveTokens is the reserve graph's token count, which
+// llama_context::graph_reserve rounds up to a multiple of the sequences
+// (each gets as many tokens), and its output rows, which it does not.
+func reserveTokens(c Context, nTokens int) (T, nOut int64) {
+	nSeq := int64(max(c.NSeq, 1))
+	return (int64(nTokens) + nSeq - 1) / nSeq * nSeq, int64(nTokens)
+}
+
 // has reports whether the model has a tensor of that name.
 func (b *gb) has(name string) bool {
 	_, ok := b.shapes[name]
@@ -306,11 +325,7 @@ func llamaGraph(m *arch.Model, c Context, nTokens int) *graph {
 func llamaGraphOn(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
 	b.g.kinds = true
-	// llama_context::graph_reserve rounds the token count up to a
-	// multiple of the sequences but keeps the outputs at nTokens.
-	nSeq := int64(max(c.NSeq, 1))
-	T := (int64(nTokens) + nSeq - 1) / nSeq * nSeq
-	nOut := int64(nTokens)
+	T, nOut := reserveTokens(c, nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)

@@ -347,7 +347,7 @@ func mlaGLMSupported(m *arch.Model, s mlaShapes) bool {
 func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
 	s := mlaShapes(b.shapes)
-	T, nOut := mlaTokens(c, nTokens)
+	T, nOut := reserveTokens(c, nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)
@@ -387,38 +387,7 @@ func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		b.g.expand(q)
 		b.g.expand(v)
 		b.g.expand(k)
-		cacheK := b.mlaCache(il, "cache_k", c.TypeK, [4]int64{hKV * hd, nKV, streams})
-		cacheV := b.mlaCache(il, "cache_v", c.TypeV, [4]int64{hKV * hd, nKV, streams})
-		k2d := b.mlaView("k_cur_2d", k, [4]int64{hKV * hd, T})
-		b.g.expand(b.mlaSetRows("k_set_rows", b.mlaCacheRows(cacheK, streams), k2d, in.kIdx))
-		if c.VTrans {
-			// cpy_v into the transposed cache: every element is a row of
-			// its own, so both sides are reshaped to one column.
-			v2d := b.mlaView("v_cur_2d", v, [4]int64{hKV * hd, T})
-			vAll := b.mlaView("v_cache_1", cacheV, [4]int64{1, hKV * hd * nKV * streams})
-			v1 := b.mlaView("v_cur_1", v2d, [4]int64{1, hKV * hd * T})
-			b.g.expand(b.mlaSetRows("v_set_rows", vAll, v1, in.vIdx))
-		} else {
-			v2d := b.mlaView("v_cur_2d", v, [4]int64{hKV * hd, T})
-			b.g.expand(b.mlaSetRows("v_set_rows", b.mlaCacheRows(cacheV, streams), v2d, in.vIdx))
-		}
-		kView := b.mlaView("k_view", cacheK, [4]int64{hd, hKV, nKV, streams})
-		vView := b.mlaView("v_view", cacheV, [4]int64{hd, hKV, nKV, streams})
-		q4 := b.mlaView("q_streams", q, [4]int64{hd, H, T / streams, streams})
-		qp := b.mlaView("q_perm", q4, [4]int64{hd, T / streams, H, streams})
-		kp := b.mlaView("k_perm", kView, [4]int64{hd, nKV, hKV, streams})
-		vp := b.mlaView("v_perm", vView, [4]int64{hd, nKV, hKV, streams})
-		if c.Flash {
-			fa := b.f32("fattn", opOther, [4]int64{hd, H, T / streams, streams}, qp, kp, vp, in.mask)
-			cur = b.mlaView("fattn_2d", fa, [4]int64{hd * H, T})
-		} else {
-			kq := b.f32("kq", opOther, [4]int64{nKV, T / streams, H, streams}, kp, qp)
-			kq = b.f32("kq_soft_max", opInplace, kq.layout.ne, kq, in.mask)
-			kqv := b.f32("kqv", opOther, [4]int64{hd, T / streams, H, streams}, vp, kq)
-			perm := b.mlaView("kqv_perm", kqv, [4]int64{hd, H, T / streams, streams})
-			cur = b.f32("kqv_out", opOther, [4]int64{hd * H, T}, perm)
-		}
-		b.g.expand(cur)
+		cur = b.kvAttention(il, c, attnShape{H, hKV, hd, hd, nKV, streams, T}, q, k, v, in.kIdx, in.vIdx, in.mask, nil)
 		if in.vRot != nil {
 			cur = b.swaRotate(cur, in.vRot, false)
 		}
@@ -436,12 +405,4 @@ func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		inpL = b.f32("l_out", opInplace, [4]int64{embd, rows}, cur, ffnInp)
 	}
 	return b.mlaOutput(m, inpL)
-}
-
-// mlaTokens is the reserve graph's token count, which
-// llama_context::graph_reserve rounds up to a multiple of the sequences,
-// and its output rows, which it does not.
-func mlaTokens(c Context, nTokens int) (T, nOut int64) {
-	nSeq := int64(max(c.NSeq, 1))
-	return (int64(nTokens) + nSeq - 1) / nSeq * nSeq, int64(nTokens)
 }

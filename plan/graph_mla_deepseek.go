@@ -70,7 +70,7 @@ func mlaDeepseek2Dims(m *arch.Model, s mlaShapes) (mlaDims, bool) {
 // attn_v_b.
 func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
-	T, nOut := mlaTokens(c, nTokens)
+	T, nOut := reserveTokens(c, nTokens)
 	nKV := int64(c.NCtxSeq)
 	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)

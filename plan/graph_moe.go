@@ -216,22 +216,8 @@ type moeInputs struct {
 func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *graph {
 	b.init(m)
 	shape := b.shapes
-	ne := func(name string) [4]int64 {
-		var out [4]int64
-		for i, d := range shape[name] {
-			if i < 4 {
-				out[i] = int64(d)
-			}
-		}
-		return out
-	}
-	w := func(name string) *gtensor { return b.weight(name, ne(name)) }
-
-	// llama_context::graph_reserve rounds the token count up to a
-	// multiple of the sequences but keeps the outputs at nTokens.
-	nSeq := int64(max(c.NSeq, 1))
-	T := (int64(nTokens) + nSeq - 1) / nSeq * nSeq
-	nOut := int64(nTokens)
+	w := b.fileWeight
+	T, nOut := reserveTokens(c, nTokens)
 	embd := int64(m.NEmbd)
 
 	tokens := b.input("inp_tokens", gguf.TypeI32, [4]int64{T})

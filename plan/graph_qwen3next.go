@@ -87,15 +87,7 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 	r.rsInput()
 	in := r.attnInputs(c)
 	r.outIDs = b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
-	w := func(name string) *gtensor {
-		var ne [4]int64
-		for i, d := range b.shapes[name] {
-			if i < 4 {
-				ne[i] = int64(d)
-			}
-		}
-		return b.weight(name, ne)
-	}
+	w := b.fileWeight
 	moe := moeArch{gating: moeSoftmax, normW: true}
 	for il, l := range m.Layers {
 		blk := "blk." + strconv.Itoa(il) + "."

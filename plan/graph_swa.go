@@ -186,9 +186,7 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 	// multiple of the sequences (each gets as many tokens), but keeps the
 	// outputs: the last layer's rows past the output selection are as
 	// many as the micro-batch.
-	nSeq := int64(max(c.NSeq, 1))
-	T := (int64(nTokens) + nSeq - 1) / nSeq * nSeq
-	nOut := int64(nTokens)
+	T, nOut := reserveTokens(c, nTokens)
 	streams := int64(c.NStream)
 	embd := int64(m.NEmbd)
 	heads := int64(m.NHead)

@@ -38,7 +38,6 @@ const roleSource = "source"
 // state, and the AltUp projections in and out of the extra copies.
 func gemma3nBlocks(t *tensors, s Shape) {
 	a, headDim := s.AltUp, s.headDim()
-	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
 	pl := a.PerLayerEmbd * s.Layers
 	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
 	t.add("altup_proj.weight", roleSource, -1, s.Embd, s.Embd, a.Inputs-1)
@@ -49,10 +48,7 @@ func gemma3nBlocks(t *tensors, s Shape) {
 	for i := range s.Layers {
 		p := blk(i)
 		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"attn_q.weight", "attn_q", i, s.Embd, qDim)
-		t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
-		t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
-		t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
+		attention(t, s, i)
 		t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
 		t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
 		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)

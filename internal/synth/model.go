@@ -13,6 +13,15 @@ func Model(s Shape, q Quant) (*arch.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	m, err := readBack(b)
+	if err != nil {
+		return nil, err
+	}
+	return arch.FromGGUF(m)
+}
+
+// readBack reads a built header as a file of its full size would be read.
+func readBack(b *gguf.Builder) (*gguf.Model, error) {
 	r, size, err := b.ReaderAt()
 	if err != nil {
 		return nil, err
@@ -21,9 +30,5 @@ func Model(s Shape, q Quant) (*arch.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := gguf.NewModel(f)
-	if err != nil {
-		return nil, err
-	}
-	return arch.FromGGUF(m)
+	return gguf.NewModel(f)
 }

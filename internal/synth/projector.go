@@ -83,15 +83,7 @@ func ProjectorModel(v Vision, typ gguf.GGMLType) (*arch.Projector, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, size, err := b.ReaderAt()
-	if err != nil {
-		return nil, err
-	}
-	f, err := gguf.Read(r, size)
-	if err != nil {
-		return nil, err
-	}
-	m, err := gguf.NewModel(f)
+	m, err := readBack(b)
 	if err != nil {
 		return nil, err
 	}
