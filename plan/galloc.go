@@ -84,17 +84,7 @@ func (g *graph) expand(t *gtensor) {
 		return
 	}
 	t.in = g
-	srcs := t.src
-	if t.kind == kSetRows && len(srcs) > 1 {
-		// ggml_set_rows(a, b, c) records its sources as {b, c, a}: the
-		// rows and indices are visited before the destination (a
-		// reshape of the cache is a node of its own).
-		for _, s := range srcs[1:] {
-			g.expand(s)
-		}
-		srcs = srcs[:1]
-	}
-	for _, s := range srcs {
+	for _, s := range t.src {
 		g.expand(s)
 	}
 	if t.view != nil {

@@ -121,6 +121,17 @@ func (b *gb) view(name string, v *gtensor, ne [4]int64, src ...*gtensor) *gtenso
 	return t
 }
 
+// setRows is ggml_set_rows(dst, rows, idx): a view of dst (whose memory
+// it writes) with its sources in ggml's order, {rows, idx, dst}, so that
+// the rows and indices are recorded before a reshape of the destination
+// (ggml_visit_parents follows that order).
+func (b *gb) setRows(name string, dst, rows, idx *gtensor) *gtensor {
+	t := b.view(name, dst, dst.layout.ne, rows, idx)
+	t.src[0], t.src[1], t.src[2] = rows, idx, dst
+	t.layout.typ = dst.layout.typ
+	return as(kSetRows, t)
+}
+
 func (b *gb) input(name string, t gguf.GGMLType, ne [4]int64) *gtensor {
 	x := b.tensor(name, t, opNone, ne)
 	x.input = true
@@ -270,7 +281,7 @@ func (b *gb) kvAttention(il int, c Context, s attnShape, q, k, v, kIdx, vIdx, ma
 		dstK = b.view("k_merged", cacheK, [4]int64{headK * headsKV, nKV * streams})
 	}
 	if k != nil {
-		b.g.expand(as(kSetRows, b.view("k_set_rows", dstK, dstK.layout.ne, as(kView, b.view("k_2d", k, [4]int64{headK * headsKV, T})), kIdx)))
+		b.g.expand(b.setRows("k_set_rows", dstK, as(kView, b.view("k_2d", k, [4]int64{headK * headsKV, T})), kIdx))
 	}
 	var vRows *gtensor
 	switch {
@@ -286,7 +297,7 @@ func (b *gb) kvAttention(il int, c Context, s attnShape, q, k, v, kIdx, vIdx, ma
 		}
 	}
 	if vRows != nil {
-		b.g.expand(as(kSetRows, b.view("v_set_rows", dstV, dstV.layout.ne, vRows, vIdx)))
+		b.g.expand(b.setRows("v_set_rows", dstV, vRows, vIdx))
 	}
 	kView := b.view("k_view", cacheK, [4]int64{headK, headsKV, nKV, streams})
 	vView := b.view("v_view", cacheV, [4]int64{headV, headsKV, nKV, streams})

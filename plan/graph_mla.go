@@ -138,14 +138,6 @@ func (b *gb) mlaCache(il int, name string, t gguf.GGMLType, ne [4]int64) *gtenso
 	return c
 }
 
-// mlaSetRows is ggml_set_rows(dst, rows, idx): a view of dst whose
-// sources are, in ggml's order, the rows, the indices and dst.
-func (b *gb) mlaSetRows(name string, dst, rows, idx *gtensor) *gtensor {
-	t := b.mlaView(name, dst, dst.layout.ne)
-	t.src = []*gtensor{rows, idx, dst}
-	return t
-}
-
 // mlaNorm is build_norm with LLM_NORM_RMS and a weight: rms_norm, then
 // the weight's mul, both of which may run in place.
 func (b *gb) mlaNorm(x *gtensor, w string) *gtensor {

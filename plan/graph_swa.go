@@ -346,14 +346,14 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 		if streams > 1 {
 			dstK = b.swaTyped("k_merged", cacheK, c.TypeK, [4]int64{headsKV * headK, nKV * streams})
 		}
-		b.g.expand(as(kSetRows, b.swaTyped("k_set_rows", dstK, c.TypeK, dstK.layout.ne, k2d, kv.kIdx)))
+		b.g.expand(b.setRows("k_set_rows", dstK, k2d, kv.kIdx))
 		if !c.VTrans {
 			v2d := b.view("v_2d", v, [4]int64{headsKV * headV, T})
 			dstV := cacheV
 			if streams > 1 {
 				dstV = b.swaTyped("v_merged", cacheV, c.TypeV, [4]int64{vWidth, nKV * streams})
 			}
-			b.g.expand(as(kSetRows, b.swaTyped("v_set_rows", dstV, c.TypeV, dstV.layout.ne, v2d, kv.vIdx)))
+			b.g.expand(b.setRows("v_set_rows", dstV, v2d, kv.vIdx))
 		} else {
 			var v2d *gtensor
 			if !vStrided {
@@ -366,7 +366,7 @@ func swaGraph(m *arch.Model, c Context, nTokens int, b *gb) *graph {
 			}
 			dstV := b.swaTyped("v_elems", cacheV, c.TypeV, [4]int64{1, maxV * nKV * streams})
 			vElems := b.view("v_cur_elems", v2d, [4]int64{1, elems(v2d.layout.ne)})
-			b.g.expand(as(kSetRows, b.swaTyped("v_set_rows", dstV, c.TypeV, dstV.layout.ne, vElems, kv.vIdx)))
+			b.g.expand(b.setRows("v_set_rows", dstV, vElems, kv.vIdx))
 		}
 
 		// build_attn_mha

@@ -52,20 +52,9 @@ func base(t *gtensor) *gtensor {
 	return t
 }
 
-// vkSrcs are t's sources in ggml's order. A SET_ROWS, which the graph
-// descriptions make a view of its destination with the rows and indices
-// after it, has them first and the destination last in ggml
-// (ggml_set_rows: src = {b, c, a}).
-func vkSrcs(t *gtensor) []*gtensor {
-	if t.kind == kSetRows && len(t.src) > 0 {
-		return append(append([]*gtensor(nil), t.src[1:]...), t.src[0])
-	}
-	return t.src
-}
-
 // vkIsSrcOf is is_src_of: whether dst must run after src.
 func vkIsSrcOf(dst, src *gtensor) bool {
-	ds, ss := vkSrcs(dst), vkSrcs(src)
+	ds, ss := dst.src, src.src
 	emptyPair := nodeKind(dst).empty() || nodeKind(src).empty()
 	for s := 0; s < max(len(ds), len(ss)); s++ {
 		if s < len(ds) && ds[s] == src {
@@ -95,7 +84,7 @@ func vkReorder(nodes []*gtensor) {
 		kind[i] = nodeKind(t)
 	}
 	srcKind := func(t *gtensor, i int) (ggmlOp, bool) {
-		s := vkSrcs(t)
+		s := t.src
 		if i >= len(s) {
 			return kNone, false
 		}
@@ -132,7 +121,7 @@ func vkReorder(nodes []*gtensor) {
 			// RMS_NORM + MUL: pull in the ROPE that reads it.
 			if j > 0 && kind[j] == kMul && kind[j-1] == kRMSNorm {
 				for k := j + 1; k < min(j+15, n); k++ {
-					s0 := vkSrcs(nodes[k])
+					s0 := nodes[k].src
 					k1, _ := srcKind(nodes[k], 1)
 					k2, has2 := srcKind(nodes[k], 2)
 					if kind[k] == kRope && len(s0) > 0 && s0[0] == nodes[j] && k1 == kNone && (!has2 || k2 == kNone) {
@@ -152,7 +141,7 @@ func vkReorder(nodes []*gtensor) {
 						continue
 					}
 					if view != -1 && setRows == -1 && kind[k] == kSetRows {
-						if s := vkSrcs(nodes[k]); len(s) > 0 && s[0] == nodes[view] {
+						if s := nodes[k].src; len(s) > 0 && s[0] == nodes[view] {
 							setRows = k
 							break
 						}
@@ -169,7 +158,7 @@ func vkReorder(nodes []*gtensor) {
 					return
 				}
 				for k := j + 1; k < min(j+15, n); k++ {
-					s := vkSrcs(nodes[k])
+					s := nodes[k].src
 					if kind[k] != next || len(s) == 0 || s[0] != nodes[j] {
 						continue
 					}
