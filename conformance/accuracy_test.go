@@ -75,13 +75,7 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := c.Inputs.Profile
-	p := plan.Defaults()
-	p.Ctx, p.Parallel, p.KVUnified = pr.NCtx(), pr.Sequences, c.Figures.Context.KVUnified
-	p.Batch, p.UBatch = c.Figures.Context.NBatch, c.Figures.Context.NUbatch
-	p.CacheK, p.CacheV, p.Mmap = pr.CacheTypeK, pr.CacheTypeV, pr.MMap
-	p.FlashAttn = plan.FlashAttn(pr.FlashAttention)
-	p.SWAFull = pr.SWAFull
+	p := profileOf(c)
 	cpu := plan.Device{Name: "CPU", Backend: "CPU"}
 	for _, feat := range []string{"AVX2", "AVX512"} {
 		if strings.Contains(c.Engine.SystemInfo, feat+" = 1") {
@@ -89,15 +83,43 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 		}
 	}
 	var gpus []plan.Device
-	if pr.Backend == "vulkan" {
+	if c.Inputs.Profile.Backend == "vulkan" {
 		gpus = []plan.Device{{Name: "Vulkan0", Backend: "Vulkan", Free: 2 << 30, MaxAlloc: llvmpipeMaxAlloc,
 			Align: llvmpipeAlign, HostAlign: llvmpipeHostAlign}}
+	}
+	return plan.Account(m, p, cpu, gpus)
+}
+
+// profileOf is the case's profile in llama-server's terms, as headroom
+// takes it from the flags.
+func profileOf(c *conformance.Case) plan.Profile {
+	pr := c.Inputs.Profile
+	p := plan.Defaults()
+	p.Ctx, p.Parallel, p.KVUnified = pr.NCtx(), pr.Sequences, c.Figures.Context.KVUnified
+	p.Batch, p.UBatch = c.Figures.Context.NBatch, c.Figures.Context.NUbatch
+	if c.Server() {
+		// The flags: llama-server's -b 2048 unless the micro-batch is
+		// larger; the batch llama.cpp printed is capped by the context.
+		p.Batch, p.UBatch = max(2048, pr.BatchSize), pr.BatchSize
+	} else {
+		// A library context keeps n_batch output rows; headroom's own
+		// rule gives llama-server's (one per slot), so a server case
+		// checks that rule too.
+		p.OutputsMax = c.Figures.Context.NOutputsMax
+		if p.OutputsMax == 0 {
+			p.OutputsMax = p.Batch
+		}
+	}
+	p.CacheK, p.CacheV, p.Mmap = pr.CacheTypeK, pr.CacheTypeV, pr.MMap
+	p.FlashAttn = plan.FlashAttn(pr.FlashAttention)
+	p.SWAFull = pr.SWAFull
+	if pr.Backend == "vulkan" {
 		p.GPULayers = pr.GPULayers
 		if pr.GPULayers >= 999 {
 			p.GPULayers = plan.GPULayersAuto
 		}
 	}
-	return plan.Account(m, p, cpu, gpus)
+	return p
 }
 
 // compare groups the engine's buffers and ours by buffer type and kind.
@@ -137,6 +159,25 @@ func compare(c *conformance.Case, r *plan.Result) []row {
 	return out
 }
 
+// goldenSets are the committed golden sets and the report each one keeps:
+// llama-server loads (what users run; the accuracy the project states) and
+// node-llama-cpp library contexts of the same llama.cpp.
+var goldenSets = []struct{ name, dir, doc, about string }{
+	{"server", filepath.Join("testdata", "server"), "accuracy.md",
+		"cases in `conformance/testdata/server`, each a real load by llama-server itself (built by\n" +
+			"`conformance/engine.sh` from the llama.cpp source node-llama-cpp 3.21.1 ships, CPU\n" +
+			"backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written by `internal/synth`,\n" +
+			"started with exactly the flags headroom emits for the profile. Figures are MiB as\n" +
+			"llama.cpp prints them. Library contexts of the same llama.cpp are in\n" +
+			"[accuracy-library.md](accuracy-library.md).\n\n"},
+	{"library", filepath.Join("testdata", "golden"), "accuracy-library.md",
+		"cases in `conformance/testdata/golden`, each a real llama.cpp load through its library API\n" +
+			"(node-llama-cpp 3.21.1, CPU backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written\n" +
+			"by `internal/synth`. A library context keeps n_batch output rows where llama-server keeps\n" +
+			"one per slot, so its compute buffers are larger; llama-server's own loads are in\n" +
+			"[accuracy.md](accuracy.md). Figures are MiB as llama.cpp prints them.\n\n"},
+}
+
 // TestAccuracy compares headroom with every golden case. Model, KV,
 // recurrent-state and output buffers must equal llama.cpp's printed figure
 // for every architecture headroom claims to model; compute buffers from a
@@ -147,10 +188,18 @@ func TestAccuracy(t *testing.T) {
 	// HEADROOM_GOLDEN_DIR points the test at freshly measured cases
 	// (conformance/regen.sh --golden DIR), which is how CI checks headroom
 	// against the live engine rather than the committed figures.
-	dir := filepath.Join("testdata", "golden")
 	if d := os.Getenv("HEADROOM_GOLDEN_DIR"); d != "" {
-		dir = d
+		checkAccuracy(t, d, "", "")
+		return
 	}
+	for _, set := range goldenSets {
+		t.Run(set.name, func(t *testing.T) { checkAccuracy(t, set.dir, set.doc, set.about) })
+	}
+}
+
+// checkAccuracy holds headroom to the bounds on the cases in dir and, when
+// doc is set, requires docs/doc to be the report they give.
+func checkAccuracy(t *testing.T, dir, doc, about string) {
 	cases, err := conformance.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -222,30 +271,28 @@ func TestAccuracy(t *testing.T) {
 		}
 		t.Log("compute report:\n" + b.String())
 	}
-	// docs/accuracy.md must show what this test measures on the committed
+	// The report must show what this test measures on the committed
 	// goldens; a live subset (HEADROOM_GOLDEN_DIR) is checked against the
 	// bounds above only.
-	if dir != filepath.Join("testdata", "golden") {
+	if doc == "" {
 		return
 	}
-	doc := filepath.Join("..", "docs", "accuracy.md")
-	want := report(cases, all, incompatible, exact, total)
+	path := filepath.Join("..", "docs", doc)
+	want := report(about, cases, all, incompatible, exact, total)
 	if *updateAccuracy {
-		if err := os.WriteFile(doc, []byte(want), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	} else if got, err := os.ReadFile(doc); err != nil || string(got) != want {
-		t.Errorf("docs/accuracy.md is not what the golden cases give now (%v); rerun with -args -update-accuracy", err)
+	} else if got, err := os.ReadFile(path); err != nil || string(got) != want {
+		t.Errorf("docs/%s is not what the golden cases give now (%v); rerun with -args -update-accuracy", doc, err)
 	}
 }
 
-func report(cases []conformance.Case, rows []row, incompatible map[string]int, exact, total int) string {
+func report(about string, cases []conformance.Case, rows []row, incompatible map[string]int, exact, total int) string {
 	var b strings.Builder
 	b.WriteString("# Accuracy against llama.cpp\n\n")
 	b.WriteString("Generated by `go test ./conformance -run TestAccuracy -update-accuracy` from the golden\n")
-	b.WriteString("cases in `conformance/testdata/golden`, each a real llama.cpp load (node-llama-cpp\n")
-	b.WriteString("3.21.1, CPU backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written by\n")
-	b.WriteString("`internal/synth`. Figures are MiB as llama.cpp prints them.\n\n")
+	b.WriteString(about)
 	// Three methods, each summarized on its own: the graph replayed on the
 	// CPU, the graph replayed through the scheduler model of a device
 	// split, and the rough estimate for architectures without a graph.

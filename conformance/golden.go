@@ -50,8 +50,13 @@ type Inputs struct {
 	// Profile is what the harness asked node-llama-cpp for. Figures.Context
 	// holds what llama.cpp made of it.
 	Profile Profile `json:"profile"`
-	// Passed is what node-llama-cpp handed llama.cpp for that profile.
+	// Passed is what node-llama-cpp handed llama.cpp for that profile
+	// (library loads only).
 	Passed Passed `json:"passed_to_llama_cpp"`
+	// Command is the flags llama-server ran with, besides -m, --host,
+	// --port and -lv 4 (llama-server loads only): what headroom emits for
+	// Profile (plan.Profile.Args).
+	Command []string `json:"command,omitempty"`
 }
 
 // Passed holds the parameters node-llama-cpp gave its native addon, in its
@@ -149,8 +154,20 @@ func (f FlashAttention) MarshalJSON() ([]byte, error) {
 	return nil, fmt.Errorf("flash_attention: unknown value %q", string(f))
 }
 
+// The drivers that load a case: llama-server itself, or a library context
+// made through node-llama-cpp.
+const (
+	DriverServer  = "llama-server"
+	DriverLibrary = "node-llama-cpp"
+)
+
 // Engine identifies the llama.cpp that was measured.
 type Engine struct {
+	// Driver is DriverServer or DriverLibrary ("" in files written before
+	// llama-server was measured: those are library loads).
+	Driver string `json:"driver,omitempty"`
+	// Version is llama-server's --version line (server loads).
+	Version string `json:"version,omitempty"`
 	NodeLlamaCpp    string `json:"node_llama_cpp"`
 	LlamaCppRepo    string `json:"llama_cpp_repo"`
 	LlamaCppRelease string `json:"llama_cpp_release"`
@@ -333,6 +350,9 @@ type EstimateBytes struct {
 	CPURAMBytes  int64 `json:"cpu_ram_bytes"`
 	GPUVRAMBytes int64 `json:"gpu_vram_bytes"`
 }
+
+// Server reports whether the case is a llama-server load.
+func (c *Case) Server() bool { return c.Engine.Driver == DriverServer }
 
 // BuffersOf returns the buffers of one kind, in log order.
 func (c *Case) BuffersOf(kind string) []Buffer {

@@ -88,9 +88,18 @@ func (c *Case) validate() []string {
 	if p.FlashAttention == "" || p.CacheTypeK == "" || p.CacheTypeV == "" {
 		fail("profile lacks flash attention or cache types")
 	}
-	if pc := c.Inputs.Passed.Context; pc.ContextSize < p.NCtx() || pc.Sequences != p.Sequences || pc.BatchSize < p.BatchSize ||
-		c.Inputs.Passed.Model.UseMmap != p.MMap || !sameGPULayers(c.Inputs.Passed.Model.GPULayers, p.GPULayers) {
-		fail("passed_to_llama_cpp %+v does not fit the profile", c.Inputs.Passed)
+	switch c.Engine.Driver {
+	case DriverServer:
+		if len(c.Inputs.Command) == 0 || !strings.HasPrefix(c.Engine.Version, "version: ") {
+			fail("a llama-server load lacks its command or its --version line")
+		}
+	case "", DriverLibrary:
+		if pc := c.Inputs.Passed.Context; pc.ContextSize < p.NCtx() || pc.Sequences != p.Sequences || pc.BatchSize < p.BatchSize ||
+			c.Inputs.Passed.Model.UseMmap != p.MMap || !sameGPULayers(c.Inputs.Passed.Model.GPULayers, p.GPULayers) {
+			fail("passed_to_llama_cpp %+v does not fit the profile", c.Inputs.Passed)
+		}
+	default:
+		fail("unknown driver %q", c.Engine.Driver)
 	}
 	if c.Engine.LlamaCppRelease == "" || c.Engine.NodeLlamaCpp == "" || c.Engine.Backend != p.Backend {
 		fail("engine lacks its release or names another backend")

@@ -16,6 +16,9 @@ import (
 	"github.com/headroom-llm/headroom/plan"
 )
 
+// llvmpipeBytes is the memory Mesa's llvmpipe reports (2 GiB).
+const llvmpipeBytes = 2 << 30
+
 var updatePlanned = flag.Bool("update-planned", false, "rewrite conformance/harness/planned.json from headroom plan")
 
 // plannedCase is a harness case (cases.mjs's fields) made from the flags
@@ -49,12 +52,12 @@ var plannedModels = []struct {
 	{"gemma-3-1b", synth.Q8_0, 2}, {"lfm2-1.2b", synth.Q4_K_M, 1}, {"gemma-3n-e2b", synth.Q8_0, 1},
 }
 
-// planCases plans each model on the conformance machine (llvmpipe) with
-// node-llama-cpp's constraints: n_ubatch = n_batch = 512, no unified
+// planCases plans each model on the conformance machine (llvmpipe) as
+// llama-server runs it: its default batches (-b 2048, -ub 512), no unified
 // cache, flash attention on.
 // The second result gives each plan's predicted use of llvmpipe's memory
-// at a micro-batch: the plan's own (512), or the one node-llama-cpp ran it
-// with (it passes batchSize+1 for sliding-window models).
+// at a micro-batch: the plan's own (512), or another the engine ran it
+// with.
 func planCases(t *testing.T) ([]plannedCase, func(i, ubatch int) int64) {
 	snap, err := hw.LoadMachine(filepath.Join("testdata", "llvmpipe-machine.json"))
 	if err != nil {
@@ -83,7 +86,7 @@ func planCases(t *testing.T) ([]plannedCase, func(i, ubatch int) int64) {
 		}
 		o := plan.DefaultSearch()
 		o.Parallel = pm.parallel
-		o.Base.Batch, o.Base.UBatch, o.Base.FlashAttn = 512, 512, plan.FlashOn
+		o.Base.FlashAttn = plan.FlashOn
 		p, err := plan.Search(m, snap, o)
 		if err != nil || p.Chosen == nil {
 			t.Fatalf("%s: no plan: %v %v", pm.shape, err, p)
@@ -111,9 +114,10 @@ func planCases(t *testing.T) ([]plannedCase, func(i, ubatch int) int64) {
 }
 
 // TestPlannedCases checks that the harness's planned cases are what
-// headroom plan emits today, and that each was loaded by the real engine:
-// its golden file exists, so the load with those flags succeeded, and
-// TestAccuracy holds its buffers to the accounting bounds.
+// headroom plan emits today, and that each was loaded by llama-server with
+// exactly those flags: its golden file exists, so the load succeeded and
+// answered a completion, and TestAccuracy holds its buffers to the
+// accounting bounds.
 func TestPlannedCases(t *testing.T) {
 	got, predict := planCases(t)
 	path := filepath.Join("harness", "planned.json")
@@ -134,7 +138,7 @@ func TestPlannedCases(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("headroom plan now emits other flags than %s records: rerun with -update-planned, then conformance/regen.sh --missing\n got %+v\nwant %+v", path, got, want)
 	}
-	cases, err := conformance.Load(filepath.Join("testdata", "golden"))
+	cases, err := conformance.Load(filepath.Join("testdata", "server"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +153,9 @@ func TestPlannedCases(t *testing.T) {
 			t.Errorf("planned case %s (%v) has no golden file: run conformance/regen.sh --missing", id, pc.Flags)
 			continue
 		}
+		if !reflect.DeepEqual(c.Inputs.Command, pc.Flags) {
+			t.Errorf("%s: llama-server ran with %q, the plan emits %q", id, c.Inputs.Command, pc.Flags)
+		}
 		// What the engine put on the device, against what the plan
 		// charged there: every buffer, compute included, within the
 		// rounding of the figures llama.cpp printed.
@@ -159,13 +166,13 @@ func TestPlannedCases(t *testing.T) {
 				lo, hi = lo+l, hi+h
 			}
 		}
-		if hi > c.Engine.GPUDevices[0].TotalBytes {
-			t.Errorf("%s: the engine used %d bytes of llvmpipe's %d: the plan does not fit", id, hi, c.Engine.GPUDevices[0].TotalBytes)
+		if hi > llvmpipeBytes {
+			t.Errorf("%s: the engine used %d bytes of llvmpipe's %d: the plan does not fit", id, hi, int64(llvmpipeBytes))
 		}
 		ub := c.Figures.Context.NUbatch
 		p := predict(i, ub)
 		if ub != pc.BatchSize {
-			t.Logf("%s: node-llama-cpp ran it with a micro-batch of %d, not the plan's %d; predicted at %d", id, ub, pc.BatchSize, ub)
+			t.Logf("%s: the engine ran it with a micro-batch of %d, not the plan's %d; predicted at %d", id, ub, pc.BatchSize, ub)
 		}
 		if p < lo || p > hi {
 			t.Errorf("%s: plan charged llvmpipe %d bytes, the engine used %d..%d", id, p, lo, hi)

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # regen.sh measures llama.cpp on every conformance case and rewrites the
-# golden files in conformance/testdata/golden; with --check it re-measures
-# and fails if any figure differs from the committed files (engine drift,
-# or a synth change that was not regenerated).
+# golden files; with --check it re-measures and fails if any figure differs
+# from the committed files (engine drift, or a synth change that was not
+# regenerated).
 #
-#   conformance/regen.sh                 # rewrite all goldens
-#   conformance/regen.sh --check         # compare, write nothing
-#   conformance/regen.sh --only gemma    # a subset (regex over case ids)
-#   conformance/regen.sh --backend cpu   # skip the Vulkan cases
+#   conformance/regen.sh                    # llama-server loads -> testdata/server
+#   conformance/regen.sh --driver library   # node-llama-cpp contexts -> testdata/golden
+#   conformance/regen.sh --check            # compare, write nothing
+#   conformance/regen.sh --only gemma       # a subset (regex over case ids)
+#   conformance/regen.sh --backend cpu      # skip the Vulkan cases
 #
-# Other flags go to harness/run.mjs (--limit N, --missing, --no-estimate,
-# --work DIR, --golden DIR, --cases FILE). Needs Go, Node >= 20 and npm; the
-# first run installs node-llama-cpp (pinned, from package-lock.json) and, for
-# Vulkan cases, Mesa's software Vulkan driver (apt-get, as root).
+# Other flags go to harness/run.mjs (--engine DIR, --limit N, --missing,
+# --no-estimate, --work DIR, --golden DIR, --cases FILE). Needs Go, Node >=
+# 20 and npm; the first run installs node-llama-cpp (pinned, from
+# package-lock.json), builds llama-server with conformance/engine.sh (about
+# 11 minutes for the CPU build, longer for Vulkan; cached) and, for Vulkan
+# cases, installs Mesa's software Vulkan driver (apt-get, as root).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

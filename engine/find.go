@@ -67,8 +67,13 @@ func describeMode(m os.FileMode) string {
 
 // Build identifies a llama.cpp build as its --version reports it.
 type Build struct {
-	// Number is the build number (the bNNNN of llama.cpp's release tags).
+	// Number is the build number: the bNNNN of llama.cpp's release tags,
+	// or the counter a packaged build carries (node-llama-cpp's source
+	// bundles say "build 1", which names nothing).
 	Number int `json:"number"`
+	// Release is the version name a packaged build prints instead of a
+	// build number ("0.4.0-dev"); empty for upstream builds.
+	Release string `json:"release,omitempty"`
 	// Commit is the short commit hash, or "unknown" for builds made outside
 	// a git checkout.
 	Commit   string `json:"commit"`
@@ -78,8 +83,12 @@ type Build struct {
 	Raw string `json:"raw"`
 }
 
-// String reads like a llama.cpp release name: "b6789 (abc1234)".
+// String reads like a llama.cpp release name: "b6789 (abc1234)", or
+// "0.4.0-dev (80fb11a)" for a packaged build.
 func (b Build) String() string {
+	if b.Release != "" {
+		return fmt.Sprintf("%s (%s)", b.Release, b.Commit)
+	}
 	return fmt.Sprintf("b%d (%s)", b.Number, b.Commit)
 }
 
@@ -89,13 +98,18 @@ func (b Build) String() string {
 const VersionTimeout = 15 * time.Second
 
 // llama.cpp prints "version: %d (%s)" and "built with %s for %s" to stderr
-// (common/arg.cpp); dynamic-backend builds may print backend loading lines
-// before them, so both are searched line by line. The target is the C
-// compiler's -dumpmachine ("x86_64-linux-gnu") or, in newer builds, system
-// and processor ("Linux x86_64"), so the line splits at its last " for ".
+// (common/arg.cpp); builds from a packaged source tree (node-llama-cpp's
+// bundles, distribution packages) print "version: 0.4.0-dev (build 1,
+// commit 80fb11a)" instead. Dynamic-backend builds may print backend
+// loading lines before them, so both are searched line by line. The target
+// is the C compiler's -dumpmachine ("x86_64-linux-gnu") or, in newer
+// builds, system and processor ("Linux x86_64"), so the line splits at its
+// last " for ".
 var (
-	versionLine = regexp.MustCompile(`(?m)^version: (\d+) \(([^)\s]*)\)\s*$`)
-	builtLine   = regexp.MustCompile(`(?m)^built with (.+) for (.+?)\s*$`)
+	versionLine  = regexp.MustCompile(`(?m)^version: (\d+) \(([^)\s]*)\)\s*$`)
+	releaseLine  = regexp.MustCompile(`(?m)^version: (\S+) \(build (\d+), commit ([^)\s]*)\)\s*$`)
+	builtLine    = regexp.MustCompile(`(?m)^built with (.+) for (.+?)\s*$`)
+	versionWords = `"version: N (commit)" or "version: X (build N, commit C)"`
 )
 
 // Version runs bin --version and parses what it prints.
@@ -125,15 +139,20 @@ func Version(ctx context.Context, bin string) (Build, error) {
 // required; the "built with" line is read when present.
 func ParseVersion(out string) (Build, error) {
 	out = strings.ReplaceAll(out, "\r\n", "\n")
-	m := versionLine.FindStringSubmatch(out)
-	if m == nil {
-		return Build{}, fmt.Errorf(`want a "version: N (commit)" line as llama.cpp prints, got %q`, excerpt(out, 200))
+	var b Build
+	number := ""
+	if m := versionLine.FindStringSubmatch(out); m != nil {
+		number, b.Commit = m[1], m[2]
+	} else if m := releaseLine.FindStringSubmatch(out); m != nil {
+		b.Release, number, b.Commit = m[1], m[2], m[3]
+	} else {
+		return Build{}, fmt.Errorf("want a %s line as llama.cpp prints, got %q", versionWords, excerpt(out, 200))
 	}
-	n, err := strconv.Atoi(m[1])
+	n, err := strconv.Atoi(number)
 	if err != nil {
-		return Build{}, fmt.Errorf("build number %q in %q: %w", m[1], excerpt(out, 200), err)
+		return Build{}, fmt.Errorf("build number %q in %q: %w", number, excerpt(out, 200), err)
 	}
-	b := Build{Number: n, Commit: m[2], Raw: out}
+	b.Number, b.Raw = n, out
 	if bm := builtLine.FindStringSubmatch(out); bm != nil {
 		b.Compiler, b.Target = strings.TrimSpace(bm[1]), bm[2]
 	}

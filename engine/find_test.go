@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -145,6 +146,13 @@ func TestParseVersion(t *testing.T) {
 			out:  "version: 0 (unknown)\n",
 			want: Build{Number: 0, Commit: "unknown"},
 		},
+		{
+			// node-llama-cpp's source bundle built with cmake, as
+			// conformance/engine.sh builds it.
+			name: "packaged source tree",
+			out:  "version: 0.4.0-dev (build 1, commit 80fb11a)\nbuilt with GNU 12.2.0 for Linux x86_64\n",
+			want: Build{Number: 1, Release: "0.4.0-dev", Commit: "80fb11a", Compiler: "GNU 12.2.0", Target: "Linux x86_64"},
+		},
 		{name: "not llama.cpp", out: "usage: llama-server [options]\n", err: `"usage: llama-server [options]"`},
 		{name: "empty", out: "", err: `got ""`},
 		{name: "long output is cut", out: strings.Repeat("x", 5000), err: "..."},
@@ -164,6 +172,13 @@ func TestParseVersion(t *testing.T) {
 			got.Raw = ""
 			if got != tt.want {
 				t.Errorf("ParseVersion = %+v, want %+v", got, tt.want)
+			}
+			want := fmt.Sprintf("b%d (%s)", tt.want.Number, tt.want.Commit)
+			if tt.want.Release != "" {
+				want = tt.want.Release + " (" + tt.want.Commit + ")"
+			}
+			if got.String() != want {
+				t.Errorf("String() = %q, want %q", got.String(), want)
 			}
 		})
 	}

@@ -93,10 +93,17 @@ func TestReconcilePerturbed(t *testing.T) {
 			},
 		},
 		{
-			name:    "compute 4 MiB over is within",
-			change:  func(p []plan.Buffer) []plan.Buffer { p[index(p, "compute")].Bytes -= 4 << 20; return p },
+			name:    "planned compute 4 MiB over the engine's is within",
+			change:  func(p []plan.Buffer) []plan.Buffer { p[index(p, "compute")].Bytes += 4 << 20; return p },
 			ok:      true,
-			summary: []string{"engine matches plan", "compute +4.0 MiB"},
+			summary: []string{"engine matches plan", "compute -4.0 MiB"},
+		},
+		{
+			// Under by more than 2% is the dangerous direction (the plan
+			// fits, the load fails), even inside 16 MiB.
+			name:    "planned compute 4 MiB (2.7%) under the engine's is flagged",
+			change:  func(p []plan.Buffer) []plan.Buffer { p[index(p, "compute")].Bytes -= 4 << 20; return p },
+			summary: []string{"engine differs from plan", "compute +4.0 MiB (2.7%)"},
 		},
 		{
 			name: "compute far under is flagged",

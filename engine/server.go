@@ -108,6 +108,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 
 	args := append([]string{"-m", o.Model, "--host", o.Host, "--port", strconv.Itoa(o.Port)}, o.Args...)
+	if !setsVerbosity(o.Args) {
+		// llama.cpp prints its buffer sizes at verbosity 4 (libllama's INFO
+		// lines); llama-server's default of 3 hides them, and Reconcile
+		// would see none. They are printed once, at load.
+		args = append(args, "-lv", strconv.Itoa(BufferVerbosity))
+	}
 	cmd := exec.Command(o.Bin, args...)
 	if len(o.Env) > 0 {
 		cmd.Env = append(os.Environ(), o.Env...)
@@ -161,6 +167,22 @@ func checkArgs(args []string) error {
 		}
 	}
 	return nil
+}
+
+// BufferVerbosity is the llama.cpp log verbosity (-lv) at which the
+// buffer-size lines are printed; Start passes it unless Args set one.
+const BufferVerbosity = 4
+
+// setsVerbosity reports whether args choose a log verbosity themselves.
+func setsVerbosity(args []string) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		switch name {
+		case "-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose":
+			return true
+		}
+	}
+	return false
 }
 
 // probeHost is the address to reach a server listening on host: the

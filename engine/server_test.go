@@ -86,7 +86,9 @@ func TestReadyGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := s.URL()[strings.LastIndexByte(s.URL(), ':')+1:]
-	want := []string{"-m", model, "--host", "127.0.0.1", "--port", port, "-c", "8192", "-ngl", "99", "--flash-attn", "on"}
+	// -lv 4 makes llama.cpp print its buffer sizes, which llama-server's
+	// default verbosity hides.
+	want := []string{"-m", model, "--host", "127.0.0.1", "--port", port, "-c", "8192", "-ngl", "99", "--flash-attn", "on", "-lv", "4"}
 	if !reflect.DeepEqual(args, want) {
 		t.Errorf("llama-server got %q, want %q", args, want)
 	}
@@ -342,5 +344,25 @@ func TestStateConcurrentReads(t *testing.T) {
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSetsVerbosity(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"-c", "4096", "-ngl", "0"}, false},
+		{[]string{"-lv", "5"}, true},
+		{[]string{"--verbosity=2"}, true},
+		{[]string{"--log-verbosity", "4"}, true},
+		{[]string{"-v"}, true},
+		{[]string{"--verbose-prompt"}, false},
+	} {
+		if got := setsVerbosity(tt.args); got != tt.want {
+			t.Errorf("setsVerbosity(%q) = %v, want %v", tt.args, got, tt.want)
+		}
 	}
 }

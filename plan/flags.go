@@ -25,12 +25,18 @@ func explainHeadless(c, h *Candidate, reserve int64) string {
 	}
 }
 
-// flagsFor renders a profile as llama-server arguments.
-func flagsFor(p Profile, gpus bool) []string {
+// Args renders the profile as llama-server arguments, the model aside.
+// They always name the GPU layers (-ngl 0 too) and turn llama.cpp's own fit
+// off (--fit off): llama-server's defaults are -ngl auto with --fit on,
+// which would rewrite the placement the accounting was done for.
+func (p Profile) Args() []string {
 	f := []string{"-c", strconv.Itoa(p.Ctx), "-np", strconv.Itoa(p.Parallel)}
-	if gpus {
+	if p.GPULayers == GPULayersAuto {
+		f = append(f, "-ngl", "all")
+	} else {
 		f = append(f, "-ngl", strconv.Itoa(p.GPULayers))
 	}
+	f = append(f, "--fit", "off")
 	// Batch sizes change the compute buffers; say them when they are not
 	// llama-server's defaults.
 	d := Defaults()
@@ -62,6 +68,15 @@ func flagsFor(p Profile, gpus bool) []string {
 	}
 	if !p.Mmap {
 		f = append(f, "--no-mmap")
+	}
+	if p.KVUnified {
+		f = append(f, "-kvu")
+	}
+	if p.SWAFull {
+		f = append(f, "--swa-full")
+	}
+	if p.NoKVOffload {
+		f = append(f, "-nkvo")
 	}
 	if p.CPUMoE > 0 {
 		f = append(f, "--n-cpu-moe", strconv.Itoa(p.CPUMoE))

@@ -198,10 +198,11 @@ func (b *gb) fileWeight(name string) *gtensor {
 
 // reserveTokens is the reserve graph's token count, which
 // llama_context::graph_reserve rounds up to a multiple of the sequences
-// (each gets as many tokens), and its output rows, which it does not.
+// (each gets as many tokens), and its output rows, which it does not:
+// min(n_tokens, n_outputs_max).
 func reserveTokens(c Context, nTokens int) (T, nOut int64) {
 	nSeq := int64(max(c.NSeq, 1))
-	return (int64(nTokens) + nSeq - 1) / nSeq * nSeq, int64(nTokens)
+	return (int64(nTokens) + nSeq - 1) / nSeq * nSeq, c.outputRows(int64(nTokens))
 }
 
 // has reports whether the model has a tensor of that name.

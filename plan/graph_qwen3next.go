@@ -86,7 +86,7 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 	inpL := r.embed()
 	r.rsInput()
 	in := r.attnInputs(c)
-	r.outIDs = b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+	r.outIDs = b.input("inp_out_ids", gguf.TypeI32, [4]int64{r.nOut})
 	w := b.fileWeight
 	moe := moeArch{gating: moeSoftmax, normW: true}
 	for il, l := range m.Layers {

@@ -150,8 +150,10 @@ type recurrentGraph struct {
 	// nSeqs sequences of nSeqTokens tokens each (llama_ubatch); nRS is the
 	// number of state cells the full reserve context copies (its size).
 	nSeqs, nSeqTokens, nRS int64
-	sCopyMain, sCopyExtra  *gtensor
-	outIDs                 *gtensor
+	// nOut is the rows kept past the output selection.
+	nOut                  int64
+	sCopyMain, sCopyExtra *gtensor
+	outIDs                *gtensor
 }
 
 // newRecurrentGraph sets up the micro-batch as graph_reserve does: the
@@ -166,7 +168,7 @@ func newRecurrentGraph(m *arch.Model, c Context, nTokens int, b *gb) *recurrentG
 	if T%seqs != 0 {
 		T = (T + seqs - 1) / seqs * seqs
 	}
-	r := &recurrentGraph{b: b, m: m, nSeqs: seqs, nSeqTokens: T / seqs, nRS: int64(max(1, c.NSeq))}
+	r := &recurrentGraph{b: b, m: m, nSeqs: seqs, nSeqTokens: T / seqs, nRS: int64(max(1, c.NSeq)), nOut: c.outputRows(T)}
 	return r
 }
 
@@ -365,7 +367,7 @@ func recurrentNoOffload(t *gtensor) *gtensor {
 // output is the final norm and the LM head on the last layer's output.
 func (r *recurrentGraph) output(inpL *gtensor, norm string) *graph {
 	b := r.b
-	T := r.nSeqs * r.nSeqTokens
+	T := r.nOut
 	embd := int64(r.m.NEmbd)
 	cur := r.rmsNorm("result_norm", inpL, norm)
 	if r.m.Arch == "nemotron_h" || r.m.Arch == "qwen3next" {
@@ -397,15 +399,22 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 	if m.Arch != "mamba2" {
 		in = r.attnInputs(c)
 	}
-	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{T})
+	outIDs := b.input("inp_out_ids", gguf.TypeI32, [4]int64{r.nOut})
 	r.outIDs = outIDs
 	rows := func(name string, x *gtensor) *gtensor {
-		return b.f32(name, opOther, [4]int64{embd, T}, x, outIDs)
+		return b.f32(name, opOther, [4]int64{embd, r.nOut}, x, outIDs)
 	}
 	outputNorm := "output_norm.weight"
 	for il := range m.Layers {
 		blk := "blk." + strconv.Itoa(il) + "."
 		inpSA := inpL
+		// n is the rows past the last layer's output selection (all of
+		// them elsewhere, and in Nemotron-H, which selects after the
+		// final norm).
+		n := T
+		if il == last && m.Arch != "nemotron_h" {
+			n = r.nOut
+		}
 		switch m.Arch {
 		case "mamba2":
 			d, _ := recurrentMamba2Dims(m, b.shapes, il)
@@ -414,7 +423,7 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 			if il == last {
 				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
 			}
-			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, T}, cur, inpSA))
+			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, n}, cur, inpSA))
 		case "lfm2":
 			outputNorm = "token_embd_norm.weight"
 			cur := r.rmsNorm("operator_norm", inpL, blk+"attn_norm.weight")
@@ -429,9 +438,9 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 			if il == last {
 				cur, inpSA = rows("get_rows_cur", cur), rows("get_rows_inp", inpSA)
 			}
-			cur = as(kAdd, b.f32("ffn_inp", opInplace, [4]int64{embd, T}, inpSA, cur))
+			cur = as(kAdd, b.f32("ffn_inp", opInplace, [4]int64{embd, n}, inpSA, cur))
 			ffn := r.ffn(il, r.rmsNorm("ffn_norm", cur, blk+"ffn_norm.weight"), false)
-			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, T}, cur, ffn))
+			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, n}, cur, ffn))
 		case "nemotron_h", "granitehybrid":
 			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
 			switch mixer[il] {
@@ -457,9 +466,9 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 				inpL = as(kAdd, b.f32("block_out", opInplace, [4]int64{embd, T}, cur, inpSA))
 				continue
 			}
-			ffnInp := as(kAdd, b.f32("ffn_inp", opInplace, [4]int64{embd, T}, cur, inpSA))
+			ffnInp := as(kAdd, b.f32("ffn_inp", opInplace, [4]int64{embd, n}, cur, inpSA))
 			ffn := r.ffn(il, r.rmsNorm("ffn_norm", ffnInp, blk+"ffn_norm.weight"), false)
-			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, ffnInp))
+			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, n}, ffn, ffnInp))
 		case "falcon-h1":
 			d, _ := recurrentMamba2Dims(m, b.shapes, il)
 			cur := r.rmsNorm("attn_norm", inpL, blk+"attn_norm.weight")
@@ -475,7 +484,7 @@ func recurrentGraphOf(m *arch.Model, c Context, nTokens int, b *gb, mixer []byte
 				inpSA = rows("get_rows_inp", inpSA)
 			}
 			ffn := r.ffn(il, r.rmsNorm("ffn_norm", inpSA, blk+"ffn_norm"), false)
-			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, T}, ffn, inpSA))
+			inpL = as(kAdd, b.f32("l_out", opInplace, [4]int64{embd, n}, ffn, inpSA))
 		}
 	}
 	return r.output(inpL, outputNorm)

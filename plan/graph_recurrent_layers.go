@@ -124,7 +124,7 @@ func (r *recurrentGraph) rope(name string, x, pos *gtensor) *gtensor {
 func (r *recurrentGraph) ffn(il int, cur *gtensor, reluSqr bool) *gtensor {
 	b := r.b
 	blk := "blk." + strconv.Itoa(il) + "."
-	T := r.nSeqs * r.nSeqTokens
+	T := cur.layout.ne[1] // all tokens, or the outputs' rows in the last layer
 	embd := int64(r.m.NEmbd)
 	ff := int64(r.m.Layers[il].FF)
 	up := as(kMulMat, b.f32("ffn_up", opOther, [4]int64{ff, T}, b.weight(blk+"ffn_up.weight", [4]int64{embd, ff}), cur))

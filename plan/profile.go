@@ -53,6 +53,28 @@ type Profile struct {
 	// Companions are the projector and draft loaded beside the model; nil
 	// for none.
 	Companions *Companions `json:"companions,omitempty"`
+	// OutputsMax is llama.cpp's n_outputs_max: the most logit rows one
+	// micro-batch yields, which sizes the compute graph's output rows.
+	// 0 means llama-server's rule (ServerOutputsMax); a library context
+	// made with llama_context_default_params has n_batch.
+	OutputsMax int `json:"outputs_max,omitempty"`
+}
+
+// DraftTokens is llama-server's default --draft-max (common_params_
+// speculative_draft.n_max): with a draft model each slot's batch carries
+// up to this many drafted tokens besides its own, each with logits.
+const DraftTokens = 3
+
+// ServerOutputsMax is the n_outputs_max llama-server gives its context
+// (server_output_limits, common_speculative_get_output_limits): one
+// output row per slot, and 1 + DraftTokens per slot with a draft model,
+// never more than n_batch.
+func (p Profile) ServerOutputsMax(nBatch int) int {
+	perSlot := 1
+	if p.Companions != nil && p.Companions.Draft != nil {
+		perSlot += DraftTokens
+	}
+	return max(1, min(nBatch, max(p.Parallel, 1)*perSlot))
 }
 
 // expertsOnCPU reports whether the profile's --n-cpu-moe keeps tensor t
@@ -83,6 +105,18 @@ type Context struct {
 	Unified  bool
 	SWAFull  bool
 	CtxTrain int
+	// NOutputsMax is n_outputs_max: the reserve graph keeps
+	// min(n_tokens, NOutputsMax) rows past the output selection.
+	NOutputsMax int
+}
+
+// outputRows is how many rows the reserve graph of T tokens keeps past
+// its output selection (llama_context::sched_reserve's n_outputs_pp).
+func (c Context) outputRows(T int64) int64 {
+	if c.NOutputsMax <= 0 {
+		return T
+	}
+	return min(T, int64(c.NOutputsMax))
 }
 
 func pad(x, n int) int { return (x + n - 1) / n * n }
@@ -117,6 +151,10 @@ func resolveContext(p Profile, ctxTrain int, flashSupported bool) (Context, erro
 	}
 	c.NBatch = min(c.NCtx, batch)
 	c.NUBatch = min(c.NBatch, ubatch)
+	c.NOutputsMax = p.OutputsMax
+	if c.NOutputsMax <= 0 {
+		c.NOutputsMax = p.ServerOutputsMax(c.NBatch)
+	}
 	var ok bool
 	if c.TypeK, ok = cacheType(p.CacheK); !ok {
 		return c, fmt.Errorf("unknown K cache type %q (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", p.CacheK)

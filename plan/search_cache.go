@@ -224,7 +224,7 @@ func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
 			continue
 		}
 		c := Candidate{Profile: prof, CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
-		c.Flags = append(flagsFor(c.Profile, len(gpus) > 0), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
+		c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
 		out = append(out, c)
 	}
 	// The search decided some candidates on bounds; what a plan shows is
@@ -248,7 +248,7 @@ func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
 			}
 			c.CtxPerSlot -= 256
 			c.Profile.Ctx = c.CtxPerSlot * c.Profile.Parallel
-			c.Flags = append(flagsFor(c.Profile, len(gpus) > 0), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
+			c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
 		}
 	}
 	return exact

@@ -157,7 +157,7 @@ func TestSearchFixed(t *testing.T) {
 			return c.GPULayers == 33
 		}},
 		{"q4_0 cache", m8, Fixed{CacheK: "q4_0", CacheV: "q4_0"}, func(c *Candidate) bool {
-			return argsString(c.Flags) == "-c 262144 -np 2 -ngl 33 -fa on -ctk q4_0 -ctv q4_0"
+			return argsString(c.Flags) == "-c 262144 -np 2 -ngl 33 --fit off -fa on -ctk q4_0 -ctv q4_0"
 		}},
 		// A quantized K alone does not need flash attention.
 		{"q8_0 K only", m8, Fixed{CacheK: "q8_0"}, func(c *Candidate) bool {

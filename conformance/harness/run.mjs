@@ -1,27 +1,38 @@
 // run.mjs measures llama.cpp on every conformance case and writes (or, with
 // --check, compares against) one golden JSON file per case.
 //
-//   node run.mjs [--check] [--only REGEX] [--backend cpu|vulkan] [--limit N]
+//   node run.mjs [--driver server|library] [--engine DIR] [--check]
+//                [--only REGEX] [--backend cpu|vulkan] [--limit N]
 //                [--golden DIR] [--work DIR] [--no-estimate] [--missing]
 //                [--cases FILE]
 //
-// Each case: make the sparse GGUF (conformance/cmd/synthgen, all files in one
-// Go process), load it in a fresh Node process (load.mjs), parse llama.cpp's
-// log (parse.mjs), write testdata/golden/<id>.json. Cases run one at a time:
-// the machines this runs on are small and shared, and two concurrent loads
-// would also disturb each other's free-memory readings.
+// Two drivers load a case. "server" (the default) runs llama-server itself,
+// built from the pinned node-llama-cpp's llama.cpp source by
+// conformance/engine.sh (or the binaries in --engine DIR), with exactly the
+// flags headroom emits for the profile (serve.mjs), and writes
+// testdata/server/<id>.json. "library" loads it through node-llama-cpp's
+// library API in a fresh Node process (load.mjs) and writes
+// testdata/golden/<id>.json. Each case: make the sparse GGUF
+// (conformance/cmd/synthgen, all files in one Go process), load it, parse
+// llama.cpp's log (parse.mjs), write the golden file. Cases run one at a
+// time: the machines this runs on are small and shared, and two concurrent
+// loads would also disturb each other's free-memory readings.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import {execFileSync, spawnSync} from "node:child_process";
 import {fileURLToPath} from "node:url";
 import {parseLog} from "./parse.mjs";
+import {serveOnce, serverArgs} from "./serve.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../..");
 
 const args = parseArgs(process.argv.slice(2));
-const goldenDir = path.resolve(args.golden ?? path.join(repo, "conformance/testdata/golden"));
+const driver = args.driver ?? "server";
+if (!["server", "library"].includes(driver))
+    fail(`--driver must be server or library, not ${driver}`);
+const goldenDir = path.resolve(args.golden ?? path.join(repo, "conformance/testdata", driver === "server" ? "server" : "golden"));
 const workDir = path.resolve(args.work ?? path.join(os.tmpdir(), "headroom-conformance"));
 fs.mkdirSync(goldenDir, {recursive: true});
 fs.mkdirSync(workDir, {recursive: true});
@@ -51,6 +62,11 @@ const specs = [...new Set(selected.map((c) => `${c.shape}:${c.quant}`))];
 const files = JSON.parse(execFileSync(synthBin, ["-dir", path.join(workDir, "gguf"), ...specs], {cwd: repo, maxBuffer: 1 << 26}).toString());
 
 const engineCommit = bundleCommit();
+// The llama-server builds, one per backend the selected cases need.
+const engines = {};
+if (driver === "server")
+    for (const backend of new Set(selected.map((c) => c.backend)))
+        engines[backend] = serverEngine(backend);
 let failed = 0;
 let drift = 0;
 const t0 = Date.now();
@@ -60,7 +76,7 @@ for (const [i, c] of selected.entries()) {
     process.stdout.write(`[${i + 1}/${selected.length}] ${c.id} ... `);
     let golden;
     try {
-        golden = measure(c, file);
+        golden = driver === "server" ? await measureServer(c, file) : measure(c, file);
     } catch (err) {
         failed++;
         console.log(`FAILED\n    ${String(err.message ?? err).split("\n").join("\n    ")}`);
@@ -157,6 +173,93 @@ function measure(c, file) {
     };
 }
 
+// serverEngine finds the llama-server build for a backend: --engine DIR
+// (a folder holding llama-server, for one backend) or conformance/engine.sh,
+// which builds or reuses the pinned source's build and prints its folder.
+function serverEngine(backend) {
+    let dir = args.engine;
+    if (!dir) {
+        const p = spawnSync("bash", [path.join(repo, "conformance/engine.sh"), backend], {encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 24});
+        if (p.status !== 0)
+            fail(`conformance/engine.sh ${backend} failed (status ${p.status})`);
+        dir = p.stdout.trim().split("\n").at(-1);
+    }
+    const bin = path.join(dir, "llama-server");
+    if (!fs.existsSync(bin))
+        fail(`no llama-server in ${dir}`);
+    const version = spawnSync(bin, ["--version"], {encoding: "utf8"});
+    const text = `${version.stdout}${version.stderr}`;
+    const line = text.split("\n").find((l) => l.startsWith("version: "));
+    if (!line)
+        fail(`${bin} --version printed no version line: ${text.slice(0, 300)}`);
+    return {bin, version: line.trim(), built: text.split("\n").find((l) => l.startsWith("built with "))?.trim() ?? null};
+}
+
+async function measureServer(c, file) {
+    const eng = engines[c.backend];
+    const env = {...process.env};
+    if (c.backend === "vulkan")
+        env.GGML_VK_VISIBLE_DEVICES = "0";
+    const flags = serverArgs(c);
+    const r = await serveOnce({bin: eng.bin, modelPath: file.path, args: flags, env});
+    if (!r.ok)
+        throw new Error(`llama-server: ${r.error}\n${r.lines.slice(-15).map((l) => l.text).join("\n")}`);
+    const parsed = parseLog(r.lines, {gpu: c.backend !== "cpu"});
+    if (parsed.errors.length)
+        throw new Error(parsed.errors.join("\n"));
+    if (c.backend === "vulkan" && !parsed.figures.layers.some((l) => l.device.startsWith("Vulkan")) && c.gpuLayers > 0)
+        throw new Error("vulkan case but no layer went to a Vulkan device (is GGML_VK_VISIBLE_DEVICES set, is mesa-vulkan-drivers installed?)");
+    const sysLine = r.lines.map((l) => l.text).find((t) => /^system_info: /.test(t)) ?? "";
+    const gpuNames = r.lines.map((l) => /^ggml_vulkan: \d+ = (.+?) \(/.exec(l.text)?.[1]).filter(Boolean);
+    const nlcVersion = JSON.parse(fs.readFileSync(path.join(here, "package.json"), "utf8")).dependencies["node-llama-cpp"];
+    let release = null;
+    try {
+        release = JSON.parse(fs.readFileSync(path.join(here, "node_modules/node-llama-cpp/llama/llama.cpp.info.json"), "utf8")).tag;
+    } catch {
+        // the release name is informative only
+    }
+    return {
+        schema: 1,
+        id: c.id,
+        note: c.note ?? undefined,
+        inputs: {
+            shape: c.shape,
+            arch: file.arch,
+            quant: c.quant,
+            source: file.source,
+            file: {
+                size_bytes: file.size_bytes, header_bytes: file.header_bytes, header_sha256: file.header_sha256,
+                tensors: file.tensors, params: file.params
+            },
+            profile: {
+                backend: c.backend, gpu_layers: c.gpuLayers, context_size_per_seq: c.contextSize, sequences: c.sequences,
+                flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
+                mmap: c.mmap, swa_full: c.swaFull ?? false
+            },
+            // The flags llama-server ran with, besides -m, --host, --port
+            // and -lv 4.
+            command: flags
+        },
+        engine: {
+            driver: "llama-server",
+            version: eng.version,
+            built_with: eng.built,
+            node_llama_cpp: nlcVersion,
+            llama_cpp_repo: "ggml-org/llama.cpp",
+            llama_cpp_release: release,
+            llama_cpp_source_commit: engineCommit,
+            backend: c.backend,
+            gpu_devices: gpuNames.map((name) => ({name, total_bytes: null})),
+            system_info: (/CPU : .*$/.exec(sysLine)?.[0] ?? sysLine).trim()
+        },
+        figures: parsed.figures,
+        print_info: parsed.printInfo,
+        log: parsed.kept,
+        completion: r.completion,
+        estimate: null
+    };
+}
+
 // addonParams picks the real load's and the real context's parameters out
 // of the recorded addon constructor calls: the simulator's model loads carry
 // noAlloc, and its context comes before the real one. The thread count is
@@ -219,7 +322,7 @@ function parseArgs(argv) {
         const key = a.slice(2);
         if (["check", "no-estimate", "missing"].includes(key))
             out[key] = true;
-        else if (["only", "backend", "limit", "golden", "work", "cases"].includes(key))
+        else if (["only", "backend", "limit", "golden", "work", "cases", "driver", "engine"].includes(key))
             out[key] = argv[++i];
         else
             fail(`unknown flag ${a}`);

@@ -144,6 +144,13 @@ func (f *flags) printHelp() {
 	}
 }
 
+// isSet reports whether the command line gave the flag name.
+func (f *flags) isSet(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 // parse parses flags that may come before, between or after positional
 // arguments (headroom inspect MODEL --json), which the flag package alone
 // does not allow. A lone "--" ends the flags.

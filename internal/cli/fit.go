@@ -84,6 +84,20 @@ func (r refused) Set(string) error {
 	return fmt.Errorf("%s is not modeled yet; headroom would ignore it and give a wrong verdict", r.name)
 }
 
+// fitOff is llama-server's --fit, which headroom's flags always turn off:
+// with it on llama.cpp rewrites -c and -ngl at load, and the verdict would
+// be for a placement that never runs.
+type fitOff struct{}
+
+func (fitOff) String() string { return "" }
+func (fitOff) Set(v string) error {
+	switch strings.ToLower(v) {
+	case "off", "false", "0", "disabled":
+		return nil
+	}
+	return fmt.Errorf("--fit %s: only --fit off is modeled: llama.cpp's own fit rewrites -c and -ngl at load, so a verdict for these flags would be for a placement that never runs (headroom plan searches instead)", v)
+}
+
 // refusedBool is a refused flag that takes no value.
 type refusedBool struct{ refused }
 
@@ -141,7 +155,11 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 		fs.BoolVar(&cpuMoE, n, false, "keep every layer's routed experts in system memory (MoE models)")
 	}
 	ot := overrideFlags(fs)
-	for _, n := range []string{"sm", "split-mode", "fit", "fitt", "fit-target"} {
+	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers")
+	for _, n := range []string{"fit"} {
+		fs.Var(fitOff{}, n, "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
+	}
+	for _, n := range []string{"sm", "split-mode", "fitt", "fit-target"} {
 		fs.Var(refused{"-" + n}, n, "not modeled yet (refused rather than ignored)")
 	}
 	return func() (plan.Profile, error) {
@@ -179,11 +197,20 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 }
 
 // loadMachine reads --machine, or probes this machine when it is empty.
-func loadMachine(ctx context.Context, ref string) (*hw.Snapshot, error) {
+// llamaServer is the llama-server asked for its devices (--list-devices):
+// the one the user named with --llama-server, or "" for the one on PATH. A
+// GPU build given only by flag sees devices the one on PATH may not.
+func loadMachine(ctx context.Context, ref, llamaServer string) (*hw.Snapshot, error) {
 	if ref != "" {
 		return hw.LoadMachine(ref)
 	}
-	return hw.Probe(ctx, hw.ProbeOptions{MeasureBandwidth: hw.MeasureBandwidth})
+	return hw.Probe(ctx, hw.ProbeOptions{LlamaServer: llamaServer, MeasureBandwidth: hw.MeasureBandwidth})
+}
+
+// llamaServerFlag is --llama-server for the commands that probe this
+// machine: the build whose devices the plan is for.
+func llamaServerFlag(fs *flags) *string {
+	return fs.String("llama-server", "", "the llama-server `program` to plan for: asked for its devices (--list-devices); default: llama-server on PATH")
 }
 
 func runFit(ctx context.Context, env Env, args []string) error {
@@ -212,6 +239,7 @@ Examples:
 	profile := profileFlags(fs)
 	companions := companionFlags(fs)
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
+	llama := llamaServerFlag(fs)
 	asJSON := fs.Bool("json", false, "print the assessment as JSON (the contract in DESIGN.md)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	ref, err := fs.parseModel(args)
@@ -222,7 +250,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	snap, err := loadMachine(ctx, *machine)
+	snap, err := loadMachine(ctx, *machine, *llama)
 	if err != nil {
 		return err
 	}

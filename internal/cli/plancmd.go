@@ -49,6 +49,7 @@ Examples:
   headroom plan model.gguf -ngl all --parallel 1
   headroom plan model.gguf --mmproj mmproj.gguf -md draft.gguf --print-args`)
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
+	llama := llamaServerFlag(fs)
 	search := searchFlags(fs)
 	companions := companionFlags(fs)
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
@@ -62,7 +63,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	snap, err := loadMachine(ctx, *machine)
+	snap, err := loadMachine(ctx, *machine, *llama)
 	if err != nil {
 		return err
 	}

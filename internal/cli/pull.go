@@ -41,6 +41,7 @@ Examples:
   headroom pull hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --parallel 4
   headroom pull hf:owner/big-model-GGUF:Q8_0 --force`)
 	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of this machine")
+	llama := llamaServerFlag(fs)
 	search := searchFlags(fs)
 	force := fs.Bool("force", false, "download even if the model does not fit this machine (says what it overrides)")
 	storeDir := fs.String("store", "", "the store directory (default: see above)")
@@ -55,7 +56,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	d, err := launchDeps(env, *machine, *quiet)
+	d, err := launchDeps(env, *machine, *llama, *quiet)
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ Examples:
 // launchDeps builds what the pull and serve steps need: a Hub client, the
 // embedded catalog and lock, and the machine (a fresh probe each time, or
 // a fixed description).
-func launchDeps(env Env, machine string, quiet bool) (*launch.Deps, error) {
+func launchDeps(env Env, machine, llamaServer string, quiet bool) (*launch.Deps, error) {
 	cat, err := catalog.Load()
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func launchDeps(env Env, machine string, quiet bool) (*launch.Deps, error) {
 	}
 	client := source.NewClient(env.Getenv)
 	d := &launch.Deps{Client: client, Catalog: cat, Lock: lock,
-		Machine: func(ctx context.Context) (*hw.Snapshot, error) { return loadMachine(ctx, machine) }}
+		Machine: func(ctx context.Context) (*hw.Snapshot, error) { return loadMachine(ctx, machine, llamaServer) }}
 	if !quiet {
 		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, "  "+msg) }
 		d.Say = func(state, line string) { fmt.Fprintf(env.Stderr, "%-11s %s\n", state, line) }

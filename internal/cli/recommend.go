@@ -43,6 +43,7 @@ Examples:
   headroom recommend --capability vision --license apache-2.0,mit --json`)
 	o := catalog.DefaultOptions()
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
+	llama := llamaServerFlag(fs)
 	fs.StringVar(&o.Goal, "goal", catalog.GoalBalanced, "ranking: quality, speed, balanced or context")
 	caps := fs.String("capability", "", "comma-separated capabilities every entry must have: tools, vision, reasoning, embedding")
 	lic := fs.String("license", "", "comma-separated licenses to accept (e.g. apache-2.0,mit)")
@@ -79,7 +80,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	snap, err := loadMachine(ctx, *machine)
+	snap, err := loadMachine(ctx, *machine, *llama)
 	if err != nil {
 		return err
 	}

@@ -37,12 +37,22 @@ then serves until Ctrl-C (or SIGTERM), when it stops llama-server cleanly
 (SIGTERM, then SIGKILL after 10 s). MODEL is anything 'headroom pull'
 takes, or a local GGUF file.
 
-llama-server is looked up on PATH unless --llama-server names it.
+With --check it proves a plan instead of serving: it loads the model with
+the plan's flags, waits for a real completion, prints every buffer
+llama.cpp logged beside the planned one, stops llama-server and exits 0
+only if it was ready and every buffer is within the accounting bounds
+(model, KV, recurrent state and output exactly as printed; compute within
+5% or 16 MiB and never more than 2% under). Run it to trust a plan on your
+own machine and llama.cpp build.
+
+llama-server is looked up on PATH unless --llama-server names it; the
+devices it reports (--list-devices) are the ones planned for.
 
 Examples:
   headroom serve llama-3.1-8b-instruct/Q4_K_M
   headroom serve ./model.gguf --parallel 4 --port 8081
-  headroom serve hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --llama-server ~/llama.cpp/build/bin/llama-server`)
+  headroom serve hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --llama-server ~/llama.cpp/build/bin/llama-server
+  headroom serve ./model.gguf --check`)
 	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of probing this machine (for tests and dry runs)")
 	search := searchFlags(fs)
 	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
@@ -53,6 +63,7 @@ Examples:
 	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long the load and the first completion may take")
 	showLog := fs.Bool("engine-log", false, "copy llama-server's own output to standard error")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	check := fs.Bool("check", false, "load, compare every logged buffer with the plan, stop; exit 0 only if all are within bounds")
 	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
@@ -64,6 +75,9 @@ Examples:
 	if *port < 0 || *port > 65535 {
 		return usagef("--port must be 0 to 65535, not %d", *port)
 	}
+	if *check && !fs.isSet("port") {
+		*port = 0 // a check serves nobody: any free port
+	}
 	path, err := engine.Find(*bin, exec.LookPath)
 	if err != nil {
 		return err
@@ -72,7 +86,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	d, err := launchDeps(env, *machine, *quiet)
+	d, err := launchDeps(env, *machine, path, *quiet)
 	if err != nil {
 		return err
 	}
@@ -96,6 +110,20 @@ Examples:
 		strings.Join(run.Flags, " "), run.Reconciliation.Summary())
 	if run.Recorded != "" {
 		fmt.Fprintf(env.Stdout, "  recorded in %s\n", run.Recorded)
+	}
+	if *check {
+		writeReconciliation(env.Stdout, run.Reconciliation)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		say(d, "stopping", "check done; stopping llama-server")
+		if err := run.Stop(stopCtx); err != nil {
+			return err
+		}
+		if !run.Reconciliation.OK() {
+			return fmt.Errorf("check failed: %s", run.Reconciliation.Summary())
+		}
+		fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer within bounds")
+		return nil
 	}
 	var died error
 	select {
@@ -207,4 +235,34 @@ func failureKind(err error) string {
 // store shares, so a serve in another terminal (or the API) counts.
 func sharedLedger(st *store.Store) *admission.Ledger {
 	return &admission.Ledger{Path: filepath.Join(st.Root, "ledger.json")}
+}
+
+// writeReconciliation prints every buffer group: what was planned, what
+// llama.cpp logged, and whether they agree.
+func writeReconciliation(w io.Writer, r engine.Reconciliation) {
+	fmt.Fprintf(w, "  %-14s %-8s %12s %12s  %s\n", "buffer", "kind", "planned MiB", "logged MiB", "")
+	row := func(x engine.Row, verdict string) {
+		planned, logged := fmt.Sprintf("%.2f", float64(x.PlannedBytes)/(1<<20)), fmt.Sprintf("%.2f", x.LoggedMiB)
+		if x.Lines == 0 {
+			logged = "-"
+		}
+		fmt.Fprintf(w, "  %-14s %-8s %12s %12s  %s\n", x.BufferType, x.Kind, planned, logged, verdict)
+	}
+	for _, x := range r.Rows {
+		switch {
+		case !x.Within:
+			row(x, fmt.Sprintf("OUT of bounds (%+.2f MiB)", float64(x.DiffBytes)/(1<<20)))
+		case x.Kind == "compute":
+			row(x, fmt.Sprintf("within bounds (%+.2f MiB)", float64(x.DiffBytes)/(1<<20)))
+		default:
+			row(x, "equal")
+		}
+	}
+	for _, x := range r.PlannedOnly {
+		row(x, "planned, not logged")
+	}
+	for _, x := range r.LoggedOnly {
+		x.PlannedBytes = 0
+		row(x, "logged, not planned")
+	}
 }

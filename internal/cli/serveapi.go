@@ -63,26 +63,30 @@ Examples:
 	if err != nil {
 		return err
 	}
-	d, err := launchDeps(env, *machine, true)
-	if err != nil {
-		return err
-	}
-	d.Cache = &admission.Cache{}
-	snapshots := &snapshotCache{machine: *machine, ttl: 2 * time.Second}
-	d.Machine = snapshots.fresh
-	st, err := openStore(env, *storeDir, true, d.Client)
-	if err != nil {
-		return err
-	}
-	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st)}
-	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Runtime: rt}
+	// The llama-server the API loads with is also the one asked for this
+	// machine's devices.
+	binPath, engineName := "", ""
 	if path, err := engine.Find(*bin, exec.LookPath); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
 	} else if build, err := engine.Version(ctx, path); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
 	} else {
-		rt.bin, d.Engine = path, build.String()
+		binPath, engineName = path, build.String()
 	}
+	d, err := launchDeps(env, *machine, binPath, true)
+	if err != nil {
+		return err
+	}
+	d.Cache = &admission.Cache{}
+	d.Engine = engineName
+	snapshots := &snapshotCache{machine: *machine, llamaServer: binPath, ttl: 2 * time.Second}
+	d.Machine = snapshots.fresh
+	st, err := openStore(env, *storeDir, true, d.Client)
+	if err != nil {
+		return err
+	}
+	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st), bin: binPath}
+	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Runtime: rt}
 	h, err := server.New(cfg)
 	if err != nil {
 		return err
@@ -114,8 +118,9 @@ Examples:
 // requests a second need not each run one. Admission asks for a fresh
 // one.
 type snapshotCache struct {
-	machine string
-	ttl     time.Duration
+	machine     string
+	llamaServer string // asked for its devices; "" for the one on PATH
+	ttl         time.Duration
 
 	mu    sync.Mutex
 	snap  *hw.Snapshot
@@ -131,7 +136,7 @@ func (c *snapshotCache) probe(ctx context.Context) (*hw.Snapshot, error) {
 		return hw.LoadMachine(c.machine)
 	}
 	if c.measured == nil {
-		s, err := loadMachine(ctx, "")
+		s, err := loadMachine(ctx, "", c.llamaServer)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +146,7 @@ func (c *snapshotCache) probe(ctx context.Context) (*hw.Snapshot, error) {
 		}
 		return s, nil
 	}
-	s, err := hw.Probe(ctx, hw.ProbeOptions{})
+	s, err := hw.Probe(ctx, hw.ProbeOptions{LlamaServer: c.llamaServer})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# engine.sh builds llama.cpp's own programs (llama-server, llama-fit-params,
+# llama-bench, llama-quantize, ggml-rpc-server) from the llama.cpp source that a
+# pinned node-llama-cpp release ships, caches them by commit and backend, and
+# prints the folder that holds the binaries (the only line on stdout).
+#
+#   conformance/engine.sh cpu                      # the pinned release (harness/package.json)
+#   conformance/engine.sh vulkan
+#   conformance/engine.sh cpu --node-llama-cpp 3.22.1
+#
+# node-llama-cpp ships the source it was built from as
+# llama/gitRelease.bundle (one squashed commit); the tarball comes from the
+# npm registry with `npm pack`, nothing else is downloaded. Cache:
+# $XDG_CACHE_HOME/headroom/engine/COMMIT-BACKEND (or ~/.cache/...). A
+# finished build leaves a stamp; an interrupted one is rebuilt.
+#
+# Needs cmake, ninja, a C++ compiler; Vulkan also needs libvulkan-dev, glslc,
+# spirv-headers and mesa-vulkan-drivers. Missing Debian packages are
+# installed with apt-get when running as root.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+backend="${1:-}"
+shift || true
+version="$(node -p "require('$here/harness/package.json').dependencies['node-llama-cpp']")"
+while (($#)); do
+	case "$1" in
+	--node-llama-cpp) version="$2"; shift 2 ;;
+	*) echo "engine.sh: unknown argument $1 (want: cpu|vulkan [--node-llama-cpp VERSION])" >&2; exit 2 ;;
+	esac
+done
+case "$backend" in
+cpu | vulkan) ;;
+*) echo "engine.sh: first argument must be the backend, cpu or vulkan (got '${backend}')" >&2; exit 2 ;;
+esac
+
+log() { echo "engine.sh: $*" >&2; }
+
+need_pkgs=(cmake ninja-build g++ git)
+[[ $backend == vulkan ]] && need_pkgs+=(libvulkan-dev glslc spirv-headers mesa-vulkan-drivers)
+missing=()
+for p in "${need_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+	[[ $(id -u) == 0 ]] || { log "missing Debian packages: ${missing[*]} (install them, or run as root)"; exit 2; }
+	log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq "${missing[@]}" >&2 || { apt-get update -qq >&2 && apt-get install -y -qq "${missing[@]}" >&2; }
+fi
+
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/headroom/engine"
+mkdir -p "$cache"
+
+# The bundle of this node-llama-cpp version, kept beside the builds.
+bundle="$cache/node-llama-cpp-$version.bundle"
+if [[ ! -s $bundle ]]; then
+	tmp="$(mktemp -d)"
+	trap 'rm -rf "$tmp"' EXIT
+	log "fetching node-llama-cpp $version's llama.cpp source (npm pack)"
+	for try in 1 2 3; do
+		(cd "$tmp" && npm pack --silent "node-llama-cpp@$version" >/dev/null) && break
+		[[ $try == 3 ]] && { log "npm pack node-llama-cpp@$version failed three times"; exit 1; }
+		sleep $((try * 10))
+	done
+	tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle
+	mv "$tmp/package/llama/gitRelease.bundle" "$bundle.part"
+	mv "$bundle.part" "$bundle"
+fi
+commit="$(git bundle list-heads "$bundle" | awk 'NR==1{print $1}')"
+short="${commit:0:7}"
+out="$cache/$short-$backend"
+# A change to this recipe (flags, patches) must not reuse an old build: the
+# stamp holds a digest of this script and the patches.
+recipe="$(cat "${BASH_SOURCE[0]}" "$here"/engine-patches/* | sha256sum | cut -c1-16)"
+if [[ -x $out/bin/llama-server && "$(cat "$out/.built" 2>/dev/null)" == *"recipe $recipe"* ]]; then
+	echo "$out/bin"
+	exit 0
+fi
+
+log "building llama.cpp $short ($backend) into $out"
+start=$SECONDS
+rm -rf "$out"
+mkdir -p "$out"
+git clone -q "$bundle" "$out/src" 2>/dev/null
+git -C "$out/src" -c advice.detachedHead=false checkout -q "$commit"
+
+# The CPU features are pinned to the ones node-llama-cpp's prebuilt x64
+# binaries report (SSE3 SSSE3 AVX AVX2 F16C FMA BMI2), not -march=native:
+# the CPU backend's repacked layouts depend on them (so the goldens would
+# depend on the machine), and a native build has died with SIGILL on a VM
+# that advertises AMX and AVX-512 it does not fully provide.
+flags=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
+	-DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DBUILD_SHARED_LIBS=OFF
+	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+	-DLLAMA_OPENSSL=OFF -DGGML_RPC=ON)
+if [[ $backend == vulkan ]]; then
+	flags+=(-DGGML_VULKAN=ON)
+	# Debian bookworm's Vulkan headers predate vk::LayerSettingEXT; the
+	# patch only compiles the validation-layer settings out (see
+	# engine-patches/README.md). Applied only where the headers need it.
+	hv="$(awk '/#define VK_HEADER_VERSION /{print $3; exit}' /usr/include/vulkan/vulkan_core.h)"
+	if ((hv < 261)); then
+		for p in "$here"/engine-patches/vulkan-*.patch; do
+			git -C "$out/src" apply "$p" || { log "patch $(basename "$p") does not apply to $short"; exit 1; }
+			log "applied $(basename "$p") (Vulkan headers $hv < 261)"
+		done
+	fi
+fi
+jobs="$(nproc)"
+cmake -S "$out/src" -B "$out/build" "${flags[@]}" >"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log" >&2; exit 1; }
+targets=(llama-server llama-fit-params llama-bench llama-quantize ggml-rpc-server)
+cmake --build "$out/build" -j "$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log" >&2; exit 1; }
+mkdir -p "$out/bin"
+for t in "${targets[@]}"; do cp "$out/build/bin/$t" "$out/bin/"; done
+"$out/bin/llama-server" --version >"$out/version.txt" 2>&1 || true
+echo "$commit $backend node-llama-cpp@$version recipe $recipe" >"$out/.built"
+log "built in $((SECONDS - start))s: $(head -1 "$out/version.txt")"
+echo "$out/bin"

@@ -1,0 +1,44 @@
+package conformance_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/headroom-llm/headroom/conformance"
+)
+
+// TestServerCommands checks that every llama-server golden ran with exactly
+// the flags headroom emits for its profile: the harness builds the command
+// in JavaScript (harness/serve.mjs), and a drift between the two would
+// make the goldens measure something headroom never plans.
+func TestServerCommands(t *testing.T) {
+	dir := filepath.Join("testdata", "server")
+	if d := os.Getenv("HEADROOM_GOLDEN_DIR"); d != "" {
+		dir = d
+	}
+	cases, err := conformance.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range cases {
+		c := &cases[i]
+		if !c.Server() {
+			continue
+		}
+		n++
+		if got := profileOf(c).Args(); !slices.Equal(got, c.Inputs.Command) {
+			t.Errorf("%s: llama-server ran with %q, headroom emits %q for this profile", c.ID, c.Inputs.Command, got)
+		}
+		// The engine's n_outputs_max is headroom's rule for llama-server.
+		p := profileOf(c)
+		if want := p.ServerOutputsMax(c.Figures.Context.NBatch); c.Figures.Context.NOutputsMax != want {
+			t.Errorf("%s: llama-server's n_outputs_max is %d, headroom's rule gives %d", c.ID, c.Figures.Context.NOutputsMax, want)
+		}
+	}
+	if n == 0 && dir == filepath.Join("testdata", "server") {
+		t.Fatal("no llama-server golden cases")
+	}
+}

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/launch"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/server"
+	"github.com/headroom-llm/headroom/source"
+	"github.com/headroom-llm/headroom/store"
+)
+
+// TestLiveAPITwoAdmittedThirdRefused loads one model three times through
+// the HTTP API and the real llama-server, on a machine whose memory holds
+// two such loads: two start and answer completions, the third is refused
+// before a third llama-server starts, and an unload stops a server and
+// lets the next load in.
+func TestLiveAPITwoAdmittedThirdRefused(t *testing.T) {
+	bin := liveEngine(t)
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := writeShape(t, filepath.Join(st.Root, "models", "local"), "tinyllama-1.1b", synth.Q4_K_M)
+
+	opts := plan.DefaultSearch()
+	opts.Parallel, opts.Fixed.Ctx = 1, 2048
+	snap := twoLoadMachine(t, model, opts)
+	cat, _ := catalog.Load()
+	d := &launch.Deps{Client: source.NewClient(func(string) string { return "" }), Catalog: cat,
+		Machine: func(context.Context) (*hw.Snapshot, error) { return snap, nil }, Cache: &admission.Cache{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := &apiRuntime{base: ctx, d: d, st: st, bin: bin, opts: opts, ready: 3 * time.Minute, ledger: sharedLedger(st)}
+	defer rt.stopAll(context.Background())
+	h, err := server.New(server.Config{Machine: d.Machine, Catalog: cat, Open: rt.open, Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	post := func(path, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var running []server.Instance
+	for i := range 2 {
+		code, body := post("/api/load", `{"model":`+quote(model)+`}`)
+		var inst server.Instance
+		if code != 200 || json.Unmarshal([]byte(body), &inst) != nil || inst.State != "ready" {
+			t.Fatalf("load %d: %d %s", i+1, code, body)
+		}
+		running = append(running, inst)
+	}
+	if pids := enginesServing(t, model); len(pids) != 2 {
+		t.Errorf("%d llama-server processes serve the model, want 2", len(pids))
+	}
+	// Each answers a completion of its own.
+	for _, inst := range running {
+		resp, err := http.Post(inst.URL+"/completion", "application/json", strings.NewReader(`{"prompt":"Hi","n_predict":1}`))
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s: completion: %v %v", inst.URL, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
+	if code, body := post("/api/load", `{"model":`+quote(model)+`}`); code != 409 {
+		t.Errorf("a third load beside two: %d %s, want 409", code, body)
+	}
+	if pids := enginesServing(t, model); len(pids) != 2 {
+		t.Errorf("after the refused load %d llama-server processes serve the model, want 2", len(pids))
+	}
+	if code, body := post("/api/unload", `{"id":`+quote(running[0].ID)+`}`); code != 200 {
+		t.Fatalf("unload: %d %s", code, body)
+	}
+	if pids := enginesServing(t, model); len(pids) != 1 {
+		t.Errorf("after an unload %d llama-server processes serve the model, want 1", len(pids))
+	}
+	if code, body := post("/api/load", `{"model":`+quote(model)+`}`); code != 200 {
+		t.Errorf("a load after the unload: %d %s", code, body)
+	}
+}
+
+// twoLoadMachine is this machine's kind (CPU only, AVX2) with just enough
+// memory for two loads of the model under opts and not three, found with
+// the same admission ledger the API uses.
+func twoLoadMachine(t *testing.T, path string, opts plan.SearchOptions) *hw.Snapshot {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	g, err := gguf.Read(f, fi.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := gguf.NewModel(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := arch.FromGGUF(gm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := hw.LoadMachine("cpu-32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admits := func(capacity int64) int {
+		s := *base
+		s.Domains = append([]hw.Domain(nil), base.Domains...)
+		s.Domains[0].Capacity = capacity
+		p, err := plan.Search(m, &s, opts)
+		if err != nil || p.Chosen == nil {
+			return 0
+		}
+		cpu, gpus := plan.Devices(&s)
+		r, err := plan.Account(m, p.Chosen.Profile, cpu, gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l admission.Ledger
+		n := 0
+		for range 3 {
+			tk, err := l.Admit("m", r, &s)
+			var refused *admission.Refusal
+			if errors.As(err, &refused) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.Started()
+			n++
+		}
+		return n
+	}
+	lo, hi := int64(1<<30), int64(32<<30)
+	for hi-lo > 16<<20 {
+		mid := (lo + hi) / 2
+		if admits(mid) >= 2 {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if admits(hi) != 2 {
+		t.Fatalf("no capacity admits exactly two loads (at %d MiB: %d)", hi>>20, admits(hi))
+	}
+	s := *base
+	s.Domains = append([]hw.Domain(nil), base.Domains...)
+	s.Domains[0].Capacity = hi
+	t.Logf("a machine of %d MiB holds two loads", hi>>20)
+	return &s
+}
