@@ -167,7 +167,7 @@ type Engine struct {
 	// llama-server was measured: those are library loads).
 	Driver string `json:"driver,omitempty"`
 	// Version is llama-server's --version line (server loads).
-	Version string `json:"version,omitempty"`
+	Version         string `json:"version,omitempty"`
 	NodeLlamaCpp    string `json:"node_llama_cpp"`
 	LlamaCppRepo    string `json:"llama_cpp_repo"`
 	LlamaCppRelease string `json:"llama_cpp_release"`
