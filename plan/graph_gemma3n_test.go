@@ -32,6 +32,7 @@ func TestGemma3nComputeCPU(t *testing.T) {
 		{8192, 1, FlashOn, 521.5186, 2731},
 	} {
 		p := Defaults()
+		p.OutputsMax = libraryOutputs
 		// node-llama-cpp asked these loads for a batch of 513 (the
 		// goldens' n_batch and n_ubatch).
 		p.Ctx, p.Parallel, p.FlashAttn, p.Batch, p.UBatch = tc.ctx*tc.seqs, tc.seqs, tc.fa, 513, 513

@@ -40,6 +40,7 @@ func TestMLAGraphNodes(t *testing.T) {
 			t.Fatalf("%s: no builder", tc.shape)
 		}
 		p := Defaults()
+		p.OutputsMax = libraryOutputs
 		p.Ctx, p.Parallel, p.FlashAttn, p.Batch = tc.ctx*tc.seqs, tc.seqs, tc.fa, 512
 		c, err := resolveContext(p, m.CtxTrain, true)
 		if err != nil {

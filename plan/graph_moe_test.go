@@ -63,6 +63,7 @@ func TestMoeGraphNodes(t *testing.T) {
 	for _, tc := range tests {
 		m := moeShape(t, tc.shape, synth.Q4_K_M)
 		p := Defaults()
+		p.OutputsMax = libraryOutputs
 		p.Ctx, p.FlashAttn, p.Batch = 8192, FlashOn, 512
 		c, err := resolveContext(p, m.CtxTrain, true)
 		if err != nil {
@@ -82,6 +83,7 @@ func TestMoeCPUReplay(t *testing.T) {
 		m := moeShape(t, name, synth.Q8_0)
 		for _, fa := range []FlashAttn{FlashOff, FlashOn} {
 			p := Defaults()
+			p.OutputsMax = libraryOutputs
 			p.Ctx, p.FlashAttn, p.Batch = 4096, fa, 512
 			c, err := resolveContext(p, m.CtxTrain, true)
 			if err != nil {

@@ -54,6 +54,7 @@ func TestRecurrentComputeCPU(t *testing.T) {
 			continue
 		}
 		p := Defaults()
+		p.OutputsMax = libraryOutputs
 		p.Ctx, p.Parallel, p.FlashAttn, p.Batch = tc.ctx*tc.seqs, tc.seqs, tc.fa, 512
 		c, err := resolveContext(p, m.CtxTrain, true)
 		if err != nil {

@@ -58,6 +58,7 @@ func TestSWAGraphs(t *testing.T) {
 			t.Fatalf("%s: no builder", tc.shape)
 		}
 		p := Defaults()
+		p.OutputsMax = libraryOutputs
 		p.Ctx, p.Parallel, p.Batch, p.UBatch = tc.ctx*tc.seqs, tc.seqs, tc.ub, tc.ub
 		p.FlashAttn, p.SWAFull = FlashOff, tc.swaFull
 		if tc.fa {

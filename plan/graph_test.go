@@ -55,6 +55,7 @@ func TestComputeReplayCPU(t *testing.T) {
 			models[tc.name] = m
 		}
 		p := Defaults()
+		p.OutputsMax = libraryOutputs
 		p.Ctx, p.FlashAttn, p.Batch = tc.ctx, tc.fa, tc.ub
 		c, err := resolveContext(p, m.CtxTrain, true)
 		if err != nil {
@@ -68,3 +69,8 @@ func TestComputeReplayCPU(t *testing.T) {
 		t.Logf("%-10s ctx %5d ub %3d fa %-3s: replay %9.4f MiB, llama.cpp %9.4f, diff %+.4f (%+.1f%%)", tc.name, tc.ctx, tc.ub, tc.fa, got, tc.mib, diff, 100*diff/tc.mib)
 	}
 }
+
+// libraryOutputs makes a profile a library context's, as node-llama-cpp
+// creates it (n_outputs_max = n_batch): the llama.cpp figures these tests
+// hold the replay to were measured that way, with n_ubatch output rows.
+const libraryOutputs = 1 << 20
