@@ -44,6 +44,11 @@ type Config struct {
 	// Runtime loads and unloads models; nil means /api/load and
 	// /api/unload answer 501.
 	Runtime Runtime
+	// Token, when set, is required of every API request as
+	// "Authorization: Bearer TOKEN", and the Host header may then name any
+	// address: set it when the server listens beyond loopback. Empty
+	// means loopback only: Host must name 127.0.0.1, localhost or [::1].
+	Token string
 }
 
 // server holds the configuration; it is read-only after New, so handlers
@@ -92,7 +97,7 @@ func New(cfg Config) (http.Handler, error) {
 		}))
 	}
 	mux.Handle("/", panel)
-	return mux, nil
+	return s.guard(mux), nil
 }
 
 // handlerFunc is a handler that returns its failure; serving writes it as
@@ -106,7 +111,8 @@ func (h handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // route accepts one method (GET also answers HEAD, as net/http does) and
-// answers any other with 405 and the Allow header.
+// answers any other with 405 and the Allow header. Every route that is not
+// GET changes state, and takes application/json only (see guard).
 func route(method string, h handlerFunc) http.Handler {
 	allow := method
 	if method == http.MethodGet {
@@ -117,6 +123,11 @@ func route(method string, h handlerFunc) http.Handler {
 			w.Header().Set("Allow", allow)
 			return &apiError{status: http.StatusMethodNotAllowed,
 				msg: fmt.Sprintf("%s %s: want %s, got %s", r.Method, r.URL.Path, strings.ReplaceAll(allow, ", ", " or "), r.Method)}
+		}
+		if method != http.MethodGet {
+			if err := checkJSON(r); err != nil {
+				return err
+			}
 		}
 		return h(w, r)
 	})
