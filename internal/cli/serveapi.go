@@ -88,6 +88,16 @@ Examples:
 		return err
 	}
 	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st)}
+	// llama-servers left running by a headroom that was killed hold
+	// memory that no one can give back; end them now rather than at the
+	// first load.
+	if reaped, err := rt.ledger.Reap(ctx, engine.DefaultGrace); err != nil {
+		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n", err)
+	} else {
+		for _, b := range reaped {
+			fmt.Fprintf(env.Stderr, "headroom serve-api: stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed\n", b.ChildPID, b.Model, b.PID)
+		}
+	}
 	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Runtime: rt}
 	if path, err := engine.Find(*bin, exec.LookPath); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
