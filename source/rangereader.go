@@ -46,6 +46,8 @@ type RangeReader struct {
 	resumes  int
 	closed   bool
 	err      error // sticky: once a read failed, all later reads fail
+	// release ends the deadline OpenRange put on ctx.
+	release func()
 }
 
 // openRange sends the first request, which also tells the file's size.
@@ -115,6 +117,9 @@ func (r *RangeReader) Close() error {
 	defer r.mu.Unlock()
 	r.closeBody()
 	r.closed = true
+	if r.release != nil {
+		r.release()
+	}
 	return nil
 }
 
