@@ -50,6 +50,9 @@ type Client struct {
 	InitialRead int64
 	// MaxHeader bounds how many header bytes are fetched per file.
 	MaxHeader int64
+	// MaxParse bounds the heap one file's header may take, the bytes
+	// buffered to parse it included (gguf.DefaultMaxAlloc when 0).
+	MaxParse int64
 	// Attempts is how many times a request is tried before giving up.
 	Attempts int
 	// Backoff is the wait before the first retry; it doubles each time.
@@ -201,6 +204,14 @@ func (c *Client) newOp() (*op, error) {
 		return nil
 	}
 	return &op{c: c, hc: &hc, endpoint: ep}, nil
+}
+
+// parseBudget is the heap one remote header's read and parse may take.
+func (c *Client) parseBudget() int64 {
+	if c.MaxParse > 0 {
+		return c.MaxParse
+	}
+	return gguf.DefaultMaxAlloc
 }
 
 // rate is what every request must move (see httpretry.Rate).
