@@ -44,6 +44,11 @@ type Config struct {
 	// Runtime loads and unloads models; nil means /api/load and
 	// /api/unload answer 501.
 	Runtime Runtime
+	// MaxOpens bounds how many models Open reads at once (each read may
+	// take the header budget, 256 MiB); DefaultMaxOpens when 0. Results
+	// are kept by reference for a while, so a model asked for again is
+	// not read again.
+	MaxOpens int
 	// Token, when set, is required of every API request as
 	// "Authorization: Bearer TOKEN", and the Host header may then name any
 	// address: set it when the server listens beyond loopback. Empty
@@ -54,7 +59,8 @@ type Config struct {
 // server holds the configuration; it is read-only after New, so handlers
 // share it without locks.
 type server struct {
-	cfg Config
+	cfg    Config
+	opener *opener // nil when Config.Open is
 }
 
 // New returns the API and panel as one handler.
@@ -77,6 +83,9 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Lock = l
 	}
 	s := &server{cfg: cfg}
+	if cfg.Open != nil {
+		s.opener = newOpener(cfg.Open, cfg.MaxOpens)
+	}
 	panel, err := panelHandler()
 	if err != nil {
 		return nil, err
