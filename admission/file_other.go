@@ -15,3 +15,14 @@ func lockFile(*os.File) error   { return errNoFileLock }
 func unlockFile(*os.File) error { return nil }
 
 func processAlive(pid int) bool { return pid > 0 }
+
+func syncDir(string) error { return nil }
+
+// signalGroup can only kill where there are no POSIX signals.
+func signalGroup(pid, pgid int, kill bool) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}

@@ -30,16 +30,30 @@ type Ledger struct {
 	// Path is the shared bookings file; "" keeps them in memory.
 	Path string
 
+	// stage, when set, is called at each stage of a rewrite of the file
+	// (tests stop the process there).
+	stage func(string)
+
 	mu       sync.Mutex
 	seq      int
 	bookings []Booking // in memory, when Path is ""
 }
 
-// Booking is one admitted load as the ledger keeps it.
+// Booking is one admitted load as the ledger keeps it. It is held while
+// the headroom that made it or the llama-server it started runs: a
+// llama-server left by a headroom that was killed still holds its memory.
+// Each process is named by its id and its start time (zero where the
+// system does not say), since an id is reused once its process is gone.
 type Booking struct {
-	ID    string `json:"id"`
-	PID   int    `json:"pid"`
-	Model string `json:"model"`
+	ID       string `json:"id"`
+	PID      int    `json:"pid"`
+	PIDStart uint64 `json:"pid_start,omitempty"`
+	// ChildPID, ChildStart and ChildPGID are the llama-server the load
+	// started and its process group, once Attach recorded them.
+	ChildPID   int    `json:"child_pid,omitempty"`
+	ChildStart uint64 `json:"child_start,omitempty"`
+	ChildPGID  int    `json:"child_pgid,omitempty"`
+	Model      string `json:"model"`
 	// Need is what the load requires in each domain, in bytes.
 	Need map[string]int64 `json:"need"`
 	// Started says the load finished: a fresh snapshot shows its memory
@@ -109,7 +123,8 @@ func (l *Ledger) Admit(model string, r *plan.Result, fresh *hw.Snapshot) (*Ticke
 		l.seq++
 		// Two Ledgers of one process may share a file: the random part
 		// keeps their ids apart.
-		b := Booking{ID: fmt.Sprintf("%d.%d.%s", os.Getpid(), l.seq, rand.Text()[:6]), PID: os.Getpid(), Model: model, Need: need, Admitted: time.Now().UTC()}
+		b := Booking{ID: fmt.Sprintf("%d.%d.%s", os.Getpid(), l.seq, rand.Text()[:6]), PID: os.Getpid(), PIDStart: startTime(os.Getpid()),
+			Model: model, Need: need, Admitted: time.Now().UTC()}
 		t = &Ticket{Booking: b, Assessment: a, l: l}
 		return append(bs, b), nil
 	})
@@ -126,6 +141,24 @@ func (t *Ticket) Started() error {
 		for i := range bs {
 			if bs[i].ID == t.ID {
 				bs[i].Started = true
+			}
+		}
+		return bs, nil
+	})
+}
+
+// Attach records the llama-server started for this booking and its
+// process group (0 where there are none), so that the booking outlives a
+// headroom killed before it could stop the server.
+func (t *Ticket) Attach(pid, pgid int) error {
+	if pid <= 0 || pgid < 0 {
+		return fmt.Errorf("admission: attaching process %d (group %d) to booking %s: expected a positive id", pid, pgid, t.ID)
+	}
+	start := startTime(pid)
+	return t.l.update(func(bs []Booking) ([]Booking, error) {
+		for i := range bs {
+			if bs[i].ID == t.ID {
+				bs[i].ChildPID, bs[i].ChildStart, bs[i].ChildPGID = pid, start, pgid
 			}
 		}
 		return bs, nil
@@ -162,5 +195,9 @@ func (l *Ledger) update(f func([]Booking) ([]Booking, error)) error {
 		l.bookings = bs
 		return nil
 	}
-	return updateFile(l.Path, f)
+	stage := l.stage
+	if stage == nil {
+		stage = func(string) {}
+	}
+	return updateFile(l.Path, stage, f)
 }

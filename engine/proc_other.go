@@ -12,6 +12,9 @@ import (
 // Stop then reaches the child only.
 func setProcessGroup(*exec.Cmd) {}
 
+// processGroup is 0: there are no process groups.
+func processGroup(int) int { return 0 }
+
 // terminate has no gentle form without POSIX signals: the child is killed.
 func terminate(p *os.Process) error { return kill(p) }
 

@@ -12,9 +12,16 @@ import (
 // setProcessGroup puts the child in a process group of its own, so a
 // signal reaches everything it spawned and a Ctrl-C meant for headroom
 // (sent by the terminal to headroom's group) is left for Stop to handle.
+// Where the system allows, the child is also killed when headroom dies
+// (see dieWithParent), since a llama-server nobody can stop would hold
+// its memory with no booking left for it.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 }
+
+// processGroup is the group a child started by Start leads: its own id.
+func processGroup(pid int) int { return pid }
 
 func terminate(p *os.Process) error { return signalGroup(p, syscall.SIGTERM) }
 

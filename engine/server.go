@@ -242,6 +242,10 @@ func (s *Server) URL() string { return s.url }
 // PID is the child's process id.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 
+// ProcessGroup is the process group the child leads (its PID), or 0 where
+// the system has no process groups.
+func (s *Server) ProcessGroup() int { return processGroup(s.cmd.Process.Pid) }
+
 // Args are the arguments the child was started with, after the program.
 func (s *Server) Args() []string { return append([]string(nil), s.cmd.Args[1:]...) }
 

@@ -2,6 +2,8 @@ package gguf
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -20,7 +22,11 @@ func FuzzRead(f *testing.F) {
 	f.Add(deepArray(3))
 	f.Add([]byte("GGUF"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := ReadWith(bytes.NewReader(data), int64(len(data)), Options{MaxAlloc: 16 << 20})
+		budget := NewBudget(16 << 20)
+		file, err := ReadWith(bytes.NewReader(data), int64(len(data)), Options{Budget: budget})
+		if budget.Used() > budget.Limit() {
+			t.Fatalf("charged %d bytes against a bound of %d", budget.Used(), budget.Limit())
+		}
 		if err != nil {
 			if _, ok := err.(*FormatError); !ok {
 				t.Fatalf("error of type %T: %v", err, err)
@@ -39,7 +45,16 @@ func FuzzRead(f *testing.F) {
 		b.Version = file.Version
 		for _, kv := range file.Metadata {
 			_ = kv.Value.String()
-			_ = kv.Value.JSON(4)
+			// The JSON inspect prints: valid, and cut to its limits
+			// however long the values.
+			v, _ := kv.Value.JSONCut(4, 16)
+			out, err := json.Marshal(v)
+			if err != nil || !json.Valid(out) {
+				t.Fatalf("JSON of %q: %v", kv.Key, err)
+			}
+			if err := withinCut(v, 4, 16); err != nil {
+				t.Fatalf("JSON of %q: %v", kv.Key, err)
+			}
 			b.Set(kv.Key, kv.Value)
 		}
 		// Only the header: an accepted alignment may be as large as 2^31,
@@ -62,4 +77,26 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// withinCut checks that a value from JSONCut(maxArray, maxString) has no
+// longer array, and no longer string than the cut with its marker.
+func withinCut(v any, maxArray, maxString int) error {
+	const marker = len("… [cut: 18446744073709551615 bytes in all]")
+	switch x := v.(type) {
+	case string:
+		if len(x) > maxString+marker {
+			return fmt.Errorf("a string of %d bytes, over the cut of %d", len(x), maxString)
+		}
+	case []any:
+		if len(x) > maxArray {
+			return fmt.Errorf("an array of %d elements, over the cut of %d", len(x), maxArray)
+		}
+		for _, e := range x {
+			if err := withinCut(e, maxArray, maxString); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // DefaultMaxAlloc bounds the memory one Read may allocate for a header,
@@ -19,6 +21,9 @@ type Options struct {
 	// MaxAlloc bounds the bytes allocated for metadata and tensor
 	// descriptions (default DefaultMaxAlloc).
 	MaxAlloc int64
+	// Budget, when set, is charged instead of a fresh budget of MaxAlloc,
+	// so that the reader under the parse can charge its buffers to it.
+	Budget *Budget
 	// MaxArrayDepth bounds nested arrays (default 8).
 	MaxArrayDepth int
 }
@@ -40,7 +45,15 @@ func ReadWith(r io.ReaderAt, size int64, opt Options) (*File, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("gguf: file size %d is negative", size)
 	}
-	c := &cursor{r: r, size: size, budget: opt.MaxAlloc, maxDepth: opt.MaxArrayDepth}
+	b := opt.Budget
+	if b == nil {
+		b = NewBudget(opt.MaxAlloc)
+	}
+	c := &cursor{r: r, size: size, budget: b, maxDepth: opt.MaxArrayDepth}
+	// The staging buffer.
+	if err := c.charge(0, chunk); err != nil {
+		return nil, err
+	}
 	return c.parse()
 }
 
@@ -61,7 +74,7 @@ type cursor struct {
 	off      int64  // next byte to consume
 	buf      []byte // bytes of the file starting at bufOff
 	bufOff   int64
-	budget   int64
+	budget   *Budget
 	maxDepth int
 	field    string // what is being read, for errors
 }
@@ -75,10 +88,34 @@ func (c *cursor) remaining() int64 { return c.size - c.off }
 
 // charge takes n bytes from the allocation budget.
 func (c *cursor) charge(at int64, n int64) error {
-	if n > c.budget {
-		return c.fail(at, ErrLimit, "needs %d more bytes of memory, over the %d-byte allocation bound", n, c.budget)
+	if err := c.budget.Charge(n); err != nil {
+		return &FormatError{Offset: at, Field: c.field, Err: err}
 	}
-	c.budget -= n
+	return nil
+}
+
+// chargeMul charges count items of size bytes, refusing a product that
+// overflows.
+func (c *cursor) chargeMul(at int64, count uint64, size int64) error {
+	if count > uint64(math.MaxInt64/size) {
+		return c.fail(at, ErrLimit, "%d items of %d bytes overflow any memory bound", count, size)
+	}
+	return c.charge(at, int64(count)*size)
+}
+
+// copyTo fills dst with the next len(dst) bytes, through the staging
+// buffer a chunk at a time, so that a large value is read straight into
+// its final allocation rather than into a buffer of its size first.
+func (c *cursor) copyTo(dst []byte) error {
+	for len(dst) > 0 {
+		n := min(len(dst), chunk)
+		b, err := c.next(int64(n))
+		if err != nil {
+			return err
+		}
+		copy(dst, b)
+		dst = dst[n:]
+	}
 	return nil
 }
 
@@ -139,14 +176,28 @@ func (c *cursor) str() (string, error) {
 	if n > uint64(c.remaining()) {
 		return "", c.fail(at, ErrLimit, "string length %d is longer than the %d bytes left in the file", n, c.remaining())
 	}
-	if err := c.charge(at, int64(n)); err != nil {
+	if err := c.charge(at, int64(n)+smallAlloc); err != nil {
 		return "", err
 	}
-	b, err := c.next(int64(n))
-	if err != nil {
-		return "", err
+	if n <= chunk {
+		b, err := c.next(int64(n))
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
 	}
-	return string(b), nil
+	// A Builder grown once keeps its one allocation as the string.
+	var sb strings.Builder
+	sb.Grow(int(n))
+	for left := int64(n); left > 0; {
+		b, err := c.next(min(left, chunk))
+		if err != nil {
+			return "", err
+		}
+		sb.Write(b)
+		left -= int64(len(b))
+	}
+	return sb.String(), nil
 }
 
 func (c *cursor) parse() (*File, error) {
@@ -193,7 +244,7 @@ func (c *cursor) parse() (*File, error) {
 		return nil, c.fail(at, ErrLimit, "%d metadata entries cannot fit in the %d bytes left in the file", nKV, c.remaining())
 	}
 
-	if err := c.charge(at, int64(nKV)*int64(24+48)); err != nil { // KV struct and index entry
+	if err := c.chargeMul(at, nKV, kvCost); err != nil {
 		return nil, err
 	}
 	f.Metadata = make([]KV, 0, nKV)
@@ -297,10 +348,13 @@ func (c *cursor) array(depth int) (*ArrayValue, error) {
 	if n > uint64(c.remaining()/minElem) {
 		return nil, c.fail(countAt, ErrLimit, "array of %d %s elements cannot fit in the %d bytes left in the file", n, elem, c.remaining())
 	}
+	if err := c.charge(at, arrayCost); err != nil {
+		return nil, err
+	}
 	a := &ArrayValue{elem: elem, n: int(n)}
 	switch elem {
 	case String:
-		if err := c.charge(countAt, int64(n)*4); err != nil {
+		if err := c.chargeMul(countAt, n, 4); err != nil {
 			return nil, err
 		}
 		a.ends = make([]uint32, n)
@@ -313,19 +367,29 @@ func (c *cursor) array(depth int) (*ArrayValue, error) {
 			if ln > uint64(c.remaining()) {
 				return nil, c.fail(sAt, ErrLimit, "string %d of the array has length %d, longer than the %d bytes left in the file", i, ln, c.remaining())
 			}
-			if err := c.charge(sAt, int64(ln)); err != nil {
+			if uint64(len(a.blob))+ln > math.MaxUint32 {
+				return nil, c.fail(sAt, ErrLimit, "strings of the array exceed 4 GiB")
+			}
+			// The blob grows by doubling; every capacity it takes is
+			// charged, since the one it leaves is garbage not yet freed.
+			if need := len(a.blob) + int(ln); need > cap(a.blob) {
+				grown := max(need, 2*cap(a.blob), 4096)
+				if err := c.charge(sAt, int64(grown)); err != nil {
+					return nil, err
+				}
+				a.blob = slices.Grow(a.blob, grown-len(a.blob))
+			}
+			pos := len(a.blob)
+			a.blob = a.blob[:pos+int(ln)]
+			if err := c.copyTo(a.blob[pos:]); err != nil {
 				return nil, err
 			}
-			b, err := c.next(int64(ln))
-			if err != nil {
-				return nil, err
-			}
-			a.blob = append(a.blob, b...)
 			a.ends[i] = uint32(len(a.blob))
 		}
 		a.blob = a.blob[:len(a.blob):len(a.blob)]
 	case Array:
-		if err := c.charge(countAt, int64(n)*48); err != nil {
+		// Each element's slot here; each sub-array charges its own struct.
+		if err := c.chargeMul(countAt, n, valueCost); err != nil {
 			return nil, err
 		}
 		a.sub = make([]Value, n)
@@ -341,11 +405,10 @@ func (c *cursor) array(depth int) (*ArrayValue, error) {
 		if err := c.charge(countAt, total); err != nil {
 			return nil, err
 		}
-		b, err := c.next(total)
-		if err != nil {
+		a.raw = make([]byte, total)
+		if err := c.copyTo(a.raw); err != nil {
 			return nil, err
 		}
-		a.raw = append([]byte(nil), b...)
 		if elem == Bool {
 			for i, x := range a.raw {
 				if x > 1 {
@@ -358,7 +421,8 @@ func (c *cursor) array(depth int) (*ArrayValue, error) {
 }
 
 func (c *cursor) tensors(f *File, n uint64) error {
-	if err := c.charge(c.off, int64(n)*int64(64+4*8)); err != nil {
+	c.field = "tensor descriptions"
+	if err := c.chargeMul(c.off, n, tensorCost+shapeCost); err != nil {
 		return err
 	}
 	f.Tensors = make([]TensorInfo, n)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ValueType is the type tag of a GGUF metadata value (enum gguf_type).
@@ -365,6 +366,53 @@ func (v Value) String() string {
 // string, or a slice. Arrays longer than maxArray are cut to their first
 // maxArray elements (maxArray < 0 keeps all).
 func (v Value) JSON(maxArray int) any {
+	out, _ := v.JSONCut(maxArray, -1)
+	return out
+}
+
+// JSONCut is JSON with strings longer than maxString bytes cut too, at a
+// character boundary and marked with how long they were; cut reports
+// whether any array or string was shortened. A negative maxString keeps
+// strings whole. A header may hold a 250 MiB string, which printed whole
+// (and escaped) would take gigabytes.
+func (v Value) JSONCut(maxArray, maxString int) (out any, cut bool) {
+	switch v.typ {
+	case String:
+		return cutString(v.str, maxString)
+	case Array:
+		if v.arr == nil {
+			return []any{}, false
+		}
+		n := v.arr.n
+		if maxArray >= 0 && n > maxArray {
+			n, cut = maxArray, true
+		}
+		list := make([]any, n)
+		for i := range list {
+			var c bool
+			list[i], c = v.arr.Index(i).JSONCut(maxArray, maxString)
+			cut = cut || c
+		}
+		return list, cut
+	}
+	return v.scalarJSON(), false
+}
+
+// cutString shortens s to at most max bytes of whole characters, and says
+// so in what it returns.
+func cutString(s string, max int) (string, bool) {
+	if max < 0 || len(s) <= max {
+		return s, false
+	}
+	k := max
+	for k > 0 && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	return s[:k] + fmt.Sprintf("… [cut: %d bytes in all]", len(s)), true
+}
+
+// scalarJSON is the JSON of a value that is neither a string nor an array.
+func (v Value) scalarJSON() any {
 	switch v.typ {
 	case String:
 		return v.str
@@ -385,19 +433,6 @@ func (v Value) JSON(maxArray int) any {
 		return int64(v.bits)
 	case Uint8, Uint16, Uint32, Uint64:
 		return v.bits
-	case Array:
-		if v.arr == nil {
-			return []any{}
-		}
-		n := v.arr.n
-		if maxArray >= 0 && n > maxArray {
-			n = maxArray
-		}
-		out := make([]any, n)
-		for i := range out {
-			out[i] = v.arr.Index(i).JSON(maxArray)
-		}
-		return out
 	}
 	return nil
 }

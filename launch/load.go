@@ -86,6 +86,15 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	if ledger == nil {
 		ledger = &admission.Ledger{}
 	}
+	// A llama-server whose headroom was killed holds memory nobody can
+	// give back; end it before judging this load beside it.
+	if reaped, err := ledger.Reap(ctx, engine.DefaultGrace); err != nil {
+		d.say(string(engine.StateLoading), "%v", err)
+	} else {
+		for _, b := range reaped {
+			d.say(string(engine.StateLoading), "stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed", b.ChildPID, b.Model, b.PID)
+		}
+	}
 	t, err := ledger.Admit(a.Model.Ref, r, fresh)
 	if err != nil {
 		return nil, err
@@ -104,6 +113,13 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	})
 	if err != nil {
 		return nil, errors.Join(err, t.Release())
+	}
+	// From here the booking names the server too: it stays while the
+	// server runs, even if this process is killed.
+	if err := t.Attach(srv.PID(), srv.ProcessGroup()); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, srv.Stop(stopCtx), t.Release())
 	}
 	timeout := o.ReadyTimeout
 	if timeout <= 0 {

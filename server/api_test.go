@@ -126,7 +126,7 @@ func TestErrors(t *testing.T) {
 			if tt.body != "" || tt.method == "POST" {
 				body = bytes.NewReader([]byte(tt.body))
 			}
-			req, err := http.NewRequest(tt.method, "http://headroom.test"+tt.target, nil)
+			req, err := http.NewRequest(tt.method, "http://127.0.0.1:8787"+tt.target, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

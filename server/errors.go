@@ -39,6 +39,8 @@ func errorType(status int) string {
 		return "not_found"
 	case status == http.StatusConflict:
 		return "conflict"
+	case status == http.StatusUnauthorized:
+		return "unauthorized"
 	case status == http.StatusForbidden:
 		return "forbidden"
 	case status == http.StatusNotImplemented:

@@ -128,6 +128,7 @@ func newTestHandler(t *testing.T, with func(*Config)) http.Handler {
 func do(t *testing.T, h http.Handler, method, target, contentType string, body io.Reader) (int, http.Header, []byte) {
 	t.Helper()
 	req := httptest.NewRequest(method, target, body)
+	req.Host = "127.0.0.1:8787" // the guard refuses httptest's example.com
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

@@ -64,7 +64,7 @@ func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
 	if s.cfg.Open == nil {
 		return nil, notFound("model %q is not a catalog variant (ENTRY/QUANT, as /v1/models lists them), and this server opens no other models", ref)
 	}
-	m, err := s.cfg.Open(ctx, ref)
+	m, err := s.opener.get(ctx, ref)
 	switch {
 	case err != nil && arch.IsIncompatible(err):
 		return &resolved{archErr: err, artifact: artifact{Ref: ref, Files: []source.ArtifactFile{}}}, nil

@@ -27,7 +27,9 @@ type devtools struct {
 	session string
 }
 
-func startDevtools(t *testing.T, bin string) *devtools {
+// startDevtools starts the browser with extra flags added to the usual
+// headless ones.
+func startDevtools(t *testing.T, bin string, extra ...string) *devtools {
 	t.Helper()
 	toBrowser, in, err := os.Pipe()
 	if err != nil {
@@ -43,9 +45,10 @@ func startDevtools(t *testing.T, bin string) *devtools {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+profile, "--window-size=1280,1100", "--remote-debugging-pipe", "about:blank")
+		"--user-data-dir=" + profile, "--window-size=1280,1100", "--remote-debugging-pipe"}, extra...)
+	cmd := exec.Command(bin, append(args, "about:blank")...)
 	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser} // fd 3 and fd 4
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -131,6 +134,30 @@ func (d *devtools) call(ctx context.Context, method string, params any) (json.Ra
 	}
 }
 
+// open opens url in a new page and sends later commands to it.
+func (d *devtools) open(ctx context.Context, url string) error {
+	r, err := d.call(ctx, "Target.createTarget", map[string]any{"url": url})
+	if err != nil {
+		return err
+	}
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	json.Unmarshal(r, &target)
+	r, err = d.call(ctx, "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true})
+	if err != nil {
+		return err
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	json.Unmarshal(r, &att)
+	d.mu.Lock()
+	d.session = att.SessionID
+	d.mu.Unlock()
+	return nil
+}
+
 // eval runs a script in the page and returns its value as JSON.
 func (d *devtools) eval(ctx context.Context, script string) (json.RawMessage, error) {
 	r, err := d.call(ctx, "Runtime.evaluate", map[string]any{"expression": script, "returnByValue": true, "awaitPromise": true})
@@ -181,25 +208,9 @@ func TestPanelReplansLive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	d := startDevtools(t, bin)
-	r, err := d.call(ctx, "Target.createTarget", map[string]any{"url": srv.URL + "/?machine=rtx-4090&model=qwen3-8b/Q4_K_M"})
-	if err != nil {
+	if err := d.open(ctx, srv.URL+"/?machine=rtx-4090&model=qwen3-8b/Q4_K_M"); err != nil {
 		t.Fatal(err)
 	}
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	json.Unmarshal(r, &target)
-	r, err = d.call(ctx, "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	json.Unmarshal(r, &att)
-	d.mu.Lock()
-	d.session = att.SessionID
-	d.mu.Unlock()
 	// Chromium may still be swapping about:blank for the panel when the
 	// first evaluation runs, so wait for the panel's own element as well as
 	// its ready mark, in one expression against one document.

@@ -35,14 +35,14 @@ func TestRuntime(t *testing.T) {
 		t.Errorf("instances: status %d, %+v, want i1", status, list)
 	}
 
-	status, _, body = do(t, h, "POST", "/api/unload", "", strings.NewReader(`{"id":"i1"}`))
+	status, _, body = do(t, h, "POST", "/api/unload", "application/json", strings.NewReader(`{"id":"i1"}`))
 	if status != 200 || !strings.Contains(string(body), `"unloaded"`) {
 		t.Errorf("unload: status %d: %s", status, body)
 	}
 	if n := len(rt.Instances()); n != 0 {
 		t.Errorf("%d instances after unloading, want 0", n)
 	}
-	status, _, body = do(t, h, "POST", "/api/unload", "", strings.NewReader(`{"id":"i1"}`))
+	status, _, body = do(t, h, "POST", "/api/unload", "application/json", strings.NewReader(`{"id":"i1"}`))
 	if status != 404 {
 		t.Errorf("second unload: status %d, want 404: %s", status, body)
 	}

@@ -44,12 +44,23 @@ type Config struct {
 	// Runtime loads and unloads models; nil means /api/load and
 	// /api/unload answer 501.
 	Runtime Runtime
+	// MaxOpens bounds how many models Open reads at once (each read may
+	// take the header budget, 256 MiB); DefaultMaxOpens when 0. Results
+	// are kept by reference for a while, so a model asked for again is
+	// not read again.
+	MaxOpens int
+	// Token, when set, is required of every API request as
+	// "Authorization: Bearer TOKEN", and the Host header may then name any
+	// address: set it when the server listens beyond loopback. Empty
+	// means loopback only: Host must name 127.0.0.1, localhost or [::1].
+	Token string
 }
 
 // server holds the configuration; it is read-only after New, so handlers
 // share it without locks.
 type server struct {
-	cfg Config
+	cfg    Config
+	opener *opener // nil when Config.Open is
 }
 
 // New returns the API and panel as one handler.
@@ -72,6 +83,9 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Lock = l
 	}
 	s := &server{cfg: cfg}
+	if cfg.Open != nil {
+		s.opener = newOpener(cfg.Open, cfg.MaxOpens)
+	}
 	panel, err := panelHandler()
 	if err != nil {
 		return nil, err
@@ -92,7 +106,7 @@ func New(cfg Config) (http.Handler, error) {
 		}))
 	}
 	mux.Handle("/", panel)
-	return mux, nil
+	return s.guard(mux), nil
 }
 
 // handlerFunc is a handler that returns its failure; serving writes it as
@@ -106,7 +120,8 @@ func (h handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // route accepts one method (GET also answers HEAD, as net/http does) and
-// answers any other with 405 and the Allow header.
+// answers any other with 405 and the Allow header. Every route that is not
+// GET changes state, and takes application/json only (see guard).
 func route(method string, h handlerFunc) http.Handler {
 	allow := method
 	if method == http.MethodGet {
@@ -117,6 +132,11 @@ func route(method string, h handlerFunc) http.Handler {
 			w.Header().Set("Allow", allow)
 			return &apiError{status: http.StatusMethodNotAllowed,
 				msg: fmt.Sprintf("%s %s: want %s, got %s", r.Method, r.URL.Path, strings.ReplaceAll(allow, ", ", " or "), r.Method)}
+		}
+		if method != http.MethodGet {
+			if err := checkJSON(r); err != nil {
+				return err
+			}
 		}
 		return h(w, r)
 	})

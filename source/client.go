@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/internal/httpretry"
 )
 
 // Defaults for NewClient.
@@ -21,7 +22,11 @@ const (
 	DefaultMaxHeader   = 256 << 20
 	DefaultAttempts    = 3
 	DefaultBackoff     = 500 * time.Millisecond
-	DefaultTimeout     = 30 * time.Second
+	DefaultTimeout     = httpretry.DefaultWindow
+	DefaultMinBytes    = httpretry.DefaultMinBytes
+	// DefaultDeadline bounds a whole Open: 256 MiB of headers at the
+	// slowest rate allowed would take hours, and no header read should.
+	DefaultDeadline = 10 * time.Minute
 )
 
 // parallelFiles bounds how many shards of a split model are read at once.
@@ -45,12 +50,23 @@ type Client struct {
 	InitialRead int64
 	// MaxHeader bounds how many header bytes are fetched per file.
 	MaxHeader int64
+	// MaxParse bounds the heap one file's header may take, the bytes
+	// buffered to parse it included (gguf.DefaultMaxAlloc when 0).
+	MaxParse int64
 	// Attempts is how many times a request is tried before giving up.
 	Attempts int
 	// Backoff is the wait before the first retry; it doubles each time.
 	Backoff time.Duration
-	// Timeout is how long a request may go without receiving anything.
+	// Timeout is the window in which each request must receive MinBytes
+	// (waiting for the answer included); a server trickling bytes is cut
+	// off after one window, not held on to forever.
 	Timeout time.Duration
+	// MinBytes is what each request must receive in every window of
+	// Timeout (until it is complete).
+	MinBytes int64
+	// Deadline bounds a whole Open, retries included, and every request of
+	// a RangeReader from OpenRange until its Close.
+	Deadline time.Duration
 	// Offline reads Hugging Face models from the cache only, never asking
 	// the network (HF_HUB_OFFLINE=1).
 	Offline bool
@@ -81,6 +97,8 @@ func NewClient(getenv func(string) string) *Client {
 		Attempts:    DefaultAttempts,
 		Backoff:     DefaultBackoff,
 		Timeout:     DefaultTimeout,
+		MinBytes:    DefaultMinBytes,
+		Deadline:    DefaultDeadline,
 	}
 	if e := strings.TrimSpace(getenv("HF_ENDPOINT")); e != "" {
 		c.Endpoint = strings.TrimRight(e, "/")
@@ -173,14 +191,41 @@ func (c *Client) newOp() (*op, error) {
 		base = http.DefaultTransport
 	}
 	hc.Transport = &authTransport{base: base, origin: origin(ep), token: string(c.Token)}
+	// Loops and other schemes are refused as permanent errors, so that no
+	// retry repeats them.
+	own := hc.CheckRedirect
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if err := httpretry.CheckRedirect(req, via); err != nil {
+			return err
+		}
+		if own != nil {
+			return own(req, via)
+		}
+		return nil
+	}
 	return &op{c: c, hc: &hc, endpoint: ep}, nil
 }
 
-func (c *Client) timeout() time.Duration {
-	if c.Timeout <= 0 {
-		return DefaultTimeout
+// parseBudget is the heap one remote header's read and parse may take.
+func (c *Client) parseBudget() int64 {
+	if c.MaxParse > 0 {
+		return c.MaxParse
 	}
-	return c.Timeout
+	return gguf.DefaultMaxAlloc
+}
+
+// rate is what every request must move (see httpretry.Rate).
+func (c *Client) rate() httpretry.Rate {
+	return httpretry.Rate{MinBytes: c.MinBytes, Window: c.Timeout}
+}
+
+// withDeadline bounds ctx by the client's Deadline.
+func (c *Client) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := c.Deadline
+	if d <= 0 {
+		d = DefaultDeadline
+	}
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: not finished within %v (Client.Deadline)", ErrTimeout, d))
 }
 
 // Secret is a credential. It prints as [REDACTED], so that logging a
@@ -255,6 +300,8 @@ func (c *Client) OpenRef(ctx context.Context, r Ref) (*Header, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := c.withDeadline(ctx)
+	defer cancel()
 	var h *Header
 	switch r.Kind {
 	case KindLocal:
@@ -286,8 +333,14 @@ func (c *Client) OpenRange(ctx context.Context, rawURL string) (*RangeReader, er
 		return nil, fmt.Errorf("%q: expected a URL: %w", redactURL(rawURL), err)
 	}
 	repo, _, _, hub := o.hubFile(u)
+	ctx, cancel := c.withDeadline(ctx)
 	r, err := o.openRange(ctx, rawURL, repo, hub || origin(u) == origin(o.endpoint))
-	return r, c.redactErr(err)
+	if err != nil {
+		cancel()
+		return nil, c.redactErr(err)
+	}
+	r.release = cancel
+	return r, nil
 }
 
 // redactedError hides the token in a message while keeping the chain for

@@ -20,7 +20,8 @@ var (
 	// ErrNoRangeSupport means a server answered a range request with the
 	// whole file or without saying which bytes it sent.
 	ErrNoRangeSupport = errors.New("server does not support range requests")
-	// ErrTimeout means a server sent nothing for the per-request timeout.
+	// ErrTimeout means a server sent less than Client.MinBytes in a
+	// window of Client.Timeout, or an Open outlasted Client.Deadline.
 	ErrTimeout = errors.New("timed out")
 	// ErrHeaderTooLarge means a header runs past Client.MaxHeader bytes.
 	ErrHeaderTooLarge = errors.New("header too large")
@@ -96,43 +97,18 @@ func origin(u *url.URL) string {
 	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
-// watchdog cancels a request's context when no progress was made for d:
-// response headers or body bytes. A fixed deadline would instead cut off a
-// slow but healthy stream.
-type watchdog struct {
-	d      time.Duration
-	timer  *time.Timer
-	cancel context.CancelCauseFunc
-}
-
-func newWatchdog(parent context.Context, d time.Duration) (context.Context, *watchdog) {
-	ctx, cancel := context.WithCancelCause(parent)
-	w := &watchdog{d: d, cancel: cancel}
-	w.timer = time.AfterFunc(d, func() {
-		cancel(fmt.Errorf("%w: the server sent nothing for %v", ErrTimeout, d))
-	})
-	return ctx, w
-}
-
-func (w *watchdog) kick() { w.timer.Reset(w.d) }
-
-func (w *watchdog) stop() {
-	w.timer.Stop()
-	w.cancel(nil)
-}
-
-// watchedBody keeps a response's watchdog alive while bytes arrive and
-// stops it on Close.
+// watchedBody counts a response's bytes for its rate guard and stops the
+// guard on Close.
 type watchedBody struct {
 	io.ReadCloser
 	ctx context.Context
-	w   *watchdog
+	g   *httpretry.Guard
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
-		b.w.kick()
+		b.g.Add(n)
 	}
 	if err != nil && err != io.EOF {
 		if cause := context.Cause(b.ctx); errors.Is(cause, ErrTimeout) {
@@ -144,7 +120,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 
 func (b *watchedBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.w.stop()
+	b.g.Stop()
 	return err
 }
 
@@ -158,9 +134,10 @@ type request struct {
 }
 
 // send issues a GET, retrying transient failures (connection errors,
-// timeouts, 408, 429 and 5xx) with exponential backoff. The response
-// returned has any status; its body keeps the per-request timeout alive
-// while it is read and must be closed.
+// timeouts, 408, 429 and 5xx) with exponential backoff; a redirect loop, a
+// redirect to another scheme and a certificate error are final. The
+// response returned has any status; its body is held to the client's
+// minimum rate while it is read and must be closed.
 func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 	attempts := max(o.c.Attempts, 1)
 	what := "GET " + rq.shown
@@ -171,10 +148,10 @@ func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, context.Cause(ctx))
 		}
-		actx, wd := newWatchdog(ctx, o.c.timeout())
+		actx, wd := o.c.rate().Watch(ctx, func(e error) error { return fmt.Errorf("%w: %w", ErrTimeout, e) })
 		req, err := http.NewRequestWithContext(actx, http.MethodGet, rq.url, nil)
 		if err != nil {
-			wd.stop()
+			wd.Stop()
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		for k, v := range rq.header {
@@ -188,13 +165,13 @@ func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 		var wait time.Duration
 		switch {
 		case err != nil:
-			wd.stop()
+			wd.Stop()
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%s: %w", what, context.Cause(ctx))
 			}
 			err = transportError(actx, err)
 			var cert *tls.CertificateVerificationError
-			if errors.As(err, &cert) || attempt >= attempts {
+			if errors.As(err, &cert) || httpretry.IsPermanent(err) || attempt >= attempts {
 				return nil, fmt.Errorf("%s: gave up after %d attempt(s): %w", what, attempt, err)
 			}
 			o.logf("%s failed (%v); retrying", what, err)
@@ -202,7 +179,7 @@ func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 			ra, hasRA := httpretry.RetryAfter(resp.Header.Get("Retry-After"))
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
-			wd.stop()
+			wd.Stop()
 			status := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 			if hasRA && ra > maxRetryAfter {
 				return nil, fmt.Errorf("%s: the server answered %s and asked to retry after %v; try again later", what, status, ra)
@@ -213,8 +190,7 @@ func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 			wait = ra
 			o.logf("%s answered %s; retrying", what, status)
 		default:
-			wd.kick()
-			resp.Body = &watchedBody{ReadCloser: resp.Body, ctx: actx, w: wd}
+			resp.Body = &watchedBody{ReadCloser: resp.Body, ctx: actx, g: wd}
 			return resp, nil
 		}
 		if err := httpretry.Sleep(ctx, max(wait, o.c.backoff(attempt))); err != nil {

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -111,6 +112,9 @@ func (o *op) fetchListing(ctx context.Context, repo, rev string) (*listing, erro
 	var info revisionInfo
 	dec := json.NewDecoder(io.LimitReader(resp.Body, maxListing))
 	if err := dec.Decode(&info); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("GET %s: expected the Hub's JSON description of the revision within %d MiB, found it longer or cut short: %w", u, maxListing>>20, err)
+		}
 		return nil, fmt.Errorf("GET %s: expected the Hub's JSON description of the revision: %w", u, err)
 	}
 	if !isCommit(info.SHA) {
@@ -122,6 +126,12 @@ func (o *op) fetchListing(ctx context.Context, repo, rev string) (*listing, erro
 	}
 	for _, s := range info.Siblings {
 		if s.RFilename == "" {
+			continue
+		}
+		// A name that could climb out of the repository ("../x") is never
+		// requested, whatever command reads the listing.
+		if why := checkRepoPath(s.RFilename); why != "" {
+			o.logf("%s@%s: ignoring a listed file: %s", repo, rev, why)
 			continue
 		}
 		f := listedFile{Path: s.RFilename, Size: -1}

@@ -226,7 +226,12 @@ func (o *op) readRemote(ctx context.Context, rf remoteFile) (*gguf.File, error) 
 	if err != nil {
 		return nil, err
 	}
-	f, err := gguf.Read(rr, rr.Size())
+	// One bound for the bytes the reader buffers and what the parser
+	// keeps: a parse held to 256 MiB could otherwise sit on 256 MiB more
+	// of buffered header.
+	budget := gguf.NewBudget(o.c.parseBudget())
+	rr.budget = budget
+	f, err := gguf.ReadWith(rr, rr.Size(), gguf.Options{Budget: budget})
 	rr.Close()
 	o.mu.Lock()
 	o.stats.RangeRequests += rr.Requests()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/internal/httpretry"
 )
 
@@ -46,6 +47,12 @@ type RangeReader struct {
 	resumes  int
 	closed   bool
 	err      error // sticky: once a read failed, all later reads fail
+	// release ends the deadline OpenRange put on ctx.
+	release func()
+	// budget, when set, is charged for every buffer the reader takes, so
+	// that what it holds and what the parser above it keeps share one
+	// bound.
+	budget *gguf.Budget
 }
 
 // openRange sends the first request, which also tells the file's size.
@@ -115,15 +122,24 @@ func (r *RangeReader) Close() error {
 	defer r.mu.Unlock()
 	r.closeBody()
 	r.closed = true
+	if r.release != nil {
+		r.release()
+	}
 	return nil
 }
 
-// prefix returns a copy of the first n bytes fetched, or all of them if
-// fewer were.
+// prefix returns the first n bytes fetched, or all of them if fewer were.
+// After Close the buffer never changes, so the bytes are shared rather
+// than copied (a copy would double a large header's cost); callers must
+// not modify them.
 func (r *RangeReader) prefix(n int64) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.buf[:min(n, int64(len(r.buf)))])
+	b := r.buf[:min(n, int64(len(r.buf)))]
+	if !r.closed {
+		b = slices.Clone(b)
+	}
+	return b
 }
 
 func (r *RangeReader) closeBody() {
@@ -157,7 +173,11 @@ func (r *RangeReader) fill(end int64) error {
 		}
 		pos := int64(len(r.buf))
 		want := min(end, r.bodyEnd) - pos
-		r.buf = slices.Grow(r.buf, int(want))
+		if err := r.grow(pos + want); err != nil {
+			r.closeBody()
+			r.err = err
+			return err
+		}
 		n, err := io.ReadFull(r.body, r.buf[pos:pos+want])
 		r.buf = r.buf[:pos+int64(n)]
 		r.fetched += int64(n)
@@ -184,6 +204,24 @@ func (r *RangeReader) fill(end int64) error {
 			return r.err
 		}
 	}
+	return nil
+}
+
+// grow makes room for the first need bytes of the file: doubling, so that
+// a header read in many small steps is copied few times, but never past
+// the header limit or the file. Every capacity taken is charged to the
+// budget; the one left behind is garbage not yet collected.
+func (r *RangeReader) grow(need int64) error {
+	if need <= int64(cap(r.buf)) {
+		return nil
+	}
+	grown := max(min(2*int64(cap(r.buf)), r.limit, r.size), need)
+	if r.budget != nil {
+		if err := r.budget.Charge(grown); err != nil {
+			return fmt.Errorf("%s: buffering the header: %w", r.shown, err)
+		}
+	}
+	r.buf = slices.Grow(r.buf, int(grown)-len(r.buf))
 	return nil
 }
 

@@ -354,7 +354,7 @@ func TestTimeouts(t *testing.T) {
 			c.Attempts = 2
 			start := time.Now()
 			_, err := c.Open(context.Background(), s.URL+"/f.gguf")
-			if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "sent nothing for 50ms") {
+			if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "in every 50ms") {
 				t.Errorf("error %v, want ErrTimeout", err)
 			}
 			if d := time.Since(start); d > 2*time.Second {

@@ -194,6 +194,13 @@ func checkRepoFile(p string) string {
 	if !strings.HasSuffix(strings.ToLower(p), ".gguf") {
 		return fmt.Sprintf("the file %q in the repository should end in .gguf", p)
 	}
+	return checkRepoPath(p)
+}
+
+// checkRepoPath is the rule every file name from the Hub or from the user
+// meets before any request names it: a relative path of plain segments,
+// which no URL resolution can move out of the repository.
+func checkRepoPath(p string) string {
 	if strings.ContainsFunc(p, func(c rune) bool { return c < ' ' || c == 0x7f || c == '\\' }) {
 		return fmt.Sprintf("the file %q contains control characters or '\\'", p)
 	}

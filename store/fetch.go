@@ -39,11 +39,13 @@ type transient struct {
 func (t *transient) Error() string { return t.err.Error() }
 func (t *transient) Unwrap() error { return t.err }
 
-// stalled is why an attempt was cancelled when nothing arrived for d. A
-// fixed deadline would instead cut off a slow but healthy download.
-type stalled struct{ d time.Duration }
+// stalled is why an attempt was cancelled: less than the store's minimum
+// arrived in a window. A per-byte watchdog would let a server that
+// trickles a byte at a time hold the download forever; a fixed deadline
+// alone would cut off a slow but healthy one.
+type stalled struct{ slow *httpretry.TooSlow }
 
-func (e *stalled) Error() string { return fmt.Sprintf("received nothing for %v", e.d) }
+func (e *stalled) Error() string { return "too slow: " + e.slow.Error() }
 
 // dl is the state of one file's download.
 type dl struct {
@@ -177,6 +179,12 @@ func (s *Store) resume(ctx context.Context, d *dl) error {
 // failures with a doubling wait.
 func (s *Store) fetch(ctx context.Context, d *dl) error {
 	attempts := max(s.Attempts, 1)
+	deadline := s.Deadline
+	if deadline <= 0 {
+		deadline = DefaultDeadline
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, deadline, fmt.Errorf("not finished within %v (Store.Deadline)", deadline))
+	defer cancel()
 	// best is the furthest the part has got; only going beyond it counts
 	// as progress, so a server that drops every connection and cannot
 	// resume still runs out of attempts.
@@ -193,7 +201,10 @@ func (s *Store) fetch(ctx context.Context, d *dl) error {
 		if !errors.As(err, &t) {
 			return err
 		}
-		if d.n > best {
+		// A stalled attempt moved too little to count as progress, or a
+		// trickling server would get a fresh count of attempts forever.
+		var st *stalled
+		if d.n > best && !errors.As(err, &st) {
 			best, fails = d.n, 0
 		}
 		fails++
@@ -213,13 +224,11 @@ func (s *Store) fetch(ctx context.Context, d *dl) error {
 // attempt sends one request from the current offset and appends what
 // arrives to the part.
 func (s *Store) attempt(ctx context.Context, d *dl) error {
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	watch := time.AfterFunc(timeout, func() { cancel(&stalled{timeout}) })
+	rate := httpretry.Rate{MinBytes: s.MinBytes, Window: s.Timeout}
+	actx, watch := rate.Watch(ctx, func(e error) error {
+		slow, _ := e.(*httpretry.TooSlow)
+		return &stalled{slow}
+	})
 	defer watch.Stop()
 
 	req, err := http.NewRequestWithContext(actx, http.MethodGet, d.j.file.URL, nil)
@@ -240,7 +249,7 @@ func (s *Store) attempt(ctx context.Context, d *dl) error {
 	}
 	hc := s.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = &http.Client{CheckRedirect: httpretry.CheckRedirect}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -250,14 +259,13 @@ func (s *Store) attempt(ctx context.Context, d *dl) error {
 	if complete, err := s.accept(d, resp); err != nil || complete {
 		return err
 	}
-	watch.Reset(timeout)
 	d.rep.download(d.n, d.total, d.resumed)
 
 	buf := make([]byte, copyBuffer)
 	for {
 		k, rerr := resp.Body.Read(buf)
 		if k > 0 {
-			watch.Reset(timeout)
+			watch.Add(k)
 			if d.j.file.Size >= 0 && d.n+int64(k) > d.j.file.Size {
 				return &SizeError{File: d.j.file.Name, Want: d.j.file.Size, Got: d.n + int64(k)}
 			}
@@ -378,7 +386,7 @@ func (d *dl) netError(ctx, actx context.Context, err error) error {
 		err = ue.Err
 	}
 	var cert *tls.CertificateVerificationError
-	if errors.As(err, &cert) {
+	if errors.As(err, &cert) || httpretry.IsPermanent(err) {
 		return fmt.Errorf("downloading %s from %s: %w", d.j.file.Name, redactURL(d.j.file.URL), err)
 	}
 	return &transient{err: err}

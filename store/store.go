@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/headroom-llm/headroom/internal/httpretry"
 )
 
 // Defaults that Open puts into a new Store.
@@ -19,6 +21,11 @@ const (
 	DefaultAttempts = 5
 	DefaultBackoff  = time.Second
 	DefaultTimeout  = 60 * time.Second
+	// DefaultMinBytes must arrive in every window of Timeout.
+	DefaultMinBytes = httpretry.DefaultMinBytes
+	// DefaultDeadline bounds one file's download, retries included: a
+	// 100 GB model at 2 MB/s takes 14 hours.
+	DefaultDeadline = 24 * time.Hour
 	// DefaultReserve is kept free on the store's disk after a pull, so
 	// that filling it with weights does not starve the rest of the system
 	// (logs, llama-server's own files, the next temporary file).
@@ -42,9 +49,14 @@ type Store struct {
 	Attempts int
 	// Backoff is the wait before the first retry; it doubles each time.
 	Backoff time.Duration
-	// Timeout is how long a download may receive nothing before it is
-	// retried.
+	// Timeout is the window in which a download must receive MinBytes
+	// (waiting for the answer included) before the attempt is given up
+	// and retried; a stalled attempt does not count as progress.
 	Timeout time.Duration
+	// MinBytes is what must arrive in every window of Timeout.
+	MinBytes int64
+	// Deadline bounds one file's download, every attempt included.
+	Deadline time.Duration
 	// Progress, if set, is told about each file: at most about ten times
 	// a second and once when the file is done. Concurrent Pulls on one
 	// Store call it concurrently.
@@ -126,6 +138,8 @@ func Open(root string) (*Store, error) {
 		Attempts: DefaultAttempts,
 		Backoff:  DefaultBackoff,
 		Timeout:  DefaultTimeout,
+		MinBytes: DefaultMinBytes,
+		Deadline: DefaultDeadline,
 		Reserve:  DefaultReserve,
 		Free:     FreeBytes,
 	}

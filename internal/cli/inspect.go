@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -32,7 +33,7 @@ Examples:
   headroom inspect model-00001-of-00003.gguf --tensors`)
 	asJSON := fs.Bool("json", false, "print everything as one JSON object")
 	tensors := fs.Bool("tensors", false, "list every tensor with shape, type, bytes and offset")
-	full := fs.Bool("full", false, "with --json, print metadata arrays whole (a vocabulary can be 10 MiB)")
+	full := fs.Bool("full", false, "with --json, print metadata arrays and strings whole (a vocabulary can be 10 MiB, a hostile string 250 MiB)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	ref, err := fs.parseModel(args)
 	if err != nil {
@@ -43,13 +44,13 @@ Examples:
 		return err
 	}
 	if *asJSON {
-		maxArray := jsonArrayLimit
+		maxArray, maxString := jsonArrayLimit, jsonStringLimit
 		if *full {
-			maxArray = -1
+			maxArray, maxString = -1, -1
 		}
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(inspectReport(h, maxArray))
+		return enc.Encode(inspectReport(h, maxArray, maxString))
 	}
 	printInspect(env.Stdout, h, *tensors)
 	return nil
@@ -65,8 +66,15 @@ func openModel(ctx context.Context, env Env, ref string, quiet bool) (*source.He
 	return client.Open(ctx, ref)
 }
 
-// jsonArrayLimit cuts long metadata arrays in JSON output unless --full.
-const jsonArrayLimit = 64
+// jsonArrayLimit and jsonStringLimit cut long metadata arrays and strings
+// (bytes) in JSON output unless --full; the row says when it was cut.
+const (
+	jsonArrayLimit  = 64
+	jsonStringLimit = 4096
+)
+
+// textStringLimit cuts strings in the text output.
+const textStringLimit = 200
 
 type typeRow struct {
 	Type     string  `json:"type"`
@@ -112,7 +120,7 @@ type report struct {
 	Fetch        source.Stats     `json:"fetch"`
 }
 
-func inspectReport(h *source.Header, maxArray int) report {
+func inspectReport(h *source.Header, maxArray, maxString int) report {
 	m := h.Model
 	first := m.Files[0]
 	r := report{
@@ -131,6 +139,8 @@ func inspectReport(h *source.Header, maxArray int) report {
 		Tensors:      []tensorRow{},
 	}
 	r.Name, _ = m.Str("general.name")
+	// Both are strings from the header, and may be as long as any.
+	r.Name, r.Architecture = cutText(r.Name, maxString), cutText(r.Architecture, maxString)
 	if ft, ok := m.Uint("general.file_type"); ok {
 		r.FileType = gguf.FileTypeName(uint32(ft))
 	}
@@ -142,12 +152,15 @@ func inspectReport(h *source.Header, maxArray int) report {
 			Bytes: ts.Bytes, Share: share(ts.Bytes, r.TensorBytes)})
 	}
 	for _, kv := range first.Metadata {
-		row := metaRow{Key: kv.Key, Type: kv.Value.Type().String(), Value: kv.Value.JSON(maxArray)}
+		v, cut := kv.Value.JSONCut(maxArray, maxString)
+		row := metaRow{Key: kv.Key, Type: kv.Value.Type().String(), Value: v, Cut: cut}
 		if a, ok := kv.Value.AsArray(); ok {
 			n := a.Len()
 			row.Len = &n
 			row.Type = "array[" + a.Elem().String() + "]"
-			row.Cut = maxArray >= 0 && n > maxArray
+		} else if str, ok := kv.Value.AsString(); ok && cut {
+			n := len(str)
+			row.Len = &n
 		}
 		r.Metadata = append(r.Metadata, row)
 	}
@@ -182,7 +195,7 @@ var headline = []struct{ suffix, label string }{
 }
 
 func printInspect(w io.Writer, h *source.Header, withTensors bool) {
-	r := inspectReport(h, 8)
+	r := inspectReport(h, 8, textStringLimit)
 	m := h.Model
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	title := r.Name
@@ -217,7 +230,7 @@ func printInspect(w io.Writer, h *source.Header, withTensors bool) {
 	var rest []string
 	for _, kv := range m.Files[0].Metadata {
 		if strings.HasPrefix(kv.Key, arch) && !shown[kv.Key] {
-			rest = append(rest, fmt.Sprintf("%s = %s", strings.TrimPrefix(kv.Key, arch), kv.Value))
+			rest = append(rest, fmt.Sprintf("%s = %s", strings.TrimPrefix(kv.Key, arch), shortValue(kv.Value)))
 		}
 	}
 	sort.Strings(rest)
@@ -281,4 +294,19 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// cutText cuts a string from a header as JSONCut does.
+func cutText(s string, max int) string {
+	v, _ := gguf.StringValue(s).JSONCut(0, max)
+	return v.(string)
+}
+
+// shortValue prints a value with a long string cut: the text output is for
+// a person, and a header may hold a string of hundreds of megabytes.
+func shortValue(v gguf.Value) string {
+	if str, ok := v.AsString(); ok && len(str) > textStringLimit {
+		return strconv.Quote(cutText(str, textStringLimit))
+	}
+	return v.String()
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -43,10 +44,22 @@ together are never both started, however many requests arrive at once.
 Loads need llama-server (PATH or --llama-server); without it the API
 plans but does not load.
 
+The API answers only requests naming its loopback address (Host
+127.0.0.1, localhost or [::1]) from its own origin, and state-changing
+requests only as application/json, so a web page on another site cannot
+drive it. Listening beyond loopback needs --allow-remote and a token
+(--token, $HEADROOM_API_TOKEN, or one generated and printed), which every
+API request must send as "Authorization: Bearer TOKEN"; the panel takes it
+from its address's #token= fragment. Anyone on that network who has the
+token can load models: see docs/security.md.
+
 Examples:
   headroom serve-api
-  headroom serve-api --addr 127.0.0.1:9000 --machine rtx-4090`)
-	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
+  headroom serve-api --addr 127.0.0.1:9000 --machine rtx-4090
+  headroom serve-api --addr 0.0.0.0:8787 --allow-remote`)
+	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on (beyond loopback only with --allow-remote)")
+	remote := fs.Bool("allow-remote", false, "allow an --addr beyond loopback; every API request then needs the token")
+	token := fs.String("token", "", "the API token with --allow-remote (default $HEADROOM_API_TOKEN, else a generated one, printed)")
 	machine := fs.String("machine", "", "answer for a preset or a file from headroom hw --json instead of this machine")
 	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
 	storeDir := fs.String("store", "", "the store directory (see headroom pull --help)")
@@ -86,6 +99,16 @@ Examples:
 		return err
 	}
 	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st), bin: binPath}
+	// llama-servers left running by a headroom that was killed hold
+	// memory that no one can give back; end them now rather than at the
+	// first load.
+	if reaped, err := rt.ledger.Reap(ctx, engine.DefaultGrace); err != nil {
+		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n", err)
+	} else {
+		for _, b := range reaped {
+			fmt.Fprintf(env.Stderr, "headroom serve-api: stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed\n", b.ChildPID, b.Model, b.PID)
+		}
+	}
 	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Runtime: rt}
 	h, err := server.New(cfg)
 	if err != nil {
@@ -95,8 +118,33 @@ Examples:
 	if err != nil {
 		return err
 	}
+	banner := fmt.Sprintf("headroom API and panel on http://%s/\n", ln.Addr())
+	if !isLoopback(ln.Addr()) {
+		if !*remote {
+			ln.Close()
+			return usagef("--addr %s listens beyond loopback (%s), where anyone who reaches it could load models; add --allow-remote to mean it (a token is then required)", *addr, ln.Addr())
+		}
+		tok := *token
+		if tok == "" {
+			tok = env.Getenv("HEADROOM_API_TOKEN")
+		}
+		if tok == "" {
+			tok = rand.Text()
+		}
+		cfg.Token = tok
+		h, err = server.New(cfg)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "headroom serve-api: WARNING: listening on %s, beyond loopback; anyone on this network with the token can load and unload models, and the traffic is not encrypted\n", ln.Addr())
+		banner = fmt.Sprintf("headroom API and panel on http://%s/#token=%s\n  API token: %s (send it as Authorization: Bearer TOKEN)\n", ln.Addr(), tok, tok)
+	} else if *token != "" {
+		ln.Close()
+		return usagef("--token is for --allow-remote; on loopback the API checks Host and Origin instead")
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	fmt.Fprintf(env.Stdout, "headroom API and panel on http://%s/\n", ln.Addr())
+	fmt.Fprint(env.Stdout, banner)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -111,6 +159,13 @@ Examples:
 		return err
 	}
 	return nil
+}
+
+// isLoopback reports whether a listener is reachable from this machine
+// only.
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // snapshotCache answers requests from a recent snapshot of this machine:

@@ -6,6 +6,10 @@
 const KINDS = ["model", "context", "compute", "auxiliary"];
 const page = new URLSearchParams(location.search);
 const machine = page.get("machine") || "";
+// A server listening beyond loopback wants its token on every API request;
+// it prints the panel's address with the token in the fragment, which the
+// browser never sends anywhere.
+const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
 
 const el = (id) => document.getElementById(id);
 
@@ -25,7 +29,9 @@ async function api(path, params = {}, signal) {
   for (const [k, v] of Object.entries(params)) {
     if (v !== "" && v !== undefined && v !== null) q.set(k, String(v));
   }
-  const res = await fetch(`${path}?${q}`, { signal, headers: { Accept: "application/json" } });
+  const headers = { Accept: "application/json" };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const res = await fetch(`${path}?${q}`, { signal, headers });
   const body = await res.json().catch(() => null);
   if (!res.ok) {
     const msg = body && body.error ? body.error.message : `${res.status} ${res.statusText}`;
