@@ -113,6 +113,7 @@ func profileOf(c *conformance.Case) plan.Profile {
 	p.CacheK, p.CacheV, p.Mmap = pr.CacheTypeK, pr.CacheTypeV, pr.MMap
 	p.FlashAttn = plan.FlashAttn(pr.FlashAttention)
 	p.SWAFull = pr.SWAFull
+	p.GPULayers = 0
 	if pr.Backend == "vulkan" {
 		p.GPULayers = pr.GPULayers
 		if pr.GPULayers >= 999 {

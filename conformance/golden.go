@@ -54,7 +54,7 @@ type Inputs struct {
 	// (library loads only).
 	Passed Passed `json:"passed_to_llama_cpp"`
 	// Command is the flags llama-server ran with, besides -m, --host,
-	// --port and -lv 4 (llama-server loads only): what headroom emits for
+	// --port and the log verbosity (llama-server loads only): what headroom emits for
 	// Profile (plan.Profile.Args).
 	Command []string `json:"command,omitempty"`
 }

@@ -209,7 +209,7 @@ async function measureServer(c, file) {
         throw new Error(parsed.errors.join("\n"));
     if (c.backend === "vulkan" && !parsed.figures.layers.some((l) => l.device.startsWith("Vulkan")) && c.gpuLayers > 0)
         throw new Error("vulkan case but no layer went to a Vulkan device (is GGML_VK_VISIBLE_DEVICES set, is mesa-vulkan-drivers installed?)");
-    const sysLine = r.lines.map((l) => l.text).find((t) => /^system_info: /.test(t)) ?? "";
+    const sysLine = r.lines.map((l) => l.text).find((t) => /(^|\s)system_info: /.test(t)) ?? "";
     const gpuNames = r.lines.map((l) => /^ggml_vulkan: \d+ = (.+?) \(/.exec(l.text)?.[1]).filter(Boolean);
     const nlcVersion = JSON.parse(fs.readFileSync(path.join(here, "package.json"), "utf8")).dependencies["node-llama-cpp"];
     let release = null;
@@ -237,7 +237,7 @@ async function measureServer(c, file) {
                 mmap: c.mmap, swa_full: c.swaFull ?? false
             },
             // The flags llama-server ran with, besides -m, --host, --port
-            // and -lv 4.
+            // and the log verbosity (-lv 5).
             command: flags
         },
         engine: {

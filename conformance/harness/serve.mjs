@@ -1,9 +1,10 @@
 // serve.mjs runs ONE load through llama-server itself: start it on a free
-// loopback port with the case's flags and -lv 4 (the verbosity at which
-// llama.cpp prints its buffer sizes), wait for /health, prove the load with
+// loopback port with the case's flags and -lv 5, wait for /health, prove the load with
 // a one-token completion, stop it with SIGTERM (the context's destructor
 // prints its four-decimal compute checks on the way out) and return every
-// line it logged.
+// line it logged. Verbosity 4 (what headroom serve passes) prints the
+// buffer sizes; 5 adds llama.cpp's debug lines, which place every layer
+// and carry those checks. Neither changes what is allocated.
 import {spawn} from "node:child_process";
 import net from "node:net";
 
@@ -67,7 +68,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // until the server is ready, "serve" for the completion, "stop" after.
 export async function serveOnce({bin, modelPath, args, env, timeoutMs = 600_000}) {
     const port = await freePort();
-    const argv = ["-m", modelPath, "--host", "127.0.0.1", "--port", String(port), "-lv", "4", ...args];
+    const argv = ["-m", modelPath, "--host", "127.0.0.1", "--port", String(port), "-lv", "5", ...args];
     const lines = [];
     let phase = "load";
     const t0 = Date.now();
