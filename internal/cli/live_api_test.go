@@ -37,7 +37,11 @@ func TestLiveAPITwoAdmittedThirdRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := writeShape(t, filepath.Join(st.Root, "models", "local"), "tinyllama-1.1b", synth.Q4_K_M)
+	local := filepath.Join(st.Root, "models", "local")
+	if err := os.MkdirAll(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	model := writeShape(t, local, "tinyllama-1.1b", synth.Q4_K_M)
 
 	opts := plan.DefaultSearch()
 	opts.Parallel, opts.Fixed.Ctx = 1, 2048
