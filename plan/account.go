@@ -19,6 +19,10 @@ type Buffer struct {
 	// owns it: ModelProjector or ModelDraft.
 	Model string `json:"model,omitempty"`
 	Bytes int64  `json:"bytes"`
+	// Largest is the largest single tensor in the buffer, where a device
+	// may refuse one that size (set for KV caches: a layer's K or V
+	// tensor, which a device with a binding limit cannot run an op on).
+	Largest int64 `json:"largest_tensor_bytes,omitempty"`
 	// Note says how the figure was obtained when it is an estimate.
 	Note string `json:"note,omitempty"`
 }

@@ -158,7 +158,7 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 		if b.Model != "" {
 			kind = hw.ChargeAuxiliary // a projector or draft: auxiliary, whatever the buffer
 		}
-		charges = append(charges, hw.Charge{Device: b.Device, Kind: kind, Bytes: b.Bytes})
+		charges = append(charges, hw.Charge{Device: b.Device, Kind: kind, Bytes: b.Bytes, Largest: b.Largest})
 	}
 	t, err := s.Tally(charges)
 	if err != nil {
@@ -186,15 +186,33 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 	case use != nil && use.Margin < 0:
 		a.Verdict = DoesNotFit
 		a.Reason = fmt.Sprintf("does not fit: %s needs %s but has %s, short by %s", use.ID, mib(use.Required), mib(use.Available), mib(-use.Margin))
+		// A tensor over a device's binding limit fails the load whatever
+		// the memory; say so too.
+		for _, b := range t.Breaches {
+			if b.Limit == "max_alloc" {
+				a.Reason += "; " + describeBreach(b)
+			}
+		}
 	default:
 		a.Verdict = DoesNotFit
 		var parts []string
 		for _, b := range t.Breaches {
-			parts = append(parts, fmt.Sprintf("%s: %s over its %s limit of %s", b.Device, mib(b.Bytes), strings.ReplaceAll(b.Limit, "_", " "), mib(b.Allowed)))
+			parts = append(parts, describeBreach(b))
 		}
 		a.Reason = "does not fit: " + strings.Join(parts, "; ")
 	}
 	return a, nil
+}
+
+// describeBreach says how a device-local limit is exceeded. Over the
+// binding limit (max_alloc) it is a single tensor, which llama.cpp cannot
+// place on the device at all ("pre-allocated tensor ... in a buffer ...
+// that cannot run the operation"): the load aborts.
+func describeBreach(b hw.Breach) string {
+	if b.Limit == "max_alloc" {
+		return fmt.Sprintf("%s: a %s tensor over its max alloc limit of %s (llama.cpp aborts the load)", b.Device, mib(b.Bytes), mib(b.Allowed))
+	}
+	return fmt.Sprintf("%s: %s over its %s limit of %s", b.Device, mib(b.Bytes), strings.ReplaceAll(b.Limit, "_", " "), mib(b.Allowed))
 }
 
 // fixes searches for the nearest profiles that fit: the largest context

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
@@ -59,4 +60,43 @@ func TestPresetsAndFixes(t *testing.T) {
 		t.Errorf("verdicts %v: the presets should include machines where models fit and where they do not", verdicts)
 	}
 	t.Logf("verdicts over %d presets x %d models: %v", len(hw.Presets()), len(models), verdicts)
+}
+
+// A KV tensor larger than the device can bind aborts llama.cpp's load
+// ("pre-allocated tensor (cache_k_l0) in a buffer (Vulkan0) that cannot run
+// the operation", seen with llvmpipe's 128 MiB maxStorageBufferRange in
+// llama-server and llama-fit-params alike): the verdict says so, whatever
+// memory the device has.
+func TestKVTensorOverBindingLimit(t *testing.T) {
+	s, err := hw.LoadMachine("../conformance/testdata/llvmpipe-machine.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// llvmpipe's binding limit on a device with memory to spare, so the
+	// limit is the only reason.
+	s.Domains[1].Capacity, s.Devices[1].Total = 64<<30, 64<<30
+	sh, _ := synth.Lookup("tinyllama-1.1b")
+	m := shapeQuantModel(t, sh, synth.Q4_K_M)
+	p := Defaults()
+	// 512 bytes of K per cell and layer (4 heads x 64, f16): 262144 cells
+	// make 128 MiB, 1024 more go over.
+	p.Ctx, p.Parallel, p.GPULayers, p.FlashAttn = 262144+1024, 1, GPULayersAuto, FlashOn
+	a, err := Assess(m, nil, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, b := range a.Breaches {
+		found = found || b.Limit == "max_alloc"
+	}
+	if a.Verdict != DoesNotFit || !found || !strings.Contains(a.Reason, "max alloc limit") {
+		t.Errorf("a %d-cell cache on llvmpipe: %s (%s), breaches %+v; want does_not_fit over the max alloc limit", p.Ctx, a.Verdict, a.Reason, a.Breaches)
+	}
+	p.Ctx = 262144 // exactly 128 MiB per tensor: allowed (the cache is too big for llvmpipe anyway)
+	a, _ = Assess(m, nil, p, s)
+	for _, b := range a.Breaches {
+		if b.Limit == "max_alloc" {
+			t.Errorf("a tensor of exactly the limit is refused: %+v", b)
+		}
+	}
 }

@@ -12,6 +12,10 @@ import (
 func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
 	full := map[string]int64{}
 	swa := map[string]int64{}
+	// largest is each device's largest K or V tensor (one per layer, all
+	// streams): llama.cpp aborts the load when a device cannot run an op
+	// on one (Vulkan's maxStorageBufferRange), which the tally checks.
+	largest := map[string]int64{}
 	var order []string
 	seen := map[string]bool{}
 	// With a transposed V (no flash attention) every layer's V rows are as
@@ -44,13 +48,16 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, l
 		}
 		k, _ := c.TypeK.RowSize(uint64(l.KDim))
 		bytes := int64(k) * cells * int64(c.NStream)
+		largest[dev] = max(largest[dev], bytes)
 		if l.VDim > 0 {
 			w := l.VDim
 			if c.VTrans {
 				w = maxV
 			}
 			v, _ := c.TypeV.RowSize(uint64(w))
-			bytes += int64(v) * cells * int64(c.NStream)
+			vBytes := int64(v) * cells * int64(c.NStream)
+			largest[dev] = max(largest[dev], vBytes)
+			bytes += vBytes
 		}
 		target[dev] += bytes
 	}
@@ -58,7 +65,7 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, l
 	for _, caches := range []map[string]int64{full, swa} {
 		for _, dev := range order {
 			if n, ok := caches[dev]; ok {
-				out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: "kv", Bytes: n})
+				out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: "kv", Bytes: n, Largest: largest[dev]})
 			}
 		}
 	}
