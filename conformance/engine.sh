@@ -68,20 +68,6 @@ fi
 commit="$(git bundle list-heads "$bundle" | awk 'NR==1{print $1}')"
 short="${commit:0:7}"
 out="$cache/$short-$backend"
-# A change to this recipe (flags, patches) must not reuse an old build: the
-# stamp holds a digest of this script and the patches.
-recipe="$(cat "${BASH_SOURCE[0]}" "$here"/engine-patches/* | sha256sum | cut -c1-16)"
-if [[ -x $out/bin/llama-server && "$(cat "$out/.built" 2>/dev/null)" == *"recipe $recipe"* ]]; then
-	echo "$out/bin"
-	exit 0
-fi
-
-log "building llama.cpp $short ($backend) into $out"
-start=$SECONDS
-rm -rf "$out"
-mkdir -p "$out"
-git clone -q "$bundle" "$out/src" 2>/dev/null
-git -C "$out/src" -c advice.detachedHead=false checkout -q "$commit"
 
 # The CPU features are pinned to the ones node-llama-cpp's prebuilt x64
 # binaries report (SSE3 SSSE3 AVX AVX2 F16C FMA BMI2), not -march=native:
@@ -92,6 +78,7 @@ flags=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGM
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DBUILD_SHARED_LIBS=OFF
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
 	-DLLAMA_OPENSSL=OFF -DGGML_RPC=ON)
+patches=()
 if [[ $backend == vulkan ]]; then
 	flags+=(-DGGML_VULKAN=ON)
 	# Debian bookworm's Vulkan headers predate vk::LayerSettingEXT; the
@@ -99,19 +86,48 @@ if [[ $backend == vulkan ]]; then
 	# engine-patches/README.md). Applied only where the headers need it.
 	hv="$(awk '/#define VK_HEADER_VERSION /{print $3; exit}' /usr/include/vulkan/vulkan_core.h)"
 	if ((hv < 261)); then
-		for p in "$here"/engine-patches/vulkan-*.patch; do
-			git -C "$out/src" apply "$p" || { log "patch $(basename "$p") does not apply to $short"; exit 1; }
-			log "applied $(basename "$p") (Vulkan headers $hv < 261)"
-		done
+		patches=("$here"/engine-patches/vulkan-*.patch)
 	fi
 fi
-jobs="$(nproc)"
-cmake -S "$out/src" -B "$out/build" "${flags[@]}" >"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log" >&2; exit 1; }
 targets=(llama-server llama-fit-params llama-bench llama-quantize ggml-rpc-server)
-cmake --build "$out/build" -j "$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log" >&2; exit 1; }
-mkdir -p "$out/bin"
-for t in "${targets[@]}"; do cp "$out/build/bin/$t" "$out/bin/"; done
-"$out/bin/llama-server" --version >"$out/version.txt" 2>&1 || true
-echo "$commit $backend node-llama-cpp@$version recipe $recipe" >"$out/.built"
+
+# The recipe is what decides the binaries: the source, the flags, the
+# targets and the patches' text. A build made by another recipe is not
+# reused; one interrupted under this recipe is resumed (ninja rebuilds
+# only what is missing).
+recipe="$( (echo "$commit ${flags[*]} ${targets[*]}"; cat "${patches[@]}" /dev/null) | sha256sum | cut -c1-16)"
+if [[ -x $out/bin/llama-server && "$(cat "$out/.built" 2>/dev/null)" == *"recipe $recipe"* ]]; then
+	echo "$out/bin"
+	exit 0
+fi
+
+# Build beside the finished one and swap at the end, so a program running
+# from the old build keeps its files until then.
+work="$out.building"
+start=$SECONDS
+if [[ "$(cat "$work/.recipe" 2>/dev/null)" != "$recipe" ]]; then
+	log "building llama.cpp $short ($backend) into $out"
+	rm -rf "$work"
+	mkdir -p "$work"
+	git clone -q "$bundle" "$work/src" 2>/dev/null
+	git -C "$work/src" -c advice.detachedHead=false checkout -q "$commit"
+	for p in "${patches[@]}"; do
+		git -C "$work/src" apply "$p" || { log "patch $(basename "$p") does not apply to $short"; exit 1; }
+		log "applied $(basename "$p") (Vulkan headers $hv < 261)"
+	done
+	cmake -S "$work/src" -B "$work/build" "${flags[@]}" >"$work/cmake.log" 2>&1 || { tail -30 "$work/cmake.log" >&2; exit 1; }
+	echo "$recipe" >"$work/.recipe"
+else
+	log "resuming the interrupted build of llama.cpp $short ($backend) in $work"
+fi
+cmake --build "$work/build" -j "$(nproc)" --target "${targets[@]}" >>"$work/build.log" 2>&1 || { tail -40 "$work/build.log" >&2; exit 1; }
+mkdir -p "$work/bin"
+for t in "${targets[@]}"; do cp "$work/build/bin/$t" "$work/bin/"; done
+"$work/bin/llama-server" --version >"$work/version.txt" 2>&1 || true
+echo "$commit $backend node-llama-cpp@$version recipe $recipe" >"$work/.built"
+rm -rf "$out.old"
+[[ -e $out ]] && mv "$out" "$out.old"
+mv "$work" "$out"
+rm -rf "$out.old"
 log "built in $((SECONDS - start))s: $(head -1 "$out/version.txt")"
 echo "$out/bin"

@@ -38,7 +38,8 @@ func TestPlanKeepsWhatLlamaFitKeeps(t *testing.T) {
 	b.WriteString("else layers filled back to front at the 4096 minimum, a mixture of experts dense-first with the\n")
 	b.WriteString("routed experts of the first layers in system memory), searching exactly where llama.cpp\n")
 	b.WriteString("interpolates. \"headroom plan\" is `headroom plan --parallel 1`. Both leave 1024 MiB free in every\n")
-	b.WriteString("memory domain. One sequence; f16 cache for the fit, f16 or q8_0 for the plan.\n\n")
+	b.WriteString("memory domain. One sequence; f16 cache for the fit, f16 or q8_0 for the plan. The real\n")
+	b.WriteString("llama-fit-params, run on this project's machines beside headroom plan, is in [fit-params.md](fit-params.md).\n\n")
 	b.WriteString("| model | machine | llama.cpp fit: context, GPU layers | headroom plan: context, GPU layers, cache | gain |\n|---|---|---|---|---|\n")
 	better := 0
 	for _, mm := range models {
