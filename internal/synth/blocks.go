@@ -31,9 +31,9 @@ var archBlocks = map[string]func(*tensors, Shape){
 // output writes the final norm and, unless the embedding is tied, the
 // output projection.
 func output(t *tensors, s Shape, normName string) {
-	t.add(normName, roleF32, -1, s.Embd)
+	t.f32(normName, s.Embd)
 	if !s.TiedOutput {
-		t.add("output.weight", "output", -1, s.Embd, s.Vocab)
+		t.add("output.weight", s.Embd, s.Vocab)
 	}
 }
 
@@ -41,18 +41,18 @@ func output(t *tensors, s Shape, normName string) {
 // expert tensors.
 func experts(t *tensors, s Shape, i int) {
 	p, m := blk(i), s.MoE
-	t.add(p+"ffn_gate_inp.weight", roleF32, i, s.Embd, m.Experts)
-	t.add(p+"ffn_gate_exps.weight", "ffn_exps", i, s.Embd, m.FF, m.Experts)
-	t.add(p+"ffn_up_exps.weight", "ffn_exps", i, s.Embd, m.FF, m.Experts)
-	t.add(p+"ffn_down_exps.weight", "ffn_down_exps", i, m.FF, s.Embd, m.Experts)
+	t.f32(p+"ffn_gate_inp.weight", s.Embd, m.Experts)
+	t.add(p+"ffn_gate_exps.weight", s.Embd, m.FF, m.Experts)
+	t.add(p+"ffn_up_exps.weight", s.Embd, m.FF, m.Experts)
+	t.add(p+"ffn_down_exps.weight", m.FF, s.Embd, m.Experts)
 }
 
 // ffn writes a dense SwiGLU FFN of width ff.
 func ffn(t *tensors, s Shape, i, ff int, suffix string) {
 	p := blk(i)
-	t.add(p+"ffn_gate"+suffix+".weight", "ffn_gate", i, s.Embd, ff)
-	t.add(p+"ffn_up"+suffix+".weight", "ffn_up", i, s.Embd, ff)
-	t.add(p+"ffn_down"+suffix+".weight", "ffn_down", i, ff, s.Embd)
+	t.add(p+"ffn_gate"+suffix+".weight", s.Embd, ff)
+	t.add(p+"ffn_up"+suffix+".weight", s.Embd, ff)
+	t.add(p+"ffn_down"+suffix+".weight", ff, s.Embd)
 }
 
 // denseBlocks is the llama layout (llama, qwen2, qwen3, mistral3) and, with
@@ -61,27 +61,27 @@ func denseBlocks(t *tensors, s Shape) {
 	headDim := s.headDim()
 	if s.Tokenizer == "gpt2" && s.Arch == "llama" {
 		// Llama 3's rope scaling factors.
-		t.add("rope_freqs.weight", roleF32, -1, headDim/2)
+		t.f32("rope_freqs.weight", headDim/2)
 	}
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"attn_q.weight", "attn_q", i, s.Embd, qDim)
-		t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
-		t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.add(p+"attn_q.weight", s.Embd, qDim)
+		t.add(p+"attn_k.weight", s.Embd, kvDim)
+		t.add(p+"attn_v.weight", s.Embd, kvDim)
 		if s.QKVBias {
-			t.add(p+"attn_q.bias", roleF32, i, qDim)
-			t.add(p+"attn_k.bias", roleF32, i, kvDim)
-			t.add(p+"attn_v.bias", roleF32, i, kvDim)
+			t.f32(p+"attn_q.bias", qDim)
+			t.f32(p+"attn_k.bias", kvDim)
+			t.f32(p+"attn_v.bias", kvDim)
 		}
 		if s.QKNorm {
-			t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
-			t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
+			t.f32(p+"attn_q_norm.weight", headDim)
+			t.f32(p+"attn_k_norm.weight", headDim)
 		}
-		t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
-		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		t.add(p+"attn_output.weight", qDim, s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
 		if s.MoE != nil {
 			experts(t, s, i)
 		} else {
@@ -94,15 +94,15 @@ func denseBlocks(t *tensors, s Shape) {
 // phi3Blocks: one attn_qkv, and ffn_up holding gate and up side by side.
 func phi3Blocks(t *tensors, s Shape) {
 	kvDim := s.HeadsKV * s.headDim()
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"attn_qkv.weight", "attn_qkv", i, s.Embd, s.Embd+2*kvDim)
-		t.add(p+"attn_output.weight", "attn_output", i, s.Embd, s.Embd)
-		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, 2*s.FF)
-		t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.add(p+"attn_qkv.weight", s.Embd, s.Embd+2*kvDim)
+		t.add(p+"attn_output.weight", s.Embd, s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
+		t.add(p+"ffn_up.weight", s.Embd, 2*s.FF)
+		t.add(p+"ffn_down.weight", s.FF, s.Embd)
 	}
 	output(t, s, "output_norm.weight")
 }
@@ -112,22 +112,22 @@ func phi3Blocks(t *tensors, s Shape) {
 func gemma3Blocks(t *tensors, s Shape) {
 	headDim := s.headDim()
 	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"attn_q.weight", "attn_q", i, s.Embd, qDim)
-		t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
-		t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
-		t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
-		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.add(p+"attn_q.weight", s.Embd, qDim)
+		t.add(p+"attn_k.weight", s.Embd, kvDim)
+		t.add(p+"attn_v.weight", s.Embd, kvDim)
+		t.add(p+"attn_output.weight", qDim, s.Embd)
+		t.f32(p+"post_attention_norm.weight", s.Embd)
 		if s.QKNorm {
-			t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
-			t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
+			t.f32(p+"attn_k_norm.weight", headDim)
+			t.f32(p+"attn_q_norm.weight", headDim)
 		}
-		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
 		ffn(t, s, i, s.FF, "")
-		t.add(p+"post_ffw_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"post_ffw_norm.weight", s.Embd)
 	}
 	output(t, s, "output_norm.weight")
 }
@@ -138,25 +138,25 @@ func gptOSSBlocks(t *tensors, s Shape) {
 	headDim := s.headDim()
 	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
 	m := s.MoE
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"attn_q.weight", "attn_q", i, s.Embd, qDim)
-		t.add(p+"attn_q.bias", roleF32, i, qDim)
-		t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
-		t.add(p+"attn_k.bias", roleF32, i, kvDim)
-		t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
-		t.add(p+"attn_v.bias", roleF32, i, kvDim)
-		t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
-		t.add(p+"attn_output.bias", roleF32, i, s.Embd)
-		t.add(p+"attn_sinks.weight", roleF32, i, s.Heads)
-		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.add(p+"attn_q.weight", s.Embd, qDim)
+		t.f32(p+"attn_q.bias", qDim)
+		t.add(p+"attn_k.weight", s.Embd, kvDim)
+		t.f32(p+"attn_k.bias", kvDim)
+		t.add(p+"attn_v.weight", s.Embd, kvDim)
+		t.f32(p+"attn_v.bias", kvDim)
+		t.add(p+"attn_output.weight", qDim, s.Embd)
+		t.f32(p+"attn_output.bias", s.Embd)
+		t.f32(p+"attn_sinks.weight", s.Heads)
+		t.f32(p+"post_attention_norm.weight", s.Embd)
 		experts(t, s, i)
-		t.add(p+"ffn_gate_inp.bias", roleF32, i, m.Experts)
-		t.add(p+"ffn_gate_exps.bias", roleF32, i, m.FF, m.Experts)
-		t.add(p+"ffn_up_exps.bias", roleF32, i, m.FF, m.Experts)
-		t.add(p+"ffn_down_exps.bias", roleF32, i, s.Embd, m.Experts)
+		t.f32(p+"ffn_gate_inp.bias", m.Experts)
+		t.f32(p+"ffn_gate_exps.bias", m.FF, m.Experts)
+		t.f32(p+"ffn_up_exps.bias", m.FF, m.Experts)
+		t.f32(p+"ffn_down_exps.bias", s.Embd, m.Experts)
 	}
 	output(t, s, "output_norm.weight")
 }
@@ -170,24 +170,24 @@ func lfm2Blocks(t *tensors, s Shape) {
 	for _, il := range s.Conv.AttnLayers {
 		attn[il] = true
 	}
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
 		ffn(t, s, i, s.FF, "")
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
 		if attn[i] {
 			kvDim := s.HeadsKV * headDim
-			t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
-			t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
-			t.add(p+"attn_q.weight", "attn_q", i, s.Embd, s.Embd)
-			t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
-			t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
-			t.add(p+"attn_output.weight", "attn_output", i, s.Embd, s.Embd)
+			t.f32(p+"attn_q_norm.weight", headDim)
+			t.f32(p+"attn_k_norm.weight", headDim)
+			t.add(p+"attn_q.weight", s.Embd, s.Embd)
+			t.add(p+"attn_k.weight", s.Embd, kvDim)
+			t.add(p+"attn_v.weight", s.Embd, kvDim)
+			t.add(p+"attn_output.weight", s.Embd, s.Embd)
 		} else {
-			t.add(p+"shortconv.conv.weight", roleF32, i, s.Conv.LCache, s.Embd)
-			t.add(p+"shortconv.in_proj.weight", "attn_q", i, s.Embd, 3*s.Embd)
-			t.add(p+"shortconv.out_proj.weight", "attn_output", i, s.Embd, s.Embd)
+			t.f32(p+"shortconv.conv.weight", s.Conv.LCache, s.Embd)
+			t.add(p+"shortconv.in_proj.weight", s.Embd, 3*s.Embd)
+			t.add(p+"shortconv.out_proj.weight", s.Embd, s.Embd)
 		}
 	}
 	output(t, s, "token_embd_norm.weight")
@@ -199,18 +199,18 @@ func mamba2Blocks(t *tensors, s Shape) {
 	m := s.SSM
 	convDim := m.Inner + 2*m.Groups*m.State
 	inProj := m.Inner + convDim + m.Heads
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"ssm_in.weight", "attn_q", i, s.Embd, inProj)
-		t.add(p+"ssm_conv1d.weight", roleF32, i, m.ConvKernel, convDim)
-		t.add(p+"ssm_conv1d.bias", roleF32, i, convDim)
-		t.add(p+"ssm_dt.bias", roleF32, i, m.Heads)
-		t.add(p+"ssm_a", roleF32, i, 1, m.Heads)
-		t.add(p+"ssm_d", roleF32, i, 1, m.Heads)
-		t.add(p+"ssm_norm.weight", roleF32, i, m.Inner/m.Groups, m.Groups)
-		t.add(p+"ssm_out.weight", "attn_output", i, m.Inner, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.add(p+"ssm_in.weight", s.Embd, inProj)
+		t.f32(p+"ssm_conv1d.weight", m.ConvKernel, convDim)
+		t.f32(p+"ssm_conv1d.bias", convDim)
+		t.f32(p+"ssm_dt.bias", m.Heads)
+		t.f32(p+"ssm_a", 1, m.Heads)
+		t.f32(p+"ssm_d", 1, m.Heads)
+		t.f32(p+"ssm_norm.weight", m.Inner/m.Groups, m.Groups)
+		t.add(p+"ssm_out.weight", m.Inner, s.Embd)
 	}
 	output(t, s, "output_norm.weight")
 }
@@ -220,23 +220,23 @@ func mamba2Blocks(t *tensors, s Shape) {
 // on the leading layers and routed plus shared experts on the rest.
 func deepseek2Blocks(t *tensors, s Shape) {
 	a, m := s.MLA, s.MoE
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
 		if a.QLoraRank > 0 {
-			t.add(p+"attn_q_a_norm.weight", roleF32, i, a.QLoraRank)
-			t.add(p+"attn_q_a.weight", "attn_q", i, s.Embd, a.QLoraRank)
-			t.add(p+"attn_q_b.weight", "attn_q", i, a.QLoraRank, s.Heads*(a.NopeDim+a.RopeDim))
+			t.f32(p+"attn_q_a_norm.weight", a.QLoraRank)
+			t.add(p+"attn_q_a.weight", s.Embd, a.QLoraRank)
+			t.add(p+"attn_q_b.weight", a.QLoraRank, s.Heads*(a.NopeDim+a.RopeDim))
 		} else {
-			t.add(p+"attn_q.weight", "attn_q", i, s.Embd, s.Heads*(a.NopeDim+a.RopeDim))
+			t.add(p+"attn_q.weight", s.Embd, s.Heads*(a.NopeDim+a.RopeDim))
 		}
-		t.add(p+"attn_kv_a_norm.weight", roleF32, i, a.KVLoraRank)
-		t.add(p+"attn_kv_a_mqa.weight", "attn_k", i, s.Embd, a.KVLoraRank+a.RopeDim)
-		t.add(p+"attn_k_b.weight", "attn_k", i, a.NopeDim, a.KVLoraRank, s.Heads)
-		t.add(p+"attn_v_b.weight", "attn_v", i, a.KVLoraRank, a.VDim, s.Heads)
-		t.add(p+"attn_output.weight", "attn_output", i, s.Heads*a.VDim, s.Embd)
-		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_kv_a_norm.weight", a.KVLoraRank)
+		t.add(p+"attn_kv_a_mqa.weight", s.Embd, a.KVLoraRank+a.RopeDim)
+		t.add(p+"attn_k_b.weight", a.NopeDim, a.KVLoraRank, s.Heads)
+		t.add(p+"attn_v_b.weight", a.KVLoraRank, a.VDim, s.Heads)
+		t.add(p+"attn_output.weight", s.Heads*a.VDim, s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
 		if i < m.LeadingDense {
 			ffn(t, s, i, s.FF, "")
 			continue
@@ -252,15 +252,15 @@ func deepseek2Blocks(t *tensors, s Shape) {
 func attention(t *tensors, s Shape, i int) {
 	p, headDim := blk(i), s.headDim()
 	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
-	t.add(p+"attn_q.weight", "attn_q", i, s.Embd, qDim)
-	t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
-	t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
+	t.add(p+"attn_q.weight", s.Embd, qDim)
+	t.add(p+"attn_k.weight", s.Embd, kvDim)
+	t.add(p+"attn_v.weight", s.Embd, kvDim)
 	if s.QKVBias {
-		t.add(p+"attn_q.bias", roleF32, i, qDim)
-		t.add(p+"attn_k.bias", roleF32, i, kvDim)
-		t.add(p+"attn_v.bias", roleF32, i, kvDim)
+		t.f32(p+"attn_q.bias", qDim)
+		t.f32(p+"attn_k.bias", kvDim)
+		t.f32(p+"attn_v.bias", kvDim)
 	}
-	t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
+	t.add(p+"attn_output.weight", qDim, s.Embd)
 }
 
 // olmo2Blocks: no pre-norms; q and k are normalized over all heads at once
@@ -268,15 +268,15 @@ func attention(t *tensors, s Shape, i int) {
 // post-FFN norms close each sublayer.
 func olmo2Blocks(t *tensors, s Shape) {
 	kvDim := s.HeadsKV * s.headDim()
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
 		attention(t, s, i)
-		t.add(p+"attn_q_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"attn_k_norm.weight", roleF32, i, kvDim)
-		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_q_norm.weight", s.Embd)
+		t.f32(p+"attn_k_norm.weight", kvDim)
+		t.f32(p+"post_attention_norm.weight", s.Embd)
 		ffn(t, s, i, s.FF, "")
-		t.add(p+"post_ffw_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"post_ffw_norm.weight", s.Embd)
 	}
 	output(t, s, "output_norm.weight")
 }
@@ -284,14 +284,14 @@ func olmo2Blocks(t *tensors, s Shape) {
 // cohere2Blocks: one layer norm (weight only) feeds attention and the FFN in
 // parallel; the output is tied to the embedding.
 func cohere2Blocks(t *tensors, s Shape) {
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
 		attention(t, s, i)
-		t.add(p+"ffn_gate.weight", "ffn_gate", i, s.Embd, s.FF)
-		t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
-		t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
+		t.add(p+"ffn_gate.weight", s.Embd, s.FF)
+		t.add(p+"ffn_down.weight", s.FF, s.Embd)
+		t.add(p+"ffn_up.weight", s.Embd, s.FF)
 	}
 	output(t, s, "output_norm.weight")
 }
@@ -299,14 +299,14 @@ func cohere2Blocks(t *tensors, s Shape) {
 // qwen2moeBlocks: routed experts plus one shared expert of MoE.SharedFF
 // columns behind a one-row sigmoid gate (ffn_gate_inp_shexp).
 func qwen2moeBlocks(t *tensors, s Shape) {
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
 		attention(t, s, i)
-		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
 		experts(t, s, i)
-		t.add(p+"ffn_gate_inp_shexp.weight", roleF32, i, s.Embd)
+		t.f32(p+"ffn_gate_inp_shexp.weight", s.Embd)
 		ffn(t, s, i, s.MoE.SharedFF, "_shexp")
 	}
 	output(t, s, "output_norm.weight")
@@ -316,14 +316,14 @@ func qwen2moeBlocks(t *tensors, s Shape) {
 func mamba2Mixer(t *tensors, s Shape, i int) {
 	p, m := blk(i), s.SSM
 	convDim := m.Inner + 2*m.Groups*m.State
-	t.add(p+"ssm_in.weight", "attn_q", i, s.Embd, m.Inner+convDim+m.Heads)
-	t.add(p+"ssm_conv1d.weight", roleF32, i, m.ConvKernel, convDim)
-	t.add(p+"ssm_conv1d.bias", roleF32, i, convDim)
-	t.add(p+"ssm_dt.bias", roleF32, i, m.Heads)
-	t.add(p+"ssm_a", roleF32, i, 1, m.Heads)
-	t.add(p+"ssm_d", roleF32, i, 1, m.Heads)
-	t.add(p+"ssm_norm.weight", roleF32, i, m.Inner/m.Groups, m.Groups)
-	t.add(p+"ssm_out.weight", "attn_output", i, m.Inner, s.Embd)
+	t.add(p+"ssm_in.weight", s.Embd, m.Inner+convDim+m.Heads)
+	t.f32(p+"ssm_conv1d.weight", m.ConvKernel, convDim)
+	t.f32(p+"ssm_conv1d.bias", convDim)
+	t.f32(p+"ssm_dt.bias", m.Heads)
+	t.f32(p+"ssm_a", 1, m.Heads)
+	t.f32(p+"ssm_d", 1, m.Heads)
+	t.f32(p+"ssm_norm.weight", m.Inner/m.Groups, m.Groups)
+	t.add(p+"ssm_out.weight", m.Inner, s.Embd)
 }
 
 // hybridBlocks: granitehybrid and nemotron_h, whose layers are Mamba-2 or
@@ -331,24 +331,24 @@ func mamba2Mixer(t *tensors, s Shape, i int) {
 // FFN; Nemotron-H has MLP-only layers ('-') of up and down projections
 // (squared ReLU, no gate) and no FFN elsewhere.
 func hybridBlocks(t *tensors, s Shape) {
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i, kind := range s.SSM.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
 		switch kind {
 		case 'M':
 			mamba2Mixer(t, s, i)
 		case '*':
 			attention(t, s, i)
 		case '-':
-			t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
-			t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
+			t.add(p+"ffn_down.weight", s.FF, s.Embd)
+			t.add(p+"ffn_up.weight", s.Embd, s.FF)
 		}
 		if s.Arch == "granitehybrid" {
-			t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
-			t.add(p+"ffn_gate.weight", "ffn_gate", i, s.Embd, s.FF)
-			t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
-			t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
+			t.f32(p+"ffn_norm.weight", s.Embd)
+			t.add(p+"ffn_gate.weight", s.Embd, s.FF)
+			t.add(p+"ffn_down.weight", s.FF, s.Embd)
+			t.add(p+"ffn_up.weight", s.Embd, s.FF)
 		}
 	}
 	output(t, s, "output_norm.weight")
@@ -358,16 +358,16 @@ func hybridBlocks(t *tensors, s Shape) {
 // parallel, then a SwiGLU FFN. llama.cpp names the FFN norm without a
 // ".weight" suffix (tn(LLM_TENSOR_FFN_NORM, i) in src/models/falcon-h1.cpp).
 func falconH1Blocks(t *tensors, s Shape) {
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
 		mamba2Mixer(t, s, i)
 		attention(t, s, i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"ffn_norm", roleF32, i, s.Embd)
-		t.add(p+"ffn_gate.weight", "ffn_gate", i, s.Embd, s.FF)
-		t.add(p+"ffn_down.weight", "ffn_down", i, s.FF, s.Embd)
-		t.add(p+"ffn_up.weight", "ffn_up", i, s.Embd, s.FF)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.f32(p+"ffn_norm", s.Embd)
+		t.add(p+"ffn_gate.weight", s.Embd, s.FF)
+		t.add(p+"ffn_down.weight", s.FF, s.Embd)
+		t.add(p+"ffn_up.weight", s.Embd, s.FF)
 	}
 	output(t, s, "output_norm.weight")
 }
@@ -378,24 +378,24 @@ func falconH1Blocks(t *tensors, s Shape) {
 // MoE.NextN blocks are MTP heads with their own input fusion.
 func glm4moeBlocks(t *tensors, s Shape) {
 	m := s.MoE
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
 		attention(t, s, i)
-		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"post_attention_norm.weight", s.Embd)
 		if i < m.LeadingDense {
 			ffn(t, s, i, s.FF, "")
 		} else {
 			experts(t, s, i)
-			t.add(p+"exp_probs_b.bias", roleF32, i, m.Experts)
+			t.f32(p+"exp_probs_b.bias", m.Experts)
 			ffn(t, s, i, m.FF*m.Shared, "_shexp")
 		}
 		if i >= s.Layers-m.NextN {
-			t.add(p+"nextn.eh_proj.weight", "attn_q", i, 2*s.Embd, s.Embd)
-			t.add(p+"nextn.enorm.weight", roleF32, i, s.Embd)
-			t.add(p+"nextn.hnorm.weight", roleF32, i, s.Embd)
-			t.add(p+"nextn.shared_head_norm.weight", roleF32, i, s.Embd)
+			t.add(p+"nextn.eh_proj.weight", 2*s.Embd, s.Embd)
+			t.f32(p+"nextn.enorm.weight", s.Embd)
+			t.f32(p+"nextn.hnorm.weight", s.Embd)
+			t.f32(p+"nextn.shared_head_norm.weight", s.Embd)
 		}
 	}
 	output(t, s, "output_norm.weight")
@@ -405,12 +405,12 @@ func glm4moeBlocks(t *tensors, s Shape) {
 // expert of the expert width, the others a dense FFN of Shape.FF.
 func llama4Blocks(t *tensors, s Shape) {
 	m := s.MoE
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
 		attention(t, s, i)
-		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
 		if m.Step > 0 && (i+1)%m.Step == 0 {
 			experts(t, s, i)
 			ffn(t, s, i, m.FF, "_shexp")
@@ -434,30 +434,30 @@ func qwen3nextBlocks(t *tensors, s Shape) {
 	headDim := s.headDim()
 	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
 	keyDim, valueDim := d.Groups*d.State, d.Heads*d.State
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.f32(p+"post_attention_norm.weight", s.Embd)
 		if (i+1)%d.AttnInterval == 0 {
-			t.add(p+"attn_q.weight", "attn_q", i, s.Embd, 2*qDim)
-			t.add(p+"attn_k.weight", "attn_k", i, s.Embd, kvDim)
-			t.add(p+"attn_v.weight", "attn_v", i, s.Embd, kvDim)
-			t.add(p+"attn_output.weight", "attn_output", i, qDim, s.Embd)
-			t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
-			t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
+			t.add(p+"attn_q.weight", s.Embd, 2*qDim)
+			t.add(p+"attn_k.weight", s.Embd, kvDim)
+			t.add(p+"attn_v.weight", s.Embd, kvDim)
+			t.add(p+"attn_output.weight", qDim, s.Embd)
+			t.f32(p+"attn_q_norm.weight", headDim)
+			t.f32(p+"attn_k_norm.weight", headDim)
 		} else {
-			t.add(p+"attn_qkv.weight", "attn_qkv", i, s.Embd, 2*keyDim+valueDim)
-			t.add(p+"attn_gate.weight", "attn_q", i, s.Embd, valueDim)
-			t.add(p+"ssm_conv1d.weight", roleF32, i, d.ConvKernel, 2*keyDim+valueDim)
-			t.add(p+"ssm_dt.bias", roleF32, i, d.Heads)
-			t.add(p+"ssm_a", roleF32, i, d.Heads)
-			t.add(p+"ssm_ba.weight", "attn_q", i, s.Embd, 2*d.Heads)
-			t.add(p+"ssm_norm.weight", roleF32, i, d.State)
-			t.add(p+"ssm_out.weight", "attn_output", i, valueDim, s.Embd)
+			t.add(p+"attn_qkv.weight", s.Embd, 2*keyDim+valueDim)
+			t.add(p+"attn_gate.weight", s.Embd, valueDim)
+			t.f32(p+"ssm_conv1d.weight", d.ConvKernel, 2*keyDim+valueDim)
+			t.f32(p+"ssm_dt.bias", d.Heads)
+			t.f32(p+"ssm_a", d.Heads)
+			t.add(p+"ssm_ba.weight", s.Embd, 2*d.Heads)
+			t.f32(p+"ssm_norm.weight", d.State)
+			t.add(p+"ssm_out.weight", valueDim, s.Embd)
 		}
 		experts(t, s, i)
-		t.add(p+"ffn_gate_inp_shexp.weight", roleF32, i, s.Embd)
+		t.f32(p+"ffn_gate_inp_shexp.weight", s.Embd)
 		ffn(t, s, i, m.SharedFF, "_shexp")
 	}
 	output(t, s, "output_norm.weight")

@@ -21,13 +21,18 @@ func Build(s Shape, q Quant) (*gguf.Builder, error) {
 	if err := tokenizer(b, s); err != nil {
 		return nil, err
 	}
-	t := &tensors{b: b, q: q, layers: s.Layers}
+	t := &tensors{}
 	blocks, ok := archBlocks[s.Arch]
 	if !ok {
 		blocks = denseBlocks
 	}
 	blocks(t, s)
-	return b, t.err
+	for i, typ := range q.types(s, t.list) {
+		if err := b.AddTensor(t.list[i].name, typ, t.list[i].shape, nil); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func (s Shape) validate() error {
@@ -230,54 +235,28 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	}
 }
 
-// roleF32 marks tensors that stay F32 in every recipe: norms, biases,
-// routers, sinks, convolution kernels and SSM parameters, as in llama.cpp's
-// quantizer.
-const roleF32 = "norm"
-
+// tensors collects a model's tensors in file order. Their types are chosen
+// once all are known, because llama.cpp's quantizer types one tensor by
+// looking at the others (whether output.weight exists, how many
+// attention-V tensors there are and where this one falls among them).
 type tensors struct {
-	b      *gguf.Builder
-	q      Quant
-	layers int
-	err    error
+	list []pending
 }
 
-// add appends a tensor, choosing its type from the recipe. A row that is not
-// a whole number of blocks falls back to a type that fits, as llama.cpp's
-// quantizer does. dims are in ggml order (ne0 first).
-func (t *tensors) add(name, role string, layer int, dims ...int) {
-	if t.err != nil {
-		return
-	}
+// add appends a matrix, which each recipe types as llama.cpp's quantizer
+// would from an F16 file. dims are in ggml order (ne0 first).
+func (t *tensors) add(name string, dims ...int) { t.push(name, false, dims) }
+
+// f32 appends a tensor the converter writes in F32 and no recipe touches:
+// norms, biases, routers, sinks, convolution kernels, SSM parameters.
+func (t *tensors) f32(name string, dims ...int) { t.push(name, true, dims) }
+
+func (t *tensors) push(name string, f32 bool, dims []int) {
 	shape := make([]uint64, len(dims))
 	for i, d := range dims {
 		shape[i] = uint64(d)
 	}
-	typ := gguf.TypeF32
-	if role == roleSource {
-		typ = gguf.TypeF16
-	} else if role != roleF32 {
-		typ = t.q.weight(role, layer, t.layers)
-		for _, fallback := range []gguf.GGMLType{typ, fallbackType(typ), gguf.TypeF16} {
-			if _, ok := fallback.RowSize(shape[0]); ok {
-				typ = fallback
-				break
-			}
-		}
-	}
-	t.err = t.b.AddTensor(name, typ, shape, nil)
-}
-
-// fallbackType is the type llama.cpp's quantizer (tensor_type_fallback)
-// uses for a k-quant whose rows are not whole 256-element blocks. Q4_K
-// falls back to Q8_0 here rather than llama.cpp's Q5_0: the committed
-// conformance goldens were measured on files made that way, and a header
-// read for sizes only needs a realistic type, not the quantizer's.
-func fallbackType(t gguf.GGMLType) gguf.GGMLType {
-	if t == gguf.TypeQ5_K {
-		return gguf.TypeQ5_1
-	}
-	return gguf.TypeQ8_0 // Q6_K's fallback in llama.cpp too
+	t.list = append(t.list, pending{name: name, f32: f32, shape: shape})
 }
 
 func blk(i int) string { return "blk." + strconv.Itoa(i) + "." }

@@ -24,12 +24,6 @@ type AltUp struct {
 	Period int
 }
 
-// roleSource marks tensors llama.cpp's quantizer leaves in the type the
-// converter wrote (F16 here): Gemma 3n's AltUp and Laurel weights and its
-// per-layer model projection (tensor_allows_quantization in
-// llama-quant.cpp).
-const roleSource = "source"
-
 // gemma3nBlocks follows load_arch_tensors in src/models/gemma3n.cpp: the
 // Gemma 3 block plus, per layer, the per-layer input gate and projection,
 // the AltUp router, prediction and correction coefficients, and the Laurel
@@ -39,33 +33,33 @@ const roleSource = "source"
 func gemma3nBlocks(t *tensors, s Shape) {
 	a, headDim := s.AltUp, s.headDim()
 	pl := a.PerLayerEmbd * s.Layers
-	t.add("token_embd.weight", "token_embd", -1, s.Embd, s.Vocab)
-	t.add("altup_proj.weight", roleSource, -1, s.Embd, s.Embd, a.Inputs-1)
-	t.add("altup_unembd_proj.weight", roleSource, -1, s.Embd, s.Embd, a.Inputs-1)
-	t.add("per_layer_token_embd.weight", "token_embd", -1, pl, s.Vocab)
-	t.add("per_layer_model_proj.weight", roleSource, 0, s.Embd, pl)
-	t.add("per_layer_proj_norm.weight", roleF32, 0, a.PerLayerEmbd)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
+	t.add("altup_proj.weight", s.Embd, s.Embd, a.Inputs-1)
+	t.add("altup_unembd_proj.weight", s.Embd, s.Embd, a.Inputs-1)
+	t.add("per_layer_token_embd.weight", pl, s.Vocab)
+	t.add("per_layer_model_proj.weight", s.Embd, pl)
+	t.f32("per_layer_proj_norm.weight", a.PerLayerEmbd)
 	for i := range s.Layers {
 		p := blk(i)
-		t.add(p+"attn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_norm.weight", s.Embd)
 		attention(t, s, i)
-		t.add(p+"attn_q_norm.weight", roleF32, i, headDim)
-		t.add(p+"attn_k_norm.weight", roleF32, i, headDim)
-		t.add(p+"post_attention_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"ffn_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"attn_q_norm.weight", headDim)
+		t.f32(p+"attn_k_norm.weight", headDim)
+		t.f32(p+"post_attention_norm.weight", s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
 		ffn(t, s, i, s.FF, "")
-		t.add(p+"post_ffw_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"inp_gate.weight", "attn_q", i, s.Embd, a.PerLayerEmbd)
-		t.add(p+"proj.weight", "attn_output", i, a.PerLayerEmbd, s.Embd)
-		t.add(p+"post_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"altup_correct_coef.weight", roleSource, i, a.Inputs, a.Inputs)
-		t.add(p+"altup_correct_scale.weight", roleF32, i, s.Embd)
-		t.add(p+"altup_predict_coef.weight", roleSource, i, a.Inputs, a.Inputs*a.Inputs)
-		t.add(p+"altup_router.weight", roleSource, i, s.Embd, a.Inputs)
-		t.add(p+"altup_router_norm.weight", roleF32, i, s.Embd)
-		t.add(p+"laurel_l.weight", roleSource, i, s.Embd, a.LaurelRank)
-		t.add(p+"laurel_r.weight", roleSource, i, a.LaurelRank, s.Embd)
-		t.add(p+"laurel_post_norm.weight", roleF32, i, s.Embd)
+		t.f32(p+"post_ffw_norm.weight", s.Embd)
+		t.add(p+"inp_gate.weight", s.Embd, a.PerLayerEmbd)
+		t.add(p+"proj.weight", a.PerLayerEmbd, s.Embd)
+		t.f32(p+"post_norm.weight", s.Embd)
+		t.add(p+"altup_correct_coef.weight", a.Inputs, a.Inputs)
+		t.f32(p+"altup_correct_scale.weight", s.Embd)
+		t.add(p+"altup_predict_coef.weight", a.Inputs, a.Inputs*a.Inputs)
+		t.add(p+"altup_router.weight", s.Embd, a.Inputs)
+		t.f32(p+"altup_router_norm.weight", s.Embd)
+		t.add(p+"laurel_l.weight", s.Embd, a.LaurelRank)
+		t.add(p+"laurel_r.weight", a.LaurelRank, s.Embd)
+		t.f32(p+"laurel_post_norm.weight", s.Embd)
 	}
 	output(t, s, "output_norm.weight")
 }

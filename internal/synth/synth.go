@@ -11,8 +11,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/headroom-llm/headroom/gguf"
 )
 
 // Shape is the architecture and size of a decoder-only model. The top-level
@@ -169,9 +167,9 @@ func Lookup(name string) (Shape, bool) {
 // Quant is a quantization recipe: which ggml type each tensor gets.
 type Quant string
 
-// The recipes synth knows. They follow the rules of llama.cpp's quantizer
-// closely enough to give a realistic mix; they need not match a given
-// release byte for byte, since the files are read for their headers.
+// The recipes synth knows. Each gives every tensor the type llama.cpp's
+// quantizer gives it when it quantizes an F16 file without an importance
+// matrix (recipe.go; checked against llama-quantize in docs/quantizer.md).
 const (
 	F16    Quant = "F16"
 	Q8_0   Quant = "Q8_0"
@@ -194,52 +192,4 @@ func ParseQuant(s string) (Quant, error) {
 		}
 	}
 	return "", fmt.Errorf("synth: unknown quantization %q (have F16, Q8_0, Q4_K_M, Q5_K_M, Q6_K, MXFP4_MOE)", s)
-}
-
-// moreBits is llama.cpp's use_more_bits: the first and last eighth of the
-// layers, and every third layer between, get a larger type in _M recipes.
-func moreBits(i, n int) bool {
-	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
-}
-
-// weight picks the type of a matrix by its role. Roles not named here take
-// the recipe's base type.
-func (q Quant) weight(role string, layer, layers int) gguf.GGMLType {
-	switch q {
-	case F16:
-		return gguf.TypeF16
-	case Q8_0:
-		return gguf.TypeQ8_0
-	case MXFP4_MOE:
-		if role == "ffn_exps" || role == "ffn_down_exps" {
-			return gguf.TypeMXFP4
-		}
-		return gguf.TypeQ8_0
-	case Q6_K:
-		return gguf.TypeQ6_K
-	case Q5_K_M:
-		// llama-quant.cpp: the output gets Q6_K; V-like projections (v,
-		// fused qkv) and ffn_down get Q6_K on use_more_bits layers.
-		switch role {
-		case "output":
-			return gguf.TypeQ6_K
-		case "attn_v", "attn_qkv", "ffn_down", "ffn_down_exps":
-			if moreBits(layer, layers) {
-				return gguf.TypeQ6_K
-			}
-		}
-		return gguf.TypeQ5_K
-	}
-	switch role {
-	case "output":
-		return gguf.TypeQ6_K
-	case "attn_qkv":
-		// llama.cpp gives the fused qkv of Q4_K_M files Q5_K.
-		return gguf.TypeQ5_K
-	case "attn_v", "ffn_down", "ffn_down_exps":
-		if moreBits(layer, layers) {
-			return gguf.TypeQ6_K
-		}
-	}
-	return gguf.TypeQ4_K
 }
