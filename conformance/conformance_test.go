@@ -9,15 +9,25 @@ import (
 	"testing"
 )
 
-const goldenDir = "testdata/golden"
+// goldenDir holds the node-llama-cpp library loads, serverDir llama-server's.
+const (
+	goldenDir = "testdata/golden"
+	serverDir = "testdata/server"
+)
 
+// loadGolden reads both golden sets: every check of a file's consistency
+// and of its synth header holds for either driver.
 func loadGolden(t *testing.T) []Case {
 	t.Helper()
-	cases, err := Load(goldenDir)
-	if err != nil {
-		t.Fatal(err)
+	var all []Case
+	for _, dir := range []string{serverDir, goldenDir} {
+		cases, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, cases...)
 	}
-	return cases
+	return all
 }
 
 // Every committed golden file must read and pass the consistency checks:

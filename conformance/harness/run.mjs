@@ -1,7 +1,7 @@
 // run.mjs measures llama.cpp on every conformance case and writes (or, with
 // --check, compares against) one golden JSON file per case.
 //
-//   node run.mjs [--driver server|library] [--engine DIR] [--check]
+//   node run.mjs [--driver server|library] [--engine DIR] [--cpu-variant NAME] [--check]
 //                [--only REGEX] [--backend cpu|vulkan] [--limit N]
 //                [--golden DIR] [--work DIR] [--no-estimate] [--missing]
 //                [--cases FILE]
@@ -62,6 +62,14 @@ const specs = [...new Set(selected.map((c) => `${c.shape}:${c.quant}`))];
 const files = JSON.parse(execFileSync(synthBin, ["-dir", path.join(workDir, "gguf"), ...specs], {cwd: repo, maxBuffer: 1 << 26}).toString());
 
 const engineCommit = bundleCommit();
+// --cpu-variant NAME makes node-llama-cpp's CPU backend the one ggml would
+// pick on a CPU of that generation (haswell: AVX2, the features of the
+// machines the library goldens were first measured on): ggml loads the
+// best libggml-cpu-*.so the CPU runs, and on a CPU with AMX that variant
+// keeps weights in an AMX buffer instead of CPU_REPACK. The others are
+// moved aside for the run and put back when it ends.
+if (args["cpu-variant"])
+    hideCPUVariants(args["cpu-variant"]);
 // The llama-server builds, one per backend the selected cases need.
 const engines = {};
 if (driver === "server")
@@ -301,6 +309,36 @@ function summary(g) {
     return Object.entries(by).map(([k, v]) => `${k}[${v.join(" ")}]`).join(" ");
 }
 
+function hideCPUVariants(keep) {
+    const moved = [];
+    const restore = () => {
+        for (const [from, to] of moved.splice(0))
+            fs.renameSync(to, from);
+    };
+    for (const pkg of ["linux-x64", "linux-x64-vulkan"]) {
+        const bins = path.join(here, "node_modules/@node-llama-cpp", pkg, "bins", pkg);
+        if (!fs.existsSync(bins))
+            continue;
+        const aside = path.join(bins, ".variants-aside");
+        fs.mkdirSync(aside, {recursive: true});
+        const variants = fs.readdirSync(bins).filter((f) => /^libggml-cpu-.+\.so$/.test(f));
+        if (!variants.includes(`libggml-cpu-${keep}.so`))
+            fail(`no CPU variant ${keep} in ${bins} (have ${variants.join(", ")})`);
+        for (const f of variants)
+            if (f !== `libggml-cpu-${keep}.so`) {
+                moved.push([path.join(bins, f), path.join(aside, f)]);
+                fs.renameSync(path.join(bins, f), path.join(aside, f));
+            }
+    }
+    process.on("exit", restore);
+    for (const sig of ["SIGINT", "SIGTERM"])
+        process.on(sig, () => {
+            restore();
+            process.exit(130);
+        });
+    console.log(`CPU backend limited to ${keep} (${moved.length} other variants moved aside for this run)`);
+}
+
 // bundleCommit names the llama.cpp source node-llama-cpp's binaries were built
 // from: the HEAD of the git bundle it ships (a squashed commit, so it
 // identifies the tree, not an upstream commit).
@@ -322,7 +360,7 @@ function parseArgs(argv) {
         const key = a.slice(2);
         if (["check", "no-estimate", "missing"].includes(key))
             out[key] = true;
-        else if (["only", "backend", "limit", "golden", "work", "cases", "driver", "engine"].includes(key))
+        else if (["only", "backend", "limit", "golden", "work", "cases", "driver", "engine", "cpu-variant"].includes(key))
             out[key] = argv[++i];
         else
             fail(`unknown flag ${a}`);
