@@ -27,7 +27,8 @@ import (
 // case to a file the stand-in llama-server replays.
 func goldenLog(t *testing.T, id string) string {
 	t.Helper()
-	cases, err := conformance.Load(filepath.Join("..", "conformance", "testdata", "golden"))
+	// llama-server's own loads: what serve starts.
+	cases, err := conformance.Load(filepath.Join("..", "conformance", "testdata", "server"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func cpuMamba(t *testing.T) (*fixture, *Assessed, string) {
 	}
 	o := plan.DefaultSearch()
 	o.Parallel, o.Fixed.Ctx = 1, 4096
-	o.Base.Batch, o.Base.FlashAttn = 512, plan.FlashOff
+	o.Base.FlashAttn = plan.FlashOff
 	a, err := f.deps.Assess(context.Background(), m, o)
 	if err != nil {
 		t.Fatal(err)

@@ -197,7 +197,7 @@ func TestFitFlags(t *testing.T) {
 func TestPlanCommand(t *testing.T) {
 	path := synthFile(t, "llama-3.1-8b")
 	code, out, errs := run(t, "plan", "--quiet", "--machine", "rtx-4090", "--print-args", path)
-	if code != 0 || strings.TrimSpace(out) != "-c 262144 -np 2 -ngl 33 -fa on -ctk q8_0 -ctv q8_0" {
+	if code != 0 || strings.TrimSpace(out) != "-c 262144 -np 2 -ngl 33 --fit off -fa on -ctk q8_0 -ctv q8_0" {
 		t.Errorf("exit %d, %q %s", code, out, errs)
 	}
 	code, out, _ = run(t, "plan", "--quiet", "--machine", "rtx-4090", "--no-q8", "--parallel", "1", "--json", path)
@@ -224,7 +224,7 @@ func TestPlanCommand(t *testing.T) {
 
 	// What the user sets is kept; the rest is searched.
 	code, out, errs = run(t, "plan", "--quiet", "--machine", "rtx-4090", "--print-args", "-ngl", "20", "-c", "8192", "-ctk", "q8_0", path)
-	if code != 0 || strings.TrimSpace(out) != "-c 8192 -np 2 -ngl 20 -ctk q8_0" {
+	if code != 0 || strings.TrimSpace(out) != "-c 8192 -np 2 -ngl 20 --fit off -ctk q8_0" {
 		t.Errorf("fixed settings: exit %d, %q %s", code, out, errs)
 	}
 	if code, _, errs := run(t, "plan", "--quiet", "-c", "-5", path); code != 2 || !strings.Contains(errs, "-c must be") {
