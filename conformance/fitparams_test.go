@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
 )
+
+var buildPath = regexp.MustCompile(`/\S*/`)
 
 var updateFitParams = flag.Bool("update-fit-params", false, "rewrite docs/fit-params.md from conformance/testdata/fitparams.json")
 
@@ -81,6 +84,12 @@ func TestLlamaFitParams(t *testing.T) {
 	b.WriteString("--llama-server` of that build, recorded beside the runs). [plan.md](plan.md) compares the plan\n")
 	b.WriteString("with headroom's re-implementation of the fit's rules on the presets.\n\n")
 	fmt.Fprintf(&b, "- CPU build: `%s`\n- Vulkan build: `%s`\n\n", rec.CPU.Engine, rec.Vulkan.Engine)
+	b.WriteString("How to read it: the last column is headroom's verdict on the fit's own flags. On the CPU\n")
+	b.WriteString("build llama.cpp's fit leaves the CPU_REPACK copies of the weights out of the host's total,\n")
+	b.WriteString("so it keeps the trained context where headroom finds the machine short. On llvmpipe the fit\n")
+	b.WriteString("aborts inside llama.cpp (`pre-allocated tensor (cache_k_l0) in a buffer (Vulkan0) that cannot\n")
+	b.WriteString("run the operation`) whenever one KV tensor would exceed the device's 128 MiB binding limit;\n")
+	b.WriteString("headroom counts such a tensor as a max_alloc breach, so its plans stay within the limit.\n\n")
 	b.WriteString("| model | slots | build | llama-fit-params | headroom plan | headroom's verdict on the fit's flags |\n|---|---:|---|---|---|---|\n")
 	for _, r := range rec.Runs {
 		s, ok := synth.Lookup(r.Shape)
@@ -108,11 +117,16 @@ func TestLlamaFitParams(t *testing.T) {
 		}
 		theirs, verdict := "failed: "+oneLine(r.Error, 160), ""
 		if r.Status == "ok" {
-			theirs = "`" + r.Printed + "`"
-			if p.Chosen == nil {
-				t.Errorf("%s %s -np %d on %s: llama.cpp's fit found %s, headroom plans nothing", r.Shape, r.Quant, r.Parallel, r.Backend, r.Printed)
+			theirs = "`" + abbreviate(r.Printed) + "`"
+			var fits bool
+			verdict, fits = fitVerdict(t, m, snap, r.Printed, r.Parallel)
+			// llama.cpp's fit may place what does not fit (on the CPU
+			// it leaves the repacked weights out of the host's total);
+			// where headroom agrees that its answer fits, headroom must
+			// find a plan too.
+			if fits && p.Chosen == nil {
+				t.Errorf("%s %s -np %d on %s: llama.cpp's fit found %s, which fits, and headroom plans nothing", r.Shape, r.Quant, r.Parallel, r.Backend, r.Printed)
 			}
-			verdict = fitVerdict(t, m, snap, r.Printed, r.Parallel)
 		}
 		fmt.Fprintf(&b, "| %s %s | %d | %s | %s | %s | %s |\n", r.Shape, r.Quant, r.Parallel, r.Backend, theirs, ours, verdict)
 	}
@@ -126,10 +140,10 @@ func TestLlamaFitParams(t *testing.T) {
 	}
 }
 
-// fitVerdict is headroom's verdict on llama.cpp's fitted "-c N -ngl N",
-// in the fit's own terms: every slot's flags as llama-fit-params used
-// them (flash attention on).
-func fitVerdict(t *testing.T, m *arch.Model, s *hw.Snapshot, printed string, parallel int) string {
+// fitVerdict is headroom's verdict on llama.cpp's fitted
+// "-c N -ngl N [-ot ...]", in the fit's own terms: the slots as
+// llama-fit-params was given them, flash attention on.
+func fitVerdict(t *testing.T, m *arch.Model, s *hw.Snapshot, printed string, parallel int) (string, bool) {
 	t.Helper()
 	var ctx, ngl int
 	if _, err := fmt.Sscanf(printed, "-c %d -ngl %d", &ctx, &ngl); err != nil {
@@ -140,18 +154,46 @@ func fitVerdict(t *testing.T, m *arch.Model, s *hw.Snapshot, printed string, par
 	if ngl < 0 {
 		p.GPULayers = plan.GPULayersAuto
 	}
+	if _, ot, ok := strings.Cut(printed, " -ot "); ok {
+		o, err := plan.ParseOverrides(strings.Trim(ot, `"`))
+		if err != nil {
+			t.Fatalf("llama-fit-params's -ot %s: %v", ot, err)
+		}
+		p.Overrides = o
+	}
 	a, err := plan.Assess(m, nil, p, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Verdict == plan.Fits {
-		return "fits"
+		return "fits", true
 	}
-	return oneLine(a.Reason, 200)
+	return oneLine(a.Reason, 200), false
+}
+
+// abbreviate shortens llama-fit-params's -ot list, one pattern per layer
+// whose routed experts it keeps in system memory, to the layers it names.
+func abbreviate(printed string) string {
+	head, ot, ok := strings.Cut(printed, " -ot ")
+	if !ok {
+		return printed
+	}
+	var layers []string
+	for _, p := range strings.Split(strings.Trim(ot, `"`), ",") {
+		if n, _, ok := strings.Cut(strings.TrimPrefix(p, `blk\.`), `\.`); ok {
+			layers = append(layers, n)
+		}
+	}
+	if len(layers) == 0 {
+		return printed
+	}
+	return fmt.Sprintf("%s -ot <the experts of blocks %s..%s =CPU, %d patterns>", head, layers[0], layers[len(layers)-1], len(layers))
 }
 
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
+	// Paths of the build machine say nothing: keep the file's name.
+	s = buildPath.ReplaceAllString(s, "")
 	if len(s) > n {
 		s = s[:n] + "..."
 	}
