@@ -155,6 +155,7 @@ func (m *machine) nativeViews(s *Snapshot, domainOf map[*gpu]string) {
 		g := m.match(nativeVendor(backend, nd.desc), nd.desc, taken[backend])
 		d := Device{Name: nd.name, Backend: backend, Description: nd.desc, Type: TypeGPU,
 			HostBuffer: hostBufferOf(backend), Total: nd.total, Free: ptr(nd.free), Source: "llama-server --list-devices"}
+		knownLimits(&d)
 		switch {
 		case g != nil:
 			taken[backend][g], seen[g] = true, true
@@ -292,4 +293,19 @@ func gib(n int64) string {
 		return fmt.Sprintf("%d MiB", n>>20)
 	}
 	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+}
+
+// knownLimits fills in the device-local limits --list-devices does not
+// report, for devices whose limits are fixed by their driver. Mesa's
+// llvmpipe (the software Vulkan device) binds at most 128 MiB
+// (maxStorageBufferRange), so a larger weight or KV tensor cannot live on
+// it: llama.cpp keeps such a weight on the CPU and aborts a load whose KV
+// tensor is larger. Its buffers align to 16 bytes
+// (minStorageBufferOffsetAlignment) and its host buffers to 64
+// (minMemoryMapAlignment), as the engine's allocator trace shows.
+func knownLimits(d *Device) {
+	if d.Backend == "Vulkan" && strings.Contains(d.Description, "llvmpipe") {
+		d.MaxAlloc, d.Alignment, d.HostAlignment = 128<<20, 16, 64
+		d.Source += "; llvmpipe's fixed limits: 128 MiB binding (maxStorageBufferRange), 16-byte buffer and 64-byte host alignment"
+	}
 }

@@ -74,6 +74,14 @@ func TestProbeMachines(t *testing.T) {
 				t.Errorf("cgroup v2 limit: usable %d, free %d; want 16 GiB usable, 14 GiB free (limit - current)", ram.Usable, *ram.Free)
 			}
 		}},
+		{"cpu-llvmpipe", "linux", func(t *testing.T, s *Snapshot) {
+			// Captured from the conformance engine's Vulkan build on Mesa's
+			// software device: its fixed limits come with it.
+			d := s.Device("Vulkan0")
+			if d == nil || d.MaxAlloc != 128<<20 || d.Alignment != 16 || d.HostAlignment != 64 {
+				t.Errorf("llvmpipe's limits: %+v", d)
+			}
+		}},
 		{"cpu-cgroup1", "linux", func(t *testing.T, s *Snapshot) {
 			if ram := s.Domain("ram"); ram.Usable != 8<<30 {
 				t.Errorf("cgroup v1 parent limit: usable %d, want 8 GiB", ram.Usable)
