@@ -130,33 +130,14 @@ function measure(c, file) {
     const r = JSON.parse(fs.readFileSync(outPath, "utf8"));
     if (!r.ok)
         throw new Error(`llama.cpp refused the load: ${r.error}\n${r.lines.slice(-15).map((l) => l.text).join("\n")}`);
-    const parsed = parseLog(r.lines, {gpu: c.backend !== "cpu"});
-    if (parsed.errors.length)
-        throw new Error(parsed.errors.join("\n"));
-    if (c.backend === "vulkan" && !parsed.figures.layers.some((l) => l.device.startsWith("Vulkan")) && c.gpuLayers > 0)
-        throw new Error("vulkan case but no layer went to a Vulkan device (is GGML_VK_VISIBLE_DEVICES set, is mesa-vulkan-drivers installed?)");
+    const parsed = parsedLoad(c, r.lines);
 
     return {
         schema: 1,
         id: c.id,
         note: c.note ?? undefined,
         inputs: {
-            shape: c.shape,
-            arch: file.arch,
-            quant: c.quant,
-            source: file.source,
-            file: {
-                size_bytes: file.size_bytes, header_bytes: file.header_bytes, header_sha256: file.header_sha256,
-                tensors: file.tensors, params: file.params
-            },
-            // As requested of node-llama-cpp. context_size is PER SEQUENCE
-            // (node-llama-cpp multiplies it by sequences before llama.cpp
-            // sees it); figures.context holds what llama.cpp actually used.
-            profile: {
-                backend: c.backend, gpu_layers: c.gpuLayers, context_size_per_seq: c.contextSize, sequences: c.sequences,
-                flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
-                mmap: c.mmap, swa_full: c.swaFull ?? false
-            },
+            ...caseInputs(c, file),
             // What node-llama-cpp actually handed its native addon (it pads
             // the context and adds 1 to the batch of SWA models).
             passed_to_llama_cpp: addonParams(r.addon_calls)
@@ -212,11 +193,7 @@ async function measureServer(c, file) {
     const r = await serveOnce({bin: eng.bin, modelPath: file.path, args: flags, env});
     if (!r.ok)
         throw new Error(`llama-server: ${r.error}\n${r.lines.slice(-15).map((l) => l.text).join("\n")}`);
-    const parsed = parseLog(r.lines, {gpu: c.backend !== "cpu"});
-    if (parsed.errors.length)
-        throw new Error(parsed.errors.join("\n"));
-    if (c.backend === "vulkan" && !parsed.figures.layers.some((l) => l.device.startsWith("Vulkan")) && c.gpuLayers > 0)
-        throw new Error("vulkan case but no layer went to a Vulkan device (is GGML_VK_VISIBLE_DEVICES set, is mesa-vulkan-drivers installed?)");
+    const parsed = parsedLoad(c, r.lines);
     const sysLine = r.lines.map((l) => l.text).find((t) => /(^|\s)system_info: /.test(t)) ?? "";
     const gpuNames = r.lines.map((l) => /^ggml_vulkan: \d+ = (.+?) \(/.exec(l.text)?.[1]).filter(Boolean);
     const nlcVersion = JSON.parse(fs.readFileSync(path.join(here, "package.json"), "utf8")).dependencies["node-llama-cpp"];
@@ -231,19 +208,7 @@ async function measureServer(c, file) {
         id: c.id,
         note: c.note ?? undefined,
         inputs: {
-            shape: c.shape,
-            arch: file.arch,
-            quant: c.quant,
-            source: file.source,
-            file: {
-                size_bytes: file.size_bytes, header_bytes: file.header_bytes, header_sha256: file.header_sha256,
-                tensors: file.tensors, params: file.params
-            },
-            profile: {
-                backend: c.backend, gpu_layers: c.gpuLayers, context_size_per_seq: c.contextSize, sequences: c.sequences,
-                flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
-                mmap: c.mmap, swa_full: c.swaFull ?? false
-            },
+            ...caseInputs(c, file),
             // The flags llama-server ran with, besides -m, --host, --port
             // and the log verbosity (-lv 5).
             command: flags
@@ -266,6 +231,39 @@ async function measureServer(c, file) {
         completion: r.completion,
         estimate: null
     };
+}
+
+// caseInputs is what a golden file records of the case: the synth file
+// and the profile as requested. context_size_per_seq is PER SEQUENCE (the
+// driver multiplies it by the sequences); figures.context holds what
+// llama.cpp actually used.
+function caseInputs(c, file) {
+    return {
+        shape: c.shape,
+        arch: file.arch,
+        quant: c.quant,
+        source: file.source,
+        file: {
+            size_bytes: file.size_bytes, header_bytes: file.header_bytes, header_sha256: file.header_sha256,
+            tensors: file.tensors, params: file.params
+        },
+        profile: {
+            backend: c.backend, gpu_layers: c.gpuLayers, context_size_per_seq: c.contextSize, sequences: c.sequences,
+            flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
+            mmap: c.mmap, swa_full: c.swaFull ?? false
+        }
+    };
+}
+
+// parsedLoad parses a load's log and refuses one whose figures are
+// incomplete or that never reached the Vulkan device it was meant for.
+function parsedLoad(c, lines) {
+    const parsed = parseLog(lines, {gpu: c.backend !== "cpu"});
+    if (parsed.errors.length)
+        throw new Error(parsed.errors.join("\n"));
+    if (c.backend === "vulkan" && !parsed.figures.layers.some((l) => l.device.startsWith("Vulkan")) && c.gpuLayers > 0)
+        throw new Error("vulkan case but no layer went to a Vulkan device (is GGML_VK_VISIBLE_DEVICES set, is mesa-vulkan-drivers installed?)");
+    return parsed;
 }
 
 // addonParams picks the real load's and the real context's parameters out
