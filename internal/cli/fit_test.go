@@ -141,11 +141,17 @@ func TestFitFlags(t *testing.T) {
 		{[]string{"-ctk", "q9"}, "unknown K cache type"},
 		{[]string{"-ctv", "q8_0", "-fa", "off"}, "needs flash attention"},
 		{[]string{"--machine", "no-such-box"}, "no-such-box"},
+		// llama.cpp's own fit would rewrite -c and -ngl at load.
+		{[]string{"--fit", "on"}, "only --fit off is modeled"},
 	} {
 		code, _, errs := run(t, append([]string{"fit", "--quiet", path}, tc.args...)...)
 		if code == 0 || !strings.Contains(errs, tc.err) {
 			t.Errorf("%v: exit %d, %q", tc.args, code, errs)
 		}
+	}
+	// What plan prints (--fit off, --swa-full) fit takes back.
+	if code, _, errs := run(t, "fit", "--quiet", path, "--machine", "cpu-32", "-c", "2048", "-np", "1", "-ngl", "0", "--fit", "off", "--swa-full"); code != 0 {
+		t.Errorf("plan's own flags: exit %d, %s", code, errs)
 	}
 	// --n-cpu-moe moves routed experts to system memory: on a MoE model
 	// the GPU carries less and the mapped file more.
