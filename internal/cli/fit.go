@@ -222,9 +222,13 @@ context, compute and auxiliary bytes against what is available. When it
 does not fit it names the limiting domain, the shortfall, and the nearest
 context or layer split that would fit.
 
-Compute buffers are replayed from llama.cpp's graph for dense llama-family
-models on the CPU; elsewhere they are a rough estimate, and the buffer's
-note says so.
+Compute buffers are replayed from llama.cpp's graph (across devices
+through a model of ggml's scheduler), for llama-server's own output rows
+(one per slot). They were measured against llama-server on the CPU and on
+Vulkan over Mesa llvmpipe (docs/accuracy.md), not yet on CUDA, Metal or
+ROCm; an architecture without a replay gets a rough estimate, and the
+buffer's note says so. 'headroom serve MODEL --check' compares a plan with
+your own llama-server and device.
 
 A projector (--mmproj) and a draft model (-md) are counted as auxiliary
 memory: the projector's weights on the first GPU with a rough estimate of
