@@ -126,7 +126,7 @@ const (
 	FlashAuto FlashAttention = "auto"
 )
 
-// UnmarshalJSON accepts true, false and "auto".
+// UnmarshalJSON accepts true, false, "auto" and null (unset).
 func (f *FlashAttention) UnmarshalJSON(b []byte) error {
 	switch string(b) {
 	case "true":
@@ -135,6 +135,9 @@ func (f *FlashAttention) UnmarshalJSON(b []byte) error {
 		*f = FlashOff
 	case `"auto"`:
 		*f = FlashAuto
+	case "null":
+		// A llama-server case has no node-llama-cpp parameters.
+		*f = ""
 	default:
 		return fmt.Errorf("flash_attention: want true, false or \"auto\", got %s", b)
 	}
@@ -150,6 +153,8 @@ func (f FlashAttention) MarshalJSON() ([]byte, error) {
 		return []byte("false"), nil
 	case FlashAuto:
 		return []byte(`"auto"`), nil
+	case "":
+		return []byte("null"), nil
 	}
 	return nil, fmt.Errorf("flash_attention: unknown value %q", string(f))
 }
