@@ -112,7 +112,9 @@ func TestGuardInBrowser(t *testing.T) {
 	if err := d.open(ctx, "http://rebound.test:"+u.Port()+"/api/hw"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.waitFor(ctx, `document.readyState === "complete" && document.body !== null && document.body.innerText.length > 0`); err != nil {
+	// The old document can report "complete" until the navigation
+	// commits: wait for the new page's own address too.
+	if err := d.waitFor(ctx, `location.host === "rebound.test:`+u.Port()+`" && document.readyState === "complete" && document.body !== null && document.body.innerText.length > 0`); err != nil {
 		t.Fatal(err)
 	}
 	rebound, err := d.eval(ctx, `document.body.innerText`)
@@ -153,7 +155,7 @@ func TestGuardInBrowser(t *testing.T) {
 	if err := d.open(ctx, api.URL+"/"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.waitFor(ctx, `document.readyState === "complete"`); err != nil {
+	if err := d.waitFor(ctx, `location.origin === "`+api.URL+`" && document.readyState === "complete"`); err != nil {
 		t.Fatal(err)
 	}
 	own, err := d.eval(ctx, `fetch("/api/unload", {method: "POST", headers: {"Content-Type": "application/json"}, body: '{"id":"i1"}'}).then(r => r.status)`)
