@@ -114,7 +114,7 @@ export async function serveOnce({bin, modelPath, args, env, timeoutMs = 600_000}
             method: "POST",
             headers: {"Content-Type": "application/json"},
             body: JSON.stringify({prompt: "Hello", n_predict: 1, cache_prompt: false}),
-            signal: AbortSignal.timeout(120_000)
+            signal: AbortSignal.timeout(300_000)
         });
         const body = await r.text();
         if (r.status !== 200)
