@@ -196,21 +196,10 @@ func lfm2Blocks(t *tensors, s Shape) {
 // mamba2Blocks: one fused input projection (z, x, B, C, dt), a depthwise
 // convolution over x, B and C, per-head A, D and dt bias, a grouped norm.
 func mamba2Blocks(t *tensors, s Shape) {
-	m := s.SSM
-	convDim := m.Inner + 2*m.Groups*m.State
-	inProj := m.Inner + convDim + m.Heads
 	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
-		p := blk(i)
-		t.f32(p+"attn_norm.weight", s.Embd)
-		t.add(p+"ssm_in.weight", s.Embd, inProj)
-		t.f32(p+"ssm_conv1d.weight", m.ConvKernel, convDim)
-		t.f32(p+"ssm_conv1d.bias", convDim)
-		t.f32(p+"ssm_dt.bias", m.Heads)
-		t.f32(p+"ssm_a", 1, m.Heads)
-		t.f32(p+"ssm_d", 1, m.Heads)
-		t.f32(p+"ssm_norm.weight", m.Inner/m.Groups, m.Groups)
-		t.add(p+"ssm_out.weight", m.Inner, s.Embd)
+		t.f32(blk(i)+"attn_norm.weight", s.Embd)
+		mamba2Mixer(t, s, i)
 	}
 	output(t, s, "output_norm.weight")
 }
@@ -312,7 +301,8 @@ func qwen2moeBlocks(t *tensors, s Shape) {
 	output(t, s, "output_norm.weight")
 }
 
-// mamba2Mixer writes one Mamba-2 mixer (as mamba2Blocks) without its norm.
+// mamba2Mixer writes one Mamba-2 mixer without its norm: the layer of
+// mamba2Blocks, and the Mamba layers of the hybrids.
 func mamba2Mixer(t *tensors, s Shape, i int) {
 	p, m := blk(i), s.SSM
 	convDim := m.Inner + 2*m.Groups*m.State
