@@ -156,9 +156,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	}
 	ot := overrideFlags(fs)
 	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers")
-	for _, n := range []string{"fit"} {
-		fs.Var(fitOff{}, n, "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
-	}
+	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
 	for _, n := range []string{"sm", "split-mode", "fitt", "fit-target"} {
 		fs.Var(refused{"-" + n}, n, "not modeled yet (refused rather than ignored)")
 	}

@@ -1,28 +1,21 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/synth"
-	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/server"
-	"github.com/headroom-llm/headroom/source"
 	"github.com/headroom-llm/headroom/store"
 )
 
@@ -37,40 +30,11 @@ func TestLiveAPITwoAdmittedThirdRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := filepath.Join(st.Root, "models", "local")
-	if err := os.MkdirAll(local, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	model := writeShape(t, local, "tinyllama-1.1b", synth.Q4_K_M)
-
+	model := storedShape(t, st, "tinyllama-1.1b", synth.Q4_K_M)
 	opts := plan.DefaultSearch()
 	opts.Parallel, opts.Fixed.Ctx = 1, 2048
-	snap := twoLoadMachine(t, model, opts)
-	cat, _ := catalog.Load()
-	d := &launch.Deps{Client: source.NewClient(func(string) string { return "" }), Catalog: cat,
-		Machine: func(context.Context) (*hw.Snapshot, error) { return snap, nil }, Cache: &admission.Cache{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rt := &apiRuntime{base: ctx, d: d, st: st, bin: bin, opts: opts, ready: 3 * time.Minute, ledger: sharedLedger(st)}
-	defer rt.stopAll(context.Background())
-	h, err := server.New(server.Config{Machine: d.Machine, Catalog: cat, Open: rt.open, Runtime: rt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-
-	post := func(path, body string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	srv := startAPI(t, st, twoLoadMachine(t, model, opts), bin, opts, 3*time.Minute)
+	post := func(path, body string) (int, string) { return postJSON(srv.URL+path, body) }
 	var running []server.Instance
 	for i := range 2 {
 		code, body := post("/api/load", `{"model":`+quote(model)+`}`)

@@ -55,13 +55,13 @@ func liveEngine(t *testing.T) string {
 
 // liveEnv is a headroom environment whose store, caches and ledger live
 // in a temporary directory.
-func liveEnv(t *testing.T, stdout, stderr *bytes.Buffer) (Env, string) {
+func liveEnv(t *testing.T, stdout, stderr *bytes.Buffer) Env {
 	dir := t.TempDir()
 	vars := map[string]string{
 		"HOME": dir, "XDG_CACHE_HOME": filepath.Join(dir, "cache"), "XDG_DATA_HOME": filepath.Join(dir, "data"),
 		"HEADROOM_STORE": filepath.Join(dir, "store"), "HF_HUB_OFFLINE": "1", "PATH": os.Getenv("PATH"),
 	}
-	return Env{Stdout: stdout, Stderr: stderr, Getenv: func(k string) string { return vars[k] }}, dir
+	return Env{Stdout: stdout, Stderr: stderr, Getenv: func(k string) string { return vars[k] }}
 }
 
 // writeShape writes a sparse synthetic GGUF of a real architecture.
@@ -103,7 +103,7 @@ func TestLiveServeCheck(t *testing.T) {
 		t.Run(tc.kind, func(t *testing.T) {
 			path := writeShape(t, models, tc.shape, tc.q)
 			var out, errOut bytes.Buffer
-			env, _ := liveEnv(t, &out, &errOut)
+			env := liveEnv(t, &out, &errOut)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			start := time.Now()
@@ -148,7 +148,7 @@ func TestLiveTooBigNeverStarts(t *testing.T) {
 	wrapper, invocations := recordingEngine(t, bin, 0)
 	path := writeShape(t, t.TempDir(), "llama-3.1-70b", synth.F16)
 	var out, errOut bytes.Buffer
-	env, _ := liveEnv(t, &out, &errOut)
+	env := liveEnv(t, &out, &errOut)
 	code := Main(context.Background(), []string{"serve", path, "--check", "--llama-server", wrapper}, env)
 	if code == 0 {
 		t.Fatalf("a 141 GB model was served on this machine:\n%s", out.String())
@@ -175,7 +175,7 @@ func TestLiveOutOfMemoryAtInit(t *testing.T) {
 	wrapper, _ := recordingEngine(t, bin, 1400000)
 	path := writeShape(t, t.TempDir(), "tinyllama-1.1b", synth.Q4_K_M)
 	var out, errOut bytes.Buffer
-	env, _ := liveEnv(t, &out, &errOut)
+	env := liveEnv(t, &out, &errOut)
 	code := Main(context.Background(), []string{"serve", path, "--check", "--llama-server", wrapper, "--parallel", "1"}, env)
 	if code == 0 {
 		t.Fatalf("the load succeeded under the cap:\n%s", out.String())
