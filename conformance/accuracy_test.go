@@ -27,6 +27,9 @@ var (
 // than this cannot be bound on the Vulkan device and stays on the CPU.
 const llvmpipeMaxAlloc = 128 << 20
 
+// llvmpipeBytes is the memory Mesa's llvmpipe reports (2 GiB).
+const llvmpipeBytes = 2 << 30
+
 // llvmpipeAlign and llvmpipeHostAlign are llvmpipe's
 // minStorageBufferOffsetAlignment and minMemoryMapAlignment, the
 // alignments of the Vulkan0 and Vulkan_Host buffers: the offsets in the
@@ -84,7 +87,7 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 	}
 	var gpus []plan.Device
 	if c.Inputs.Profile.Backend == "vulkan" {
-		gpus = []plan.Device{{Name: "Vulkan0", Backend: "Vulkan", Free: 2 << 30, MaxAlloc: llvmpipeMaxAlloc,
+		gpus = []plan.Device{{Name: "Vulkan0", Backend: "Vulkan", Free: llvmpipeBytes, MaxAlloc: llvmpipeMaxAlloc,
 			Align: llvmpipeAlign, HostAlign: llvmpipeHostAlign}}
 	}
 	return plan.Account(m, p, cpu, gpus)
@@ -96,15 +99,16 @@ func profileOf(c *conformance.Case) plan.Profile {
 	pr := c.Inputs.Profile
 	p := plan.Defaults()
 	p.Ctx, p.Parallel, p.KVUnified = pr.NCtx(), pr.Sequences, c.Figures.Context.KVUnified
-	p.Batch, p.UBatch = c.Figures.Context.NBatch, c.Figures.Context.NUbatch
 	if c.Server() {
 		// The flags: llama-server's -b 2048 unless the micro-batch is
 		// larger; the batch llama.cpp printed is capped by the context.
+		// headroom's own rule gives the output rows (one per slot), so a
+		// server case checks that rule too.
 		p.Batch, p.UBatch = max(2048, pr.BatchSize), pr.BatchSize
 	} else {
-		// A library context keeps n_batch output rows; headroom's own
-		// rule gives llama-server's (one per slot), so a server case
-		// checks that rule too.
+		// node-llama-cpp sets both batches itself (one more for SWA
+		// models), and a library context keeps n_batch output rows.
+		p.Batch, p.UBatch = c.Figures.Context.NBatch, c.Figures.Context.NUbatch
 		p.OutputsMax = c.Figures.Context.NOutputsMax
 		if p.OutputsMax == 0 {
 			p.OutputsMax = p.Batch
@@ -113,7 +117,7 @@ func profileOf(c *conformance.Case) plan.Profile {
 	p.CacheK, p.CacheV, p.Mmap = pr.CacheTypeK, pr.CacheTypeV, pr.MMap
 	p.FlashAttn = plan.FlashAttn(pr.FlashAttention)
 	p.SWAFull = pr.SWAFull
-	p.GPULayers = 0
+	p.GPULayers = 0 // CPU cases: -ngl 0
 	if pr.Backend == "vulkan" {
 		p.GPULayers = pr.GPULayers
 		if pr.GPULayers >= 999 {

@@ -16,9 +16,6 @@ import (
 	"github.com/headroom-llm/headroom/plan"
 )
 
-// llvmpipeBytes is the memory Mesa's llvmpipe reports (2 GiB).
-const llvmpipeBytes = 2 << 30
-
 var updatePlanned = flag.Bool("update-planned", false, "rewrite conformance/harness/planned.json from headroom plan")
 
 // plannedCase is a harness case (cases.mjs's fields) made from the flags

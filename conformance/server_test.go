@@ -29,11 +29,11 @@ func TestServerCommands(t *testing.T) {
 			continue
 		}
 		n++
-		if got := profileOf(c).Args(); !slices.Equal(got, c.Inputs.Command) {
+		p := profileOf(c)
+		if got := p.Args(); !slices.Equal(got, c.Inputs.Command) {
 			t.Errorf("%s: llama-server ran with %q, headroom emits %q for this profile", c.ID, c.Inputs.Command, got)
 		}
 		// The engine's n_outputs_max is headroom's rule for llama-server.
-		p := profileOf(c)
 		if want := p.ServerOutputsMax(c.Figures.Context.NBatch); c.Figures.Context.NOutputsMax != want {
 			t.Errorf("%s: llama-server's n_outputs_max is %d, headroom's rule gives %d", c.ID, c.Figures.Context.NOutputsMax, want)
 		}
