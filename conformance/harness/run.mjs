@@ -181,7 +181,17 @@ function serverEngine(backend) {
     const line = text.split("\n").find((l) => l.startsWith("version: "));
     if (!line)
         fail(`${bin} --version printed no version line: ${text.slice(0, 300)}`);
-    return {bin, version: line.trim(), built: text.split("\n").find((l) => l.startsWith("built with "))?.trim() ?? null};
+    // The node-llama-cpp release whose llama.cpp source the build is of
+    // (engine.sh builds the pinned one's); its release name is
+    // informative only.
+    const nlcVersion = JSON.parse(fs.readFileSync(path.join(here, "package.json"), "utf8")).dependencies["node-llama-cpp"];
+    let release = null;
+    try {
+        release = JSON.parse(fs.readFileSync(path.join(here, "node_modules/node-llama-cpp/llama/llama.cpp.info.json"), "utf8")).tag;
+    } catch {
+        // not installed: no release name
+    }
+    return {bin, version: line.trim(), built: text.split("\n").find((l) => l.startsWith("built with "))?.trim() ?? null, nlcVersion, release};
 }
 
 async function measureServer(c, file) {
@@ -196,13 +206,6 @@ async function measureServer(c, file) {
     const parsed = parsedLoad(c, r.lines);
     const sysLine = r.lines.map((l) => l.text).find((t) => /(^|\s)system_info: /.test(t)) ?? "";
     const gpuNames = r.lines.map((l) => /^ggml_vulkan: \d+ = (.+?) \(/.exec(l.text)?.[1]).filter(Boolean);
-    const nlcVersion = JSON.parse(fs.readFileSync(path.join(here, "package.json"), "utf8")).dependencies["node-llama-cpp"];
-    let release = null;
-    try {
-        release = JSON.parse(fs.readFileSync(path.join(here, "node_modules/node-llama-cpp/llama/llama.cpp.info.json"), "utf8")).tag;
-    } catch {
-        // the release name is informative only
-    }
     return {
         schema: 1,
         id: c.id,
@@ -217,9 +220,9 @@ async function measureServer(c, file) {
             driver: "llama-server",
             version: eng.version,
             built_with: eng.built,
-            node_llama_cpp: nlcVersion,
+            node_llama_cpp: eng.nlcVersion,
             llama_cpp_repo: "ggml-org/llama.cpp",
-            llama_cpp_release: release,
+            llama_cpp_release: eng.release,
             llama_cpp_source_commit: engineCommit,
             backend: c.backend,
             gpu_devices: gpuNames.map((name) => ({name, total_bytes: null})),
