@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # engine.sh builds llama.cpp's own programs (llama-server, llama-fit-params,
 # llama-bench, llama-quantize, ggml-rpc-server) from the llama.cpp source that a
-# pinned node-llama-cpp release ships, caches them by commit and backend, and
-# prints the folder that holds the binaries (the only line on stdout).
+# pinned node-llama-cpp release ships, caches them by commit, backend and
+# recipe, and prints the folder that holds the binaries (the only line on
+# stdout).
 #
 #   conformance/engine.sh cpu                      # the pinned release (harness/package.json)
 #   conformance/engine.sh vulkan
@@ -12,7 +13,8 @@
 # llama/gitRelease.bundle (one squashed commit); the tarball comes from the
 # npm registry with `npm pack`, nothing else is downloaded. Cache:
 # $XDG_CACHE_HOME/headroom/engine/COMMIT-BACKEND (or ~/.cache/...). A
-# finished build leaves a stamp; an interrupted one is rebuilt.
+# finished build leaves a stamp naming its recipe; an interrupted one is
+# resumed.
 #
 # Needs cmake, ninja, a C++ compiler; Vulkan also needs libvulkan-dev, glslc,
 # spirv-headers and mesa-vulkan-drivers. Missing Debian packages are
