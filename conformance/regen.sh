@@ -14,7 +14,7 @@
 # --no-estimate, --work DIR, --golden DIR, --cases FILE). Needs Go, Node >=
 # 20 and npm; the first run installs node-llama-cpp (pinned, from
 # package-lock.json), builds llama-server with conformance/engine.sh (about
-# 11 minutes for the CPU build, longer for Vulkan; cached) and, for Vulkan
+# 645-878 s measured for the CPU build, longer for Vulkan; cached) and, for Vulkan
 # cases, installs Mesa's software Vulkan driver (apt-get, as root).
 set -euo pipefail
 
