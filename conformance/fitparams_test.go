@@ -62,11 +62,7 @@ func TestLlamaFitParams(t *testing.T) {
 	}
 	machines := map[string]*hw.Snapshot{}
 	for backend, m := range map[string]fitMachine{"cpu": rec.CPU, "vulkan": rec.Vulkan} {
-		path := filepath.Join(t.TempDir(), backend+".json")
-		if err := os.WriteFile(path, m.Machine, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := hw.LoadMachine(path)
+		s, err := hw.DecodeMachine(m.Machine)
 		if err != nil {
 			t.Fatalf("%s machine: %v", backend, err)
 		}

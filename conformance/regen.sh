@@ -13,8 +13,8 @@
 # Other flags go to harness/run.mjs (--engine DIR, --limit N, --missing,
 # --no-estimate, --work DIR, --golden DIR, --cases FILE). Needs Go, Node >=
 # 20 and npm; the first run installs node-llama-cpp (pinned, from
-# package-lock.json), builds llama-server with conformance/engine.sh (about
-# 645-878 s measured for the CPU build, longer for Vulkan; cached) and, for Vulkan
+# package-lock.json), builds llama-server with conformance/engine.sh (the
+# CPU build took 645-878 s here, Vulkan longer; cached) and, for Vulkan
 # cases, installs Mesa's software Vulkan driver (apt-get, as root).
 set -euo pipefail
 

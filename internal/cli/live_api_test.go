@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/headroom-llm/headroom/admission"
-	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
@@ -33,7 +30,7 @@ func TestLiveAPITwoAdmittedThirdRefused(t *testing.T) {
 	model := storedShape(t, st, "tinyllama-1.1b", synth.Q4_K_M)
 	opts := plan.DefaultSearch()
 	opts.Parallel, opts.Fixed.Ctx = 1, 2048
-	srv := startAPI(t, st, twoLoadMachine(t, model, opts), bin, opts, 3*time.Minute)
+	srv := startAPI(t, st, twoLoadMachine(t, "tinyllama-1.1b", synth.Q4_K_M, opts), bin, opts, 3*time.Minute)
 	post := func(path, body string) (int, string) { return postJSON(srv.URL+path, body) }
 	var running []server.Instance
 	for i := range 2 {
@@ -76,23 +73,10 @@ func TestLiveAPITwoAdmittedThirdRefused(t *testing.T) {
 // twoLoadMachine is this machine's kind (CPU only, AVX2) with just enough
 // memory for two loads of the model under opts and not three, found with
 // the same admission ledger the API uses.
-func twoLoadMachine(t *testing.T, path string, opts plan.SearchOptions) *hw.Snapshot {
+func twoLoadMachine(t *testing.T, shape string, q synth.Quant, opts plan.SearchOptions) *hw.Snapshot {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, _ := f.Stat()
-	g, err := gguf.Read(f, fi.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gm, err := gguf.NewModel(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := arch.FromGGUF(gm)
+	sh, _ := synth.Lookup(shape)
+	m, err := synth.Model(sh, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,15 +84,19 @@ func twoLoadMachine(t *testing.T, path string, opts plan.SearchOptions) *hw.Snap
 	if err != nil {
 		t.Fatal(err)
 	}
-	admits := func(capacity int64) int {
+	withRAM := func(capacity int64) *hw.Snapshot {
 		s := *base
 		s.Domains = append([]hw.Domain(nil), base.Domains...)
 		s.Domains[0].Capacity = capacity
-		p, err := plan.Search(m, &s, opts)
+		return &s
+	}
+	admits := func(capacity int64) int {
+		s := withRAM(capacity)
+		p, err := plan.Search(m, s, opts)
 		if err != nil || p.Chosen == nil {
 			return 0
 		}
-		cpu, gpus := plan.Devices(&s)
+		cpu, gpus := plan.Devices(s)
 		r, err := plan.Account(m, p.Chosen.Profile, cpu, gpus)
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +104,7 @@ func twoLoadMachine(t *testing.T, path string, opts plan.SearchOptions) *hw.Snap
 		var l admission.Ledger
 		n := 0
 		for range 3 {
-			tk, err := l.Admit("m", r, &s)
+			tk, err := l.Admit("m", r, s)
 			var refused *admission.Refusal
 			if errors.As(err, &refused) {
 				break
@@ -141,9 +129,6 @@ func twoLoadMachine(t *testing.T, path string, opts plan.SearchOptions) *hw.Snap
 	if admits(hi) != 2 {
 		t.Fatalf("no capacity admits exactly two loads (at %d MiB: %d)", hi>>20, admits(hi))
 	}
-	s := *base
-	s.Domains = append([]hw.Domain(nil), base.Domains...)
-	s.Domains[0].Capacity = hi
 	t.Logf("a machine of %d MiB holds two loads", hi>>20)
-	return &s
+	return withRAM(hi)
 }
