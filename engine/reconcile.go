@@ -105,7 +105,7 @@ func Reconcile(planned []plan.Buffer, logged []Logged) Reconciliation {
 		switch {
 		case g.p && g.l:
 			if row.Kind == "compute" {
-				row.Within = withinCompute(row.PlannedBytes, loggedBytes)
+				row.Within = ComputeWithin(row.PlannedBytes, loggedBytes)
 			} else {
 				row.Within = g.lo <= row.PlannedBytes && row.PlannedBytes <= g.hi
 			}
@@ -129,11 +129,11 @@ func Reconcile(planned []plan.Buffer, logged []Logged) Reconciliation {
 	return r
 }
 
-// withinCompute holds a planned compute buffer to the accounting bounds
-// the conformance suite uses: within 5% or 16 MiB of the engine's, and
-// never more than 2% under it, since an under-estimate is the direction
-// in which a plan that fits fails to load.
-func withinCompute(planned, logged int64) bool {
+// ComputeWithin holds a planned compute buffer to the accounting bounds,
+// here and in the conformance suite: within 5% or 16 MiB of the engine's,
+// and never more than 2% under it, since an under-estimate is the
+// direction in which a plan that fits fails to load.
+func ComputeWithin(planned, logged int64) bool {
 	d := float64(planned - logged)
 	if d < -computeUnder*float64(logged) {
 		return false
