@@ -262,7 +262,6 @@ func writeReconciliation(w io.Writer, r engine.Reconciliation) {
 		row(x, "planned, not logged")
 	}
 	for _, x := range r.LoggedOnly {
-		x.PlannedBytes = 0
 		row(x, "logged, not planned")
 	}
 }
