@@ -5,6 +5,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
 // boundsMemo spares a search most compute-buffer replays. For one
@@ -29,7 +30,7 @@ type boundsMemo struct {
 	// many contexts for one placement, and the weights do not change.
 	placed map[string]modelPlacement
 	// mem is the arena every replay of this memo builds its graphs in.
-	mem *arena
+	mem *ggml.Arena
 }
 
 type anchor struct {
@@ -45,7 +46,7 @@ func newBoundsMemo(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, tar
 // already chosen.
 func newBoundsMemoWith(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, target int64, build graphBuilder) *boundsMemo {
 	return &boundsMemo{m: m, s: s, cpu: cpu, gpus: gpus, target: target, anchors: map[string][]anchor{}, build: build,
-		placed: map[string]modelPlacement{}, mem: &arena{}}
+		placed: map[string]modelPlacement{}, mem: &ggml.Arena{}}
 }
 
 // placementKey is the profile without its context.

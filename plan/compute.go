@@ -2,6 +2,7 @@ package plan
 
 import (
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
 // outputBuffer is the logits buffer (llama_context::output_reserve):
@@ -22,37 +23,18 @@ const (
 	replayNote  = "replay of ggml's allocator on llama.cpp's graph (docs/accuracy.md has the measured error)"
 )
 
-// replayable reports whether llamaGraph describes the model's graph: a
-// dense transformer of the llama family with full attention everywhere.
-func replayable(m *arch.Model) bool {
-	switch m.Arch {
-	case "llama", "mistral3", "qwen2", "qwen3", "olmo2":
-	default:
-		return false
-	}
-	if m.NExpert > 0 || m.MLA {
-		return false
-	}
-	for _, l := range m.Layers {
-		if l.Attention != arch.Full || l.Recurrent {
-			return false
-		}
-	}
-	return true
-}
-
 // cpuComputeBytes replays the worst-case graphs llama.cpp reserves (a full
 // micro-batch, and one token per sequence) and keeps the larger. Every
 // tensor the allocator places grows with the token count, so the
 // one-token-per-sequence graph only matters when there are more sequences
 // than micro-batch tokens.
 func cpuComputeBytes(m *arch.Model, c Context, build graphBuilder) int64 {
-	graph := func(n int) *graph { return build(m, c, n, &gb{cpu: "CPU"}) }
-	pp := reserve(graph(c.NUBatch), cpuAlign)
+	graph := func(n int) *ggml.Graph { return build(m, c, n, &gb{cpu: "CPU"}) }
+	pp := ggml.Reserve(graph(c.NUBatch), cpuAlign)
 	if c.NSeq <= c.NUBatch {
 		return pp
 	}
-	return max(pp, reserve(graph(c.NSeq), cpuAlign))
+	return max(pp, ggml.Reserve(graph(c.NSeq), cpuAlign))
 }
 
 // cpuAlign is TENSOR_ALIGNMENT, the CPU buffer type's alignment.
@@ -72,7 +54,7 @@ func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Devi
 // search need not repeat for each profile) and, unless nil, the weights'
 // homes (weightHomes) for this placement, and an arena for the graphs
 // (nil for a fresh one).
-func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *arena) []Buffer {
+func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *ggml.Arena) []Buffer {
 	T := int64(c.NUBatch)
 	f32 := int64(4)
 	nKV := int64(c.NCtxSeq)
@@ -148,7 +130,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 
 // splitComputeBuffers lists the compute buffers of a CPU and GPU split from
 // the scheduler replay: one per GPU that runs anything, and the host's.
-func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *arena, build graphBuilder) []Buffer {
+func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *ggml.Arena, build graphBuilder) []Buffer {
 	peak := splitComputeBytes(m, c, p, cpu, gpus, layerDev, homes, mem, build)
 	var out []Buffer
 	for _, g := range gpus {

@@ -45,8 +45,8 @@ func TestGemma3nComputeCPU(t *testing.T) {
 		if d := got - tc.mib; d > 0.00005 || d < -0.00005 {
 			t.Errorf("ctx %d x%d fa %s: %.4f MiB, llama.cpp %.4f", tc.ctx, tc.seqs, tc.fa, got, tc.mib)
 		}
-		if len(g.nodes) != tc.nodes {
-			t.Errorf("ctx %d x%d fa %s: %d graph nodes, llama.cpp's graph has %d", tc.ctx, tc.seqs, tc.fa, len(g.nodes), tc.nodes)
+		if len(g.Nodes()) != tc.nodes {
+			t.Errorf("ctx %d x%d fa %s: %d graph nodes, llama.cpp's graph has %d", tc.ctx, tc.seqs, tc.fa, len(g.Nodes()), tc.nodes)
 		}
 	}
 	// A layer that would read a later layer's cache is not Gemma 3n's

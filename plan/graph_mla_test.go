@@ -56,8 +56,8 @@ func TestMLAGraphNodes(t *testing.T) {
 			// the cache writes); not found yet.
 			want -= mlaGraphLayers(m)
 		}
-		if len(g.nodes) != want {
-			t.Errorf("%s ctx %d x%d fa %s: %d nodes, want %d (engine %d)", tc.shape, tc.ctx, tc.seqs, tc.fa, len(g.nodes), want, tc.nodes)
+		if len(g.Nodes()) != want {
+			t.Errorf("%s ctx %d x%d fa %s: %d nodes, want %d (engine %d)", tc.shape, tc.ctx, tc.seqs, tc.fa, len(g.Nodes()), want, tc.nodes)
 		}
 	}
 }

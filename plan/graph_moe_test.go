@@ -32,7 +32,7 @@ func TestMoeBuilderCoverage(t *testing.T) {
 	for i := range m.Layers {
 		m.Layers[i].Attention = arch.Full
 	}
-	if moeBuilder(m) != nil {
+	if builderFor(m) != nil {
 		t.Error("llama4 without chunked attention got the iswa graph")
 	}
 	// A tensor the graph does not read (here a merged gate_up expert
@@ -41,7 +41,7 @@ func TestMoeBuilderCoverage(t *testing.T) {
 	extra := m.Tensors[len(m.Tensors)-1]
 	extra.Name = "blk.0.ffn_gate_up_exps.weight"
 	m.Tensors = append(m.Tensors, extra)
-	if moeBuilder(m) != nil {
+	if builderFor(m) != nil {
 		t.Error("qwen3moe with an unknown expert tensor got a graph")
 	}
 }
@@ -69,9 +69,9 @@ func TestMoeGraphNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := moeBuilder(m)(m, c, c.NUBatch, &gb{cpu: "CPU"})
-		if len(g.nodes) != tc.nodes {
-			t.Errorf("%s: %d nodes, llama.cpp %d", tc.shape, len(g.nodes), tc.nodes)
+		g := builderFor(m)(m, c, c.NUBatch, &gb{cpu: "CPU"})
+		if len(g.Nodes()) != tc.nodes {
+			t.Errorf("%s: %d nodes, llama.cpp %d", tc.shape, len(g.Nodes()), tc.nodes)
 		}
 	}
 }

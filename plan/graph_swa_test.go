@@ -72,8 +72,8 @@ func TestSWAGraphs(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
-		if len(g.nodes) != tc.nodes {
-			t.Errorf("%s ctx %dx%d ub %d fa %v: %d nodes, llama.cpp %d", tc.shape, tc.ctx, tc.seqs, tc.ub, tc.fa, len(g.nodes), tc.nodes)
+		if len(g.Nodes()) != tc.nodes {
+			t.Errorf("%s ctx %dx%d ub %d fa %v: %d nodes, llama.cpp %d", tc.shape, tc.ctx, tc.seqs, tc.ub, tc.fa, len(g.Nodes()), tc.nodes)
 		}
 		got := float64(cpuComputeBytes(m, c, build)) / (1 << 20)
 		diff := got - tc.mib
@@ -88,7 +88,7 @@ func TestSWAGraphs(t *testing.T) {
 func TestSWABuilderDeclines(t *testing.T) {
 	s, _ := synth.Lookup("gemma-3-1b")
 	m := shapeQuantModel(t, s, synth.Q8_0)
-	if swaBuilder(m) == nil {
+	if builderFor(m) == nil {
 		t.Fatal("gemma3 with sliding layers: no builder")
 	}
 	noSWA := *m
@@ -96,16 +96,16 @@ func TestSWABuilderDeclines(t *testing.T) {
 	for i := range noSWA.Layers {
 		noSWA.Layers[i].Attention = arch.Full
 	}
-	if swaBuilder(&noSWA) != nil {
+	if builderFor(&noSWA) != nil {
 		t.Error("gemma3 without sliding layers builds another graph (gemma3<false>)")
 	}
 	p, _ := synth.Lookup("phi-3-mini-4k")
 	phi := *shapeQuantModel(t, p, synth.Q4_K_M)
-	if swaBuilder(&phi) == nil {
+	if builderFor(&phi) == nil {
 		t.Fatal("phi3: no builder")
 	}
 	phi.NExpert = 16
-	if swaBuilder(&phi) != nil {
+	if builderFor(&phi) != nil {
 		t.Error("phi3 with experts (the MoE branch) is not described")
 	}
 }

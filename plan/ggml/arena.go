@@ -1,18 +1,18 @@
-package plan
+package ggml
 
-// arena holds the tensors and source lists of graph descriptions, handed
+// Arena holds the tensors and source lists of graph descriptions, handed
 // out in chunks. A graph holds thousands of tensors and a search replays
 // several graphs; allocating each tensor on its own, and leaving each
 // graph to the collector, cost more than the replays themselves. An arena
 // that one replay has finished with is reset and serves the next.
-type arena struct {
-	tensors [][]gtensor
+type Arena struct {
+	tensors [][]Tensor
 	ti, tj  int // next tensor: chunk ti, index tj
-	srcs    [][]*gtensor
+	srcs    [][]*Tensor
 	si, sj  int // next source list: chunk si, from index sj
 	// nodes, leafs and split keep the room of the last graph's node and
 	// leaf lists and of its split graph's node list for the next.
-	nodes, leafs, split []*gtensor
+	nodes, leafs, split []*Tensor
 }
 
 const (
@@ -21,9 +21,9 @@ const (
 )
 
 // tensor returns a zeroed tensor.
-func (a *arena) tensor() *gtensor {
+func (a *Arena) tensor() *Tensor {
 	if a.ti == len(a.tensors) {
-		a.tensors = append(a.tensors, make([]gtensor, tensorChunk))
+		a.tensors = append(a.tensors, make([]Tensor, tensorChunk))
 	}
 	x := &a.tensors[a.ti][a.tj]
 	if a.tj++; a.tj == tensorChunk {
@@ -34,24 +34,24 @@ func (a *arena) tensor() *gtensor {
 
 // list returns a zeroed source list of n entries whose capacity is n, so
 // that appending to it never writes into another tensor's list.
-func (a *arena) list(n int) []*gtensor {
+func (a *Arena) list(n int) []*Tensor {
 	if n > srcChunk {
-		return make([]*gtensor, n)
+		return make([]*Tensor, n)
 	}
 	if a.si < len(a.srcs) && a.sj+n > srcChunk {
 		a.si, a.sj = a.si+1, 0
 	}
 	if a.si == len(a.srcs) {
-		a.srcs = append(a.srcs, make([]*gtensor, srcChunk))
+		a.srcs = append(a.srcs, make([]*Tensor, srcChunk))
 	}
 	out := a.srcs[a.si][a.sj : a.sj+n : a.sj+n]
 	a.sj += n
 	return out
 }
 
-// reset zeroes what was handed out, to be handed out again. Nothing from
+// Reset zeroes what was handed out, to be handed out again. Nothing from
 // before may be used after it.
-func (a *arena) reset() {
+func (a *Arena) Reset() {
 	for i := 0; i <= a.ti && i < len(a.tensors); i++ {
 		end := tensorChunk
 		if i == a.ti {

@@ -1,4 +1,4 @@
-package plan
+package ggml
 
 // This file is ggml_dyn_tallocr (ggml-alloc.c): the allocator that
 // measures a compute buffer by placing every tensor of a graph and
@@ -98,7 +98,7 @@ func (a *dynAlloc) alloc(size int64) addr {
 	if bestBlock == -1 {
 		bestChunk, bestBlock = a.newChunk(size), 0
 		if bestChunk == -1 {
-			panic("plan: graph allocation ran out of chunks") // the last chunk is unbounded
+			panic("ggml: graph allocation ran out of chunks") // the last chunk is unbounded
 		}
 	}
 	c := a.chunks[bestChunk]
@@ -153,3 +153,5 @@ func (a *dynAlloc) release(at addr, size int64) {
 	copy(c.free[pos+1:], c.free[pos:])
 	c.free[pos] = block{offset, size}
 }
+
+func alignUp(x, a int64) int64 { return (x + a - 1) / a * a }

@@ -1,0 +1,171 @@
+package plan
+
+import (
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/plan/ggml"
+)
+
+// tensor is a tensor of a graph description.
+type tensor = ggml.Tensor
+
+// gb records the graph of one model for one placement: ggml's context,
+// and where the model's weights and caches live.
+type gb struct {
+	ggml.Ctx
+	cpu   string
+	homes map[string]home // weights by GGUF name
+	kvDev []string        // each layer's KV cache device
+	// layerDev is where each layer runs, and ropeFreqs the RoPE factor
+	// copies made so far (ropeFactors).
+	layerDev  []string
+	ropeFreqs []*tensor
+	weights   map[string]*tensor // by name, see weight
+	// shapes are the model's tensor shapes by name; builderFor builds
+	// them once for every graph a builder describes.
+	shapes map[string][]uint64
+}
+
+// home is where a weight lives and its real size.
+type home struct {
+	device string
+	bytes  int64
+}
+
+// init indexes the model's tensors for has and weight, unless the
+// builder already did; every builder calls it first.
+func (b *gb) init(m *arch.Model) {
+	if b.shapes == nil {
+		b.shapes = tensorShapes(m)
+	}
+}
+
+// tensorShapes maps the model's tensor names to their shapes.
+func tensorShapes(m *arch.Model) map[string][]uint64 {
+	out := make(map[string][]uint64, len(m.Tensors))
+	for _, t := range m.Tensors {
+		out[t.Name] = t.Shape
+	}
+	return out
+}
+
+// has reports whether the model has a tensor of that name.
+func (b *gb) has(name string) bool {
+	_, ok := b.shapes[name]
+	return ok
+}
+
+// weight is a model weight, with its shape in the file (ne where the file
+// has no such tensor: an output tied to the token embedding). Its home is
+// where the accountant placed it, when the graph is replayed for a device
+// split.
+func (b *gb) weight(name string, ne ...int64) *tensor {
+	// One tensor per weight, however many ops read it (Falcon-H1 norms
+	// its input twice with attn_norm): the scheduler copies a tensor to a
+	// backend once, and a second copy would be a split input of its own.
+	if w := b.weights[name]; w != nil {
+		return w
+	}
+	if b.weights == nil {
+		b.weights = make(map[string]*tensor, len(b.shapes))
+	}
+	if s, ok := b.shapes[name]; ok {
+		ne = ne[:0:0]
+		for _, d := range s {
+			ne = append(ne, int64(d))
+		}
+	}
+	w := b.newWeight(name, ne)
+	b.weights[name] = w
+	return w
+}
+
+// newWeight is weight without the sharing: a tensor of its own.
+func (b *gb) newWeight(name string, ne []int64) *tensor {
+	if h, ok := b.homes[name]; ok {
+		return b.External(name, gguf.TypeF32, h.device, ne...).SetWeight(h.bytes)
+	}
+	return b.External(name, gguf.TypeF32, b.cpu, ne...)
+}
+
+// ropeFactors is layer il's RoPE frequency factors (rope_freqs) for a
+// model whose graph passes them to RoPE, or nil when it has none.
+// llama.cpp creates the tensor for every layer but keeps one copy per
+// buffer type (TENSOR_DUPLICATED): the layers in host memory share one,
+// the layers on a GPU another.
+func (b *gb) ropeFactors(il int) *tensor {
+	const name = "rope_freqs.weight"
+	shape, ok := b.shapes[name]
+	if !ok || len(shape) != 1 {
+		return nil
+	}
+	dev := b.cpu
+	if il < len(b.layerDev) {
+		dev = b.layerDev[il]
+	}
+	for _, t := range b.ropeFreqs {
+		if t.Home() == dev {
+			return t
+		}
+	}
+	ne := []int64{int64(shape[0])}
+	var t *tensor
+	if h, ok := b.homes[name]; ok {
+		t = b.External(name, gguf.TypeF32, dev, ne...).SetWeight(h.bytes)
+	} else {
+		t = b.External(name, gguf.TypeF32, dev, ne...)
+	}
+	b.ropeFreqs = append(b.ropeFreqs, t)
+	return t
+}
+
+// cache is a layer's cache tensor (K, V or recurrent state), on the
+// layer's KV device.
+func (b *gb) cache(il int, name string, t gguf.GGMLType, ne ...int64) *tensor {
+	dev := b.cpu
+	if il < len(b.kvDev) {
+		dev = b.kvDev[il]
+	}
+	return b.External(name, t, dev, ne...)
+}
+
+// reserveTokens is the reserve graph's token count, which
+// llama_context::graph_reserve rounds up to a multiple of the sequences
+// (each gets as many tokens), and its output rows, which it does not:
+// min(n_tokens, n_outputs_max).
+func reserveTokens(c Context, nTokens int) (T, nOut int64) {
+	nSeq := int64(max(c.NSeq, 1))
+	return (int64(nTokens) + nSeq - 1) / nSeq * nSeq, c.outputRows(int64(nTokens))
+}
+
+// maxVDim is the widest layer's V row.
+func maxVDim(m *arch.Model) int {
+	n := 0
+	for _, l := range m.Layers {
+		n = max(n, l.VDim)
+	}
+	return n
+}
+
+// uniformHeads is the K and V head size of the layers keep selects when
+// they all share them, else 0: llama.cpp rotates a quantized cache only
+// then.
+func uniformHeads(m *arch.Model, keep func(arch.Layer) bool) (k, v int64) {
+	k, v = -1, -1
+	for _, l := range m.Layers {
+		if !keep(l) {
+			continue
+		}
+		hk, hv := int64(l.KDim/max(l.HeadsKV, 1)), int64(l.VDim/max(l.HeadsKV, 1))
+		if k == -1 {
+			k, v = hk, hv
+		}
+		if hk != k {
+			k = 0
+		}
+		if hv != v {
+			v = 0
+		}
+	}
+	return max(k, 0), max(v, 0)
+}

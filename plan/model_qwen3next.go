@@ -1,0 +1,186 @@
+package plan
+
+import (
+	"strconv"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/plan/ggml"
+)
+
+// This file describes the graph llama.cpp builds for Qwen3-Next
+// (src/models/qwen3next.cpp on llm_build_delta_net_base): three layers of
+// four run gated DeltaNet, a linear attention whose per-sequence state
+// lives in the rs buffer, the fourth gated softmax attention on the KV
+// cache; every layer ends in routed experts plus a sigmoid-gated shared
+// expert. The DeltaNet recurrence is one fused GATED_DELTA_NET node
+// (cparams.fused_gdn_ch and _ar default to true), whose result holds the
+// layer's output rows and then the new states.
+
+// qwen3nextDims are a DeltaNet layer's sizes: the key heads (ssm_n_group)
+// and value heads (ssm_dt_rank) of state elements each, and the
+// convolution's kernel.
+type qwen3nextDims struct {
+	kHeads, vHeads, state, conv int64
+}
+
+// qwen3nextBuilder returns the graph builder for a Qwen3-Next model whose
+// tensors are those the description reads (the split attn_qkv/attn_gate
+// projections, separate gate and up experts, a shared expert on every
+// layer), nil otherwise.
+func qwen3nextBuilder(m *arch.Model) graphBuilder {
+	if m.NExpert <= 0 || m.NExpertUsed <= 0 || m.NExpertUsed > m.NExpert || m.MLA || m.Window > 0 || m.NHead <= 0 {
+		return nil
+	}
+	shapes := tensorShapes(m)
+	var d qwen3nextDims
+	for il, l := range m.Layers {
+		blk := "blk." + strconv.Itoa(il) + "."
+		need := []string{"attn_norm.weight", "post_attention_norm.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight",
+			"ffn_up_exps.weight", "ffn_down_exps.weight", "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight",
+			"ffn_up_shexp.weight", "ffn_down_shexp.weight"}
+		switch {
+		case l.Recurrent && l.Attention == arch.NoAttention:
+			need = append(need, "attn_qkv.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
+				"ssm_ba.weight", "ssm_norm.weight", "ssm_out.weight")
+			conv, dt, norm := shapes[blk+"ssm_conv1d.weight"], shapes[blk+"ssm_dt.bias"], shapes[blk+"ssm_norm.weight"]
+			if len(conv) != 2 || len(dt) != 1 || len(norm) != 1 {
+				return nil
+			}
+			state, vHeads := int64(norm[0]), int64(dt[0])
+			channels := int64(conv[1])
+			if state <= 0 || vHeads <= 0 || (channels-vHeads*state)%(2*state) != 0 {
+				return nil
+			}
+			ld := qwen3nextDims{kHeads: (channels - vHeads*state) / (2 * state), vHeads: vHeads, state: state, conv: int64(conv[0])}
+			if ld.kHeads <= 0 || ld.vHeads%ld.kHeads != 0 || ld.conv < 2 || (d != qwen3nextDims{} && d != ld) ||
+				int64(l.RDim) != (ld.conv-1)*channels || int64(l.SDim) != state*state*vHeads {
+				return nil
+			}
+			d = ld
+		case !l.Recurrent && l.Attention == arch.Full && l.HeadsKV > 0 && l.KDim == l.VDim && l.KDim%l.HeadsKV == 0:
+			need = append(need, "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+				"attn_q_norm.weight", "attn_k_norm.weight")
+		default:
+			return nil
+		}
+		for _, n := range need {
+			if _, ok := shapes[blk+n]; !ok {
+				return nil
+			}
+		}
+		for _, n := range []string{"ssm_in.weight", "ffn_gate_up_exps.weight", "attn_qkv.bias", "attn_q.bias"} {
+			if _, ok := shapes[blk+n]; ok {
+				return nil
+			}
+		}
+	}
+	return func(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
+		return qwen3nextGraph(m, c, nTokens, b, d)
+	}
+}
+
+func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDims) *ggml.Graph {
+	r, inpL := newRSGraph(m, c, nTokens, b)
+	pos, kv := r.attnInputs(c)
+	r.outIDs = b.Input("inp_out_ids", gguf.TypeI32, r.nOut)
+	for il, l := range m.Layers {
+		blk := "blk." + strconv.Itoa(il) + "."
+		cur := b.norm(inpL, blk+"attn_norm.weight")
+		b.Expand(cur)
+		if l.Recurrent {
+			cur = r.deltaNet(il, cur, d)
+		} else {
+			cur = r.gatedAttention(il, c, kv, pos, cur)
+		}
+		// The outputs are selected after the final norm
+		// (embeddings_nextn_masked is false), not here.
+		res := b.Add(cur, inpL)
+		cur = b.norm(res, blk+"post_attention_norm.weight")
+		experts := b.moeFFN(m, blk, cur, moeSpec{gating: moeSoftmax, normW: true})
+		gate := b.Unary(b.MulMat(b.weight(blk+"ffn_gate_inp_shexp.weight"), cur))
+		shared := b.Mul(b.ffn(blk, "_shexp", cur, ffnSwiGLU), gate)
+		inpL = b.Add(b.Add(experts, shared), res)
+	}
+	return r.output(inpL, "output_norm.weight", true)
+}
+
+// gatedAttention is build_layer_attn: Q is projected together with its
+// output gate (views of one result), q and k are normed per head and
+// roped, attention runs on the cache without an output projection, and
+// the sigmoid of the gate scales the heads before attn_output.
+func (r *rsGraph) gatedAttention(il int, c Context, kv *kvInputs, pos, cur *tensor) *tensor {
+	b := r.b
+	blk := "blk." + strconv.Itoa(il) + "."
+	s := layerShape(r.m, r.m.Layers[il], c, kv, r.tokens())
+	T, head := s.T, s.headK
+	qFull := b.Reshape(b.MulMat(b.weight(blk+"attn_q.weight"), cur), 2*head, s.heads, T, 1)
+	row := 2 * head * 4
+	q := b.View(qFull, head, s.heads, T, 1).Strided(row, row*s.heads, row*s.heads*T)
+	gate := b.View(qFull, head, s.heads, T, 1).Strided(row, row*s.heads, row*s.heads*T)
+	k := b.Reshape(b.MulMat(b.weight(blk+"attn_k.weight"), cur), head, s.headsKV, T)
+	v := b.Reshape(b.MulMat(b.weight(blk+"attn_v.weight"), cur), head, s.headsKV, T)
+	q = b.Rope(b.norm(q, blk+"attn_q_norm.weight"), pos, nil)
+	k = b.Rope(b.norm(k, blk+"attn_k_norm.weight"), pos, nil)
+	att := b.attn(il, c, kv, s, q, k, v, attnOpts{})
+	att = b.Mul(att, b.Unary(b.Cont(gate, head*s.heads, T)))
+	return b.MulMat(b.weight(blk+"attn_output.weight"), att)
+}
+
+// deltaNet is build_layer_attn_linear with the split projections: Q, K
+// and V go through a causal depthwise convolution whose last d_conv-1
+// columns become the new conv state, Q and K are L2-normed (and repeated
+// to the value heads), and the fused GATED_DELTA_NET node produces the
+// output rows and the new delta-rule state; a gated RMS norm and ssm_out
+// finish the layer. The nodes are recorded in the engine's order: only
+// the conv input reaches the graph before the state writes, the z
+// projection comes after the recurrence.
+func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
+	b := r.b
+	blk := "blk." + strconv.Itoa(il) + "."
+	T, S := r.nSeqTokens, r.nSeqs
+	valueDim := d.vHeads * d.state
+	channels := 2*d.kHeads*d.state + valueDim
+	qkv := b.Reshape(b.MulMat(b.weight(blk+"attn_qkv.weight"), cur), channels, T, S)
+	z := b.MulMat(b.weight(blk+"attn_gate.weight"), cur)
+	per := d.vHeads / d.kHeads
+	ba := b.Reshape(b.MulMat(b.weight(blk+"ssm_ba.weight"), cur), 2*per, d.kHeads, T, S)
+	baRow := 2 * per * 4
+	bv := b.View(ba, per, d.kHeads, T, S).Strided(baRow, baRow*d.kHeads, baRow*d.kHeads*T)
+	av := b.View(ba, per, d.kHeads, T, S).Strided(baRow, baRow*d.kHeads, baRow*d.kHeads*T)
+	beta := b.Reshape(b.Unary(b.Cont(bv)), 1, d.vHeads, T, S)
+	alpha := b.Unary(b.Add(b.Cont(av, d.vHeads, T, S), b.weight(blk+"ssm_dt.bias")))
+	gate := b.Reshape(b.Mul(alpha, b.weight(blk+"ssm_a")), 1, d.vHeads, T, S)
+
+	// build_conv_state: the states before the batch, the batch's columns
+	// after them, and the last d_conv-1 columns written back.
+	convIn := r.convState(il, d.conv, channels, qkv)
+	sDim := int64(r.m.Layers[il].SDim)
+	sCache := b.cache(il, "cache_s", gguf.TypeF32, sDim*r.nRS)
+	state := b.Reshape(r.buildRS(sCache, sDim, nil), d.state, d.state, d.vHeads, S)
+
+	convOut := b.Unary(b.SSMConv(convIn, b.weight(blk+"ssm_conv1d.weight")))
+	row := channels * 4
+	view := func(heads int64) *tensor {
+		return b.View(convOut, d.state, heads, T, S).Strided(d.state*4, row, row*T)
+	}
+	q := b.L2Norm(view(d.kHeads))
+	k := b.L2Norm(view(d.kHeads))
+	v := view(d.vHeads)
+	if d.kHeads != d.vHeads {
+		repeat := func(x *tensor) *tensor {
+			x = b.Repeat(b.Reshape(x, d.state, 1, d.kHeads, T*S), d.state, per, d.kHeads, T*S)
+			return b.Reshape(x, d.state, d.vHeads, T, S)
+		}
+		q, k = repeat(q), repeat(k)
+	}
+	gdn := b.GatedDeltaNet(q, k, v, gate, beta, state)
+	out := b.View(gdn, d.state, d.vHeads, T, S)
+	b.Expand(b.Cpy(b.View(gdn, d.state, d.state, d.vHeads, S), b.View(sCache, sDim*S)))
+
+	// build_norm_gated: RMS norm of the output rows times silu(z).
+	zs := b.Unary(b.Reshape(z, d.state, d.vHeads, T, S))
+	gated := b.Mul(b.norm(out, blk+"ssm_norm.weight"), zs)
+	y := b.MulMat(b.weight(blk+"ssm_out.weight"), b.Reshape(gated, valueDim, T, S))
+	return b.Reshape(y, int64(r.m.NEmbd), T*S)
+}
