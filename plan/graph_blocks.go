@@ -11,6 +11,23 @@ import (
 // attention inputs, norms, feed-forward blocks, attention over the KV
 // cache (src/llama-kv-cache.cpp's writes and views) and the output.
 
+// batch is a transformer graph's micro-batch and the inputs it takes:
+// the tokens (T, rounded as graph_reserve rounds them), the output rows,
+// the embedded input, the positions and the output rows' ids.
+type batch struct {
+	T, nOut           int64
+	inpL, pos, outIDs *tensor
+}
+
+// newBatch indexes the model's tensors (unless the builder has), and
+// makes the micro-batch's inputs.
+func (b *gb) newBatch(m *arch.Model, c Context, nTokens int) batch {
+	b.init(m)
+	T, nOut := reserveTokens(c, nTokens)
+	return batch{T: T, nOut: nOut, inpL: b.inputEmbd(m, T),
+		pos: b.Input("inp_pos", gguf.TypeI32, T), outIDs: b.Input("inp_out_ids", gguf.TypeI32, nOut)}
+}
+
 // inputEmbd is build_inp_embd: token ids and ready-made embeddings, of
 // which ggml_build_forward_select keeps the lookup. The vector input is a
 // leaf that nothing consumes, so the allocator places it first and never

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -83,18 +82,15 @@ func deepseek2Builder(m *arch.Model) graphBuilder {
 // head (build_attn with a K-only cache, V a view of K), decompressed by
 // attn_v_b.
 func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) *ggml.Graph {
-	b.init(m)
-	T, nOut := reserveTokens(c, nTokens)
-	inpL := b.inputEmbd(m, T)
-	pos := b.Input("inp_pos", gguf.TypeI32, T)
+	in := b.newBatch(m, c, nTokens)
+	inpL, outIDs := in.inpL, in.outIDs
 	// MLA's K-only cache input (build_attn_inp_k) has no V indices and no
 	// rotations, whatever the cache's type.
-	kv := b.kvCacheInputs(m, c, T, int64(c.NCtxSeq), "", attnLayers, false)
-	outIDs := b.Input("inp_out_ids", gguf.TypeI32, nOut)
+	kv := b.kvCacheInputs(m, c, in.T, int64(c.NCtxSeq), "", attnLayers, false)
 	for il := 0; il < d.layers; il++ {
 		p := mlaBlk(il)
 		inpSA := inpL
-		cur := b.mlaAttention(c, d, il, b.norm(inpL, p+"attn_norm.weight"), pos, kv)
+		cur := b.mlaAttention(c, d, il, b.norm(inpL, p+"attn_norm.weight"), in.pos, kv)
 		if il == d.layers-1 {
 			cur, inpSA = b.GetRows(cur, outIDs), b.GetRows(inpSA, outIDs)
 		}

@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -76,17 +75,14 @@ func (b *gb) ropeFactorsAny() *tensor {
 }
 
 func swaGraph(m *arch.Model, c Context, nTokens int, b *gb, o swaOpts) *ggml.Graph {
-	b.init(m)
-	T, nOut := reserveTokens(c, nTokens)
-	inpL := b.inputEmbd(m, T)
+	in := b.newBatch(m, c, nTokens)
+	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	if o.gemma {
 		// inp_scaled: times sqrt(n_embd) (gemma3 only for token input,
 		// which the reserved batch is)
 		inpL = b.Scale(inpL)
 	}
-	pos := b.Input("inp_pos", gguf.TypeI32, T)
 	full, swa := b.iswaInputs(m, c, T, swaCells(m, c))
-	outIDs := b.Input("inp_out_ids", gguf.TypeI32, nOut)
 	freqs := b.ropeFactorsAny()
 	norm := b.norm
 	if o.cohere {

@@ -76,13 +76,12 @@ func gemma3nSliding(m *arch.Model, il int) bool {
 }
 
 func gemma3nGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-	b.init(m)
-	T, nOut := reserveTokens(c, nTokens)
+	in := b.newBatch(m, c, nTokens)
+	T, pos := in.T, in.pos
 	nLayer := int64(len(m.Layers))
 	perLayer := int64(b.shapes["per_layer_token_embd.weight"][0]) / nLayer
 	// build_inp_embd, scaled by sqrt(n_embd) for token input.
-	inpL := b.Scale(b.inputEmbd(m, T))
-	pos := b.Input("inp_pos", gguf.TypeI32, T)
+	inpL := b.Scale(in.inpL)
 	full, swa := b.iswaInputs(m, c, T, swaCells(m, c))
 
 	// build_inp_per_layer: its own token input and a lookup in the
@@ -119,7 +118,7 @@ func gemma3nGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	for i := int64(0); i < gemma3nAltUp-1; i++ {
 		cur = b.Add(cur, b.altSlice(un, i))
 	}
-	cur = b.GetRows(b.Scale(cur), b.Input("inp_out_ids", gguf.TypeI32, nOut))
+	cur = b.GetRows(b.Scale(cur), in.outIDs)
 	logits := b.output(m, cur, b.norm)
 	// final logit soft-capping: scale, tanh, scale
 	return b.finish(b.Scale(b.Unary(b.Scale(logits))))

@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -154,14 +153,11 @@ func (b *gb) mlaLayerFFN(m *arch.Model, p string, x *tensor, f mlaFFN) *tensor {
 // before the FFN, dense leading layers and routed plus shared experts;
 // the NextN block at the end is not run.
 func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-	b.init(m)
+	in := b.newBatch(m, c, nTokens)
+	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	s := mlaShapes(b.shapes)
-	T, nOut := reserveTokens(c, nTokens)
 	layers := mlaGraphLayers(m)
-	inpL := b.inputEmbd(m, T)
-	pos := b.Input("inp_pos", gguf.TypeI32, T)
 	kv := b.kvCacheInputs(m, c, T, int64(c.NCtxSeq), "", attnLayers, true)
-	outIDs := b.Input("inp_out_ids", gguf.TypeI32, nOut)
 	for il := 0; il < layers; il++ {
 		p := mlaBlk(il)
 		inpSA := inpL

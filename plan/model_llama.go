@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -39,12 +38,9 @@ func llamaLike(o llamaOpts) func(m *arch.Model) graphBuilder {
 // llamaGraph is the graph of one micro-batch of nTokens against a full
 // cache, in the order ggml records it.
 func llamaGraph(m *arch.Model, c Context, nTokens int, b *gb, o llamaOpts) *ggml.Graph {
-	b.init(m)
-	T, nOut := reserveTokens(c, nTokens)
-	inpL := b.inputEmbd(m, T)
-	pos := b.Input("inp_pos", gguf.TypeI32, T)
+	in := b.newBatch(m, c, nTokens)
+	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	kv := b.kvCacheInputs(m, c, T, int64(c.NCtxSeq), "", attnLayers, true)
-	outIDs := b.Input("inp_out_ids", gguf.TypeI32, nOut)
 	for il, l := range m.Layers {
 		blk := "blk." + strconv.Itoa(il) + "."
 		s := layerShape(m, l, c, kv, T)

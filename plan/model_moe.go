@@ -178,10 +178,8 @@ func moeLayerTensors(a moeArch, blk string, shape map[string][]uint64) []string 
 // moeGraph describes the graph for one micro-batch of nTokens against a
 // full cache, in the order ggml records it.
 func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *ggml.Graph {
-	b.init(m)
-	T, nOut := reserveTokens(c, nTokens)
-	inpL := b.inputEmbd(m, T)
-	pos := b.Input("inp_pos", gguf.TypeI32, T)
+	in := b.newBatch(m, c, nTokens)
+	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	var attnScale *tensor
 	if a.llama4 {
 		// Temperature tuning of the layers without RoPE
@@ -194,7 +192,6 @@ func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *ggml.Gra
 		// llama4's chunked attention, sized like a sliding window
 		full, swa = b.iswaInputs(m, c, T, swaCells(m, c))
 	}
-	outIDs := b.Input("inp_out_ids", gguf.TypeI32, nOut)
 	for il, l := range m.Layers {
 		blk := "blk." + strconv.Itoa(il) + "."
 		inpSA := inpL

@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -23,12 +22,9 @@ func phi3Builder(m *arch.Model) graphBuilder {
 }
 
 func phi3Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-	b.init(m)
-	T, nOut := reserveTokens(c, nTokens)
-	inpL := b.inputEmbd(m, T)
-	pos := b.Input("inp_pos", gguf.TypeI32, T)
+	in := b.newBatch(m, c, nTokens)
+	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	kv := b.kvCacheInputs(m, c, T, int64(c.NCtxSeq), "", fullLayers, true)
-	outIDs := b.Input("inp_out_ids", gguf.TypeI32, nOut)
 	freqs := b.ropeFactorsAny()
 	for il, l := range m.Layers {
 		blk := "blk." + strconv.Itoa(il) + "."
