@@ -178,6 +178,7 @@ func moeLayerTensors(a moeArch, blk string, shape map[string][]uint64) []string 
 // moeGraph describes the graph for one micro-batch of nTokens against a
 // full cache, in the order ggml records it.
 func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *ggml.Graph {
+	b.G.KeepOrder()
 	in := b.newBatch(m, c, nTokens)
 	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	var attnScale *tensor

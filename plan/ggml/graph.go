@@ -7,7 +7,16 @@ import "github.com/headroom-llm/headroom/gguf"
 type Graph struct {
 	leafs []*Tensor
 	nodes []*Tensor
+	// keepOrder: the Vulkan reorder is not replayed on the graph (see
+	// KeepOrder).
+	keepOrder bool
 }
+
+// KeepOrder leaves the graph's Vulkan splits in recorded order. The MoE
+// and MLA descriptions were measured that way: every golden case of
+// theirs offloads a few layers, where the reorder moves no peak, so
+// reordering them too is a change no measurement yet confirms.
+func (g *Graph) KeepOrder() { g.keepOrder = true }
 
 // Nodes are the graph's nodes in recorded order.
 func (g *Graph) Nodes() []*Tensor { return g.nodes }

@@ -257,7 +257,7 @@ func (o *Sched) split(g *Graph) *Graph {
 		s.add(i, n)
 	}
 	for _, sp := range s.splits {
-		if o.Reorders[sp.dev] {
+		if o.Reorders[sp.dev] && !g.keepOrder {
 			vkReorder(g.nodes[sp.start:sp.end])
 		}
 	}
