@@ -28,6 +28,22 @@ func (b *gb) newBatch(m *arch.Model, c Context, nTokens int) batch {
 		pos: b.Input("inp_pos", gguf.TypeI32, T), outIDs: b.Input("inp_out_ids", gguf.TypeI32, nOut)}
 }
 
+// newKVBatch is newBatch and the inputs of a single KV cache that holds
+// every layer.
+func (b *gb) newKVBatch(m *arch.Model, c Context, nTokens int) (batch, *kvInputs) {
+	in := b.newBatch(m, c, nTokens)
+	return in, b.kvCacheInputs(m, c, in.T, int64(c.NCtxSeq), "", attnLayers, true)
+}
+
+// lastRows selects the output rows (inp_out_ids) of the layer's output
+// and of its residual when the layer is the last: only they go on.
+func (in batch) lastRows(b *gb, last bool, cur, resid *tensor) (*tensor, *tensor) {
+	if !last {
+		return cur, resid
+	}
+	return b.GetRows(cur, in.outIDs), b.GetRows(resid, in.outIDs)
+}
+
 // inputEmbd is build_inp_embd: token ids and ready-made embeddings, of
 // which ggml_build_forward_select keeps the lookup. The vector input is a
 // leaf that nothing consumes, so the allocator places it first and never

@@ -119,6 +119,17 @@ func (b *gb) ropeFactors(il int) *tensor {
 	return t
 }
 
+// ropeFactorsAny is the first RoPE factor table the model has (phi3's
+// short and long ones), shared by every layer, or nil.
+func (b *gb) ropeFactorsAny() *tensor {
+	for _, n := range []string{"rope_factors_short.weight", "rope_factors_long.weight", "rope_freqs.weight"} {
+		if b.has(n) {
+			return b.weight(n, 1)
+		}
+	}
+	return nil
+}
+
 // cache is a layer's cache tensor (K, V or recurrent state), on the
 // layer's KV device.
 func (b *gb) cache(il int, name string, t gguf.GGMLType, ne ...int64) *tensor {

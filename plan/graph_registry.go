@@ -17,17 +17,17 @@ type graphBuilder func(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph
 func graphFamilies(name string) func(m *arch.Model) graphBuilder {
 	switch name {
 	case "llama":
-		return llamaLike(llamaOpts{ropeFreqs: true})
+		return llamaLike(true)
 	case "mistral3", "qwen2", "qwen3":
-		return llamaLike(llamaOpts{})
+		return llamaLike(false)
 	case "olmo2":
-		return llamaLike(llamaOpts{postNorms: true})
+		return olmo2Builder
 	case "gemma2":
-		return swaFamily(swaOpts{gemma: true, softcap: true})
+		return gemmaFamily(gemmaOpts{softcap: true})
 	case "gemma3":
-		return swaFamily(swaOpts{gemma: true, qkNorm: true})
+		return gemmaFamily(gemmaOpts{qkNorm: true})
 	case "cohere2":
-		return swaFamily(swaOpts{cohere: true})
+		return swaFamily(false, cohere2Graph)
 	case "phi3":
 		return phi3Builder
 	case "qwen2moe":

@@ -154,11 +154,10 @@ func (b *gb) mlaLayerFFN(m *arch.Model, p string, x *tensor, f mlaFFN) *tensor {
 // the NextN block at the end is not run.
 func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	b.G.KeepOrder()
-	in := b.newBatch(m, c, nTokens)
+	in, kv := b.newKVBatch(m, c, nTokens)
 	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	s := mlaShapes(b.shapes)
 	layers := mlaGraphLayers(m)
-	kv := b.kvCacheInputs(m, c, T, int64(c.NCtxSeq), "", attnLayers, true)
 	for il := 0; il < layers; il++ {
 		p := mlaBlk(il)
 		inpSA := inpL

@@ -22,9 +22,8 @@ func phi3Builder(m *arch.Model) graphBuilder {
 }
 
 func phi3Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-	in := b.newBatch(m, c, nTokens)
+	in, kv := b.newKVBatch(m, c, nTokens)
 	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
-	kv := b.kvCacheInputs(m, c, T, int64(c.NCtxSeq), "", fullLayers, true)
 	freqs := b.ropeFactorsAny()
 	for il, l := range m.Layers {
 		blk := "blk." + strconv.Itoa(il) + "."
