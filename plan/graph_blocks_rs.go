@@ -24,7 +24,15 @@ type rsGraph struct {
 	// nOut is the rows kept past the output selection.
 	nOut                  int64
 	sCopyMain, sCopyExtra *tensor
-	outIDs                *tensor
+	// inpL is the embedded input, outIDs the output rows' ids.
+	inpL, outIDs *tensor
+	// c, kv and pos are the context and the attention inputs of a hybrid
+	// (attnInputs); rope says its attention ropes Q and K, qkNorm that it
+	// norms them per head first.
+	c            Context
+	kv           *kvInputs
+	pos          *tensor
+	rope, qkNorm bool
 }
 
 // newRSGraph sets up the micro-batch as graph_reserve does: the prompt
@@ -33,27 +41,81 @@ type rsGraph struct {
 // sequence; then it records the token embedding and makes build_rs_inp's
 // state-copy input: one I32 index per state cell, viewed as the cells of
 // the batch's sequences and the other ones.
-func newRSGraph(m *arch.Model, c Context, nTokens int, b *gb) (*rsGraph, *tensor) {
+func newRSGraph(m *arch.Model, c Context, nTokens int, b *gb) *rsGraph {
 	b.init(m)
 	seqs := int64(max(c.NStream, 1))
 	T := (int64(nTokens) + seqs - 1) / seqs * seqs
-	r := &rsGraph{b: b, m: m, nSeqs: seqs, nSeqTokens: T / seqs, nRS: int64(max(1, c.NSeq)), nOut: c.outputRows(T)}
-	inpL := b.inputEmbd(m, T)
+	r := &rsGraph{b: b, m: m, c: c, nSeqs: seqs, nSeqTokens: T / seqs, nRS: int64(max(1, c.NSeq)), nOut: c.outputRows(T)}
+	r.inpL = b.inputEmbd(m, T)
 	sCopy := b.Input("s_copy", gguf.TypeI32, r.nRS)
 	r.sCopyMain = b.View(sCopy, r.nSeqs)
 	r.sCopyExtra = b.View(sCopy, r.nRS-r.nSeqs)
-	return r, inpL
+	r.outIDs = b.Input("inp_out_ids", gguf.TypeI32, r.nOut)
+	return r
+}
+
+// lastRows selects the output rows of the layer's output and of its
+// residual when the layer is the last.
+func (r *rsGraph) lastRows(il int, cur, resid *tensor) (*tensor, *tensor) {
+	if il != len(r.m.Layers)-1 {
+		return cur, resid
+	}
+	return r.b.GetRows(cur, r.outIDs), r.b.GetRows(resid, r.outIDs)
+}
+
+// mamba2 is build_mamba2_layer for layer il (see mamba2Layer).
+func (r *rsGraph) mamba2(il int, cur *tensor) *tensor {
+	d, _ := recurrentMamba2Dims(r.m, r.b.shapes, il)
+	return r.mamba2Layer(il, cur, d)
 }
 
 // tokens is the micro-batch's token count.
 func (r *rsGraph) tokens() int64 { return r.nSeqs * r.nSeqTokens }
 
-// attnInputs are build_inp_mem_hybrid's attention inputs and the
+// attnInputs makes build_inp_mem_hybrid's attention inputs and the
 // positions.
-func (r *rsGraph) attnInputs(c Context) (pos *tensor, kv *kvInputs) {
+func (r *rsGraph) attnInputs() {
 	T := r.tokens()
-	pos = r.b.Input("inp_pos", gguf.TypeI32, T)
-	return pos, r.b.kvCacheInputs(r.m, c, T, int64(c.NCtxSeq), "", attnLayers, true)
+	r.pos = r.b.Input("inp_pos", gguf.TypeI32, T)
+	r.kv = r.b.kvCacheInputs(r.m, r.c, T, int64(r.c.NCtxSeq), "", attnLayers, true)
+}
+
+// layers runs every layer's block x on the layer's input (mix), selects
+// the last layer's output rows where selectRows says so, and hands the
+// block's output and the residual to post, which adds them and whatever
+// follows; it returns the last layer's output.
+func (r *rsGraph) layers(mixer []byte, selectRows bool, post func(il int, blk string, cur, resid *tensor) *tensor) *tensor {
+	inpL := r.inpL
+	for il, x := range mixer {
+		cur, resid := r.mix(il, x, inpL), inpL
+		if selectRows {
+			cur, resid = r.lastRows(il, cur, resid)
+		}
+		inpL = post(il, "blk."+strconv.Itoa(il)+".", cur, resid)
+	}
+	return inpL
+}
+
+// mix is layer il's block x (see hybridOpts.mixers) on the layer's
+// normed input.
+func (r *rsGraph) mix(il int, x byte, inpL *tensor) *tensor {
+	b := r.b
+	blk := "blk." + strconv.Itoa(il) + "."
+	cur := b.norm(inpL, blk+"attn_norm.weight")
+	switch x {
+	case 'M':
+		return r.mamba2(il, cur)
+	case 'C':
+		return r.shortConv(il, cur)
+	case 'F':
+		return b.ffn(blk, "", cur, ffnReluSqr)
+	case 'P':
+		// attention and Mamba-2 side by side, the mixer on its own norm
+		// of the input
+		attn := r.attention(il, cur)
+		return b.Add(attn, r.mamba2(il, b.norm(inpL, blk+"attn_norm.weight")))
+	}
+	return r.attention(il, cur)
 }
 
 // buildRS is llm_graph_context::build_rs on a state cache s of stateSize
@@ -170,12 +232,22 @@ func (r *rsGraph) shortConv(il int, cur *tensor) *tensor {
 	return b.Reshape(b.MulMat(b.weight(blk+"shortconv.out_proj.weight"), y), embd, T*S)
 }
 
-// attention is build_attn on the KV cache for layer il and the output
-// projection, from Q, K and V already normed and roped.
-func (r *rsGraph) attention(il int, c Context, kv *kvInputs, q, k, v *tensor) *tensor {
+// attention is a hybrid's attention block for layer il on its normed
+// input cur: the Q, K and V projections, their per-head norms and RoPE
+// where the model has them, build_attn on the KV cache and the output
+// projection.
+func (r *rsGraph) attention(il int, cur *tensor) *tensor {
+	b := r.b
 	blk := "blk." + strconv.Itoa(il) + "."
-	s := layerShape(r.m, r.m.Layers[il], c, kv, r.tokens())
-	return r.b.attnOut(blk, r.b.attn(il, c, kv, s, q, k, v, attnOpts{}))
+	s := layerShape(r.m, r.m.Layers[il], r.c, r.kv, r.tokens())
+	q, k, v := b.qkv(blk, cur, s)
+	if r.qkNorm {
+		q, k = b.norm(q, blk+"attn_q_norm.weight"), b.norm(k, blk+"attn_k_norm.weight")
+	}
+	if r.rope {
+		q, k = b.Rope(q, r.pos, nil), b.Rope(k, r.pos, nil)
+	}
+	return b.attnOut(blk, b.attn(il, r.c, r.kv, s, q, k, v, attnOpts{}))
 }
 
 // output is the final norm and the LM head. With rowsAfter every row

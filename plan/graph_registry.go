@@ -43,15 +43,15 @@ func graphFamilies(name string) func(m *arch.Model) graphBuilder {
 	case "glm4moe":
 		return glm4moeBuilder
 	case "mamba2":
-		return hybridFamily(hybridOpts{mixers: "M"})
+		return hybridFamily(hybridOpts{mixers: "M", graph: mamba2Graph})
 	case "lfm2":
-		return hybridFamily(hybridOpts{mixers: "CA", lfm2: true, ffnNorm: "ffn_norm.weight"})
+		return hybridFamily(hybridOpts{mixers: "CA", lfm2: true, ffnNorm: "ffn_norm.weight", graph: lfm2Graph})
 	case "nemotron_h":
-		return hybridFamily(hybridOpts{mixers: "MAF", nemotron: true})
+		return hybridFamily(hybridOpts{mixers: "MAF", graph: nemotronHGraph})
 	case "granitehybrid":
-		return hybridFamily(hybridOpts{mixers: "MA", ropeAttn: true, ffnNorm: "ffn_norm.weight"})
+		return hybridFamily(hybridOpts{mixers: "MA", ffnNorm: "ffn_norm.weight", graph: graniteHybridGraph})
 	case "falcon-h1":
-		return hybridFamily(hybridOpts{mixers: "P", ffnNorm: "ffn_norm"})
+		return hybridFamily(hybridOpts{mixers: "P", ffnNorm: "ffn_norm", graph: falconH1Graph})
 	case "qwen3next":
 		return qwen3nextBuilder
 	case "gemma3n":

@@ -5,17 +5,14 @@ import (
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
-// This file describes the graphs llama.cpp builds for recurrent and hybrid
-// models: Mamba-2 (src/models/mamba.cpp with llm_graph_context_mamba's
-// build_mamba2_layer), and the hybrids that reuse that layer. The recurrent
-// state lives in the rs buffer, a cache outside the graph like the KV
-// cache: build_rs gathers the states of the micro-batch's sequences with
-// get_rows, the layer runs ggml_ssm_conv and ggml_ssm_scan, and ggml_cpy
-// writes the final states back into views of the cache.
+// This file checks that a recurrent or hybrid model is one whose graph
+// headroom describes (src/models/mamba.cpp, lfm2.cpp, nemotron-h.cpp,
+// granite-hybrid.cpp and falcon-h1.cpp, each in a model_*.go of its own):
+// which block each layer runs, and that the layer holds exactly the
+// tensors that block reads.
 
 // hybridOpts is what sets one recurrent or hybrid architecture apart.
 type hybridOpts struct {
@@ -23,13 +20,13 @@ type hybridOpts struct {
 	// attention, 'C' LFM2's short convolution, 'F' an MLP only
 	// (Nemotron-H), 'P' attention and Mamba-2 in parallel (Falcon-H1).
 	mixers string
-	lfm2   bool // LFM2: Q and K norms, the FFN after every block
-	// nemotron: no FFN after the mixer, all rows kept to the final norm.
-	nemotron bool
-	ropeAttn bool // Granite: RoPE on Q and K
+	lfm2   bool // LFM2: short convolutions, Q and K norms, FFNs everywhere
 	// ffnNorm is the name of the FFN norm of a family whose layers end in
 	// an FFN ("" where none does).
 	ffnNorm string
+	// graph builds the architecture's graph, mixer giving each layer's
+	// block.
+	graph func(r *rsGraph, mixer []byte) *ggml.Graph
 }
 
 // mixerOf is the block layer l runs, 0 if none the family has.
@@ -77,7 +74,7 @@ func hybridFamily(o hybridOpts) func(m *arch.Model) graphBuilder {
 			}
 		}
 		return func(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-			return hybridGraph(m, c, nTokens, b, o, mixer)
+			return o.graph(newRSGraph(m, c, nTokens, b), mixer)
 		}
 	}
 }
@@ -158,83 +155,4 @@ func recurrentMamba2Dims(m *arch.Model, shapes map[string][]uint64, il int) (rec
 		return d, false
 	}
 	return d, true
-}
-
-// hybridGraph builds the graph of a recurrent or hybrid model, mixer
-// giving each layer's block (see hybridFamily): src/models/mamba.cpp,
-// lfm2.cpp, nemotron-h.cpp, granite-hybrid.cpp and falcon-h1.cpp.
-func hybridGraph(m *arch.Model, c Context, nTokens int, b *gb, o hybridOpts, mixer []byte) *ggml.Graph {
-	r, inpL := newRSGraph(m, c, nTokens, b)
-	last := len(m.Layers) - 1
-	var pos *tensor
-	var kv *kvInputs
-	if strings.ContainsAny(o.mixers, "AP") {
-		pos, kv = r.attnInputs(c)
-	}
-	r.outIDs = b.Input("inp_out_ids", gguf.TypeI32, r.nOut)
-	shapes := b.shapes
-	for il := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
-		inpSA := inpL
-		cur := b.norm(inpL, blk+"attn_norm.weight")
-		var attnOut *tensor
-		if mixer[il] == 'A' || mixer[il] == 'P' {
-			s := layerShape(m, m.Layers[il], c, kv, r.tokens())
-			q, k, v := b.qkv(blk, cur, s)
-			if o.lfm2 {
-				q, k = b.norm(q, blk+"attn_q_norm.weight"), b.norm(k, blk+"attn_k_norm.weight")
-			}
-			if o.lfm2 || o.ropeAttn || mixer[il] == 'P' {
-				q, k = b.Rope(q, pos, nil), b.Rope(k, pos, nil)
-			}
-			attnOut = r.attention(il, c, kv, q, k, v)
-		}
-		switch mixer[il] {
-		case 'M':
-			d, _ := recurrentMamba2Dims(m, shapes, il)
-			cur = r.mamba2Layer(il, cur, d)
-		case 'A':
-			cur = attnOut
-		case 'C':
-			cur = r.shortConv(il, cur)
-		case 'F':
-			cur = b.ffn(blk, "", cur, ffnReluSqr)
-		case 'P':
-			// attention and Mamba-2 side by side, the mixer on its own
-			// norm of the input
-			d, _ := recurrentMamba2Dims(m, shapes, il)
-			cur = b.Add(attnOut, r.mamba2Layer(il, b.norm(inpL, blk+"attn_norm.weight"), d))
-			inpSA = b.Add(cur, inpSA)
-			if il == last {
-				// the rows of cur are taken but never used
-				inpSA = b.GetRows(inpSA, r.outIDs)
-			}
-			inpL = b.Add(b.ffn(blk, "", b.norm(inpSA, blk+o.ffnNorm), ffnSwiGLU), inpSA)
-			continue
-		}
-		if il == last && !o.nemotron {
-			cur, inpSA = b.GetRows(cur, r.outIDs), b.GetRows(inpSA, r.outIDs)
-		}
-		inpL = r.ffnAfter(blk, o, cur, inpSA)
-	}
-	outputNorm := "output_norm.weight"
-	if o.lfm2 {
-		outputNorm = "token_embd_norm.weight"
-	}
-	return r.output(inpL, outputNorm, o.nemotron)
-}
-
-// ffnAfter is the residual and, where the family has one, the FFN after
-// a layer's mixer.
-func (r *rsGraph) ffnAfter(blk string, o hybridOpts, cur, inpSA *tensor) *tensor {
-	b := r.b
-	switch {
-	case o.ffnNorm == "":
-		return b.Add(cur, inpSA)
-	case o.lfm2:
-		cur = b.Add(inpSA, cur)
-		return b.Add(cur, b.ffn(blk, "", b.norm(cur, blk+o.ffnNorm), ffnSwiGLU))
-	}
-	ffnInp := b.Add(cur, inpSA)
-	return b.Add(b.ffn(blk, "", b.norm(ffnInp, blk+o.ffnNorm), ffnSwiGLU), ffnInp)
 }

@@ -81,9 +81,9 @@ func qwen3nextBuilder(m *arch.Model) graphBuilder {
 }
 
 func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDims) *ggml.Graph {
-	r, inpL := newRSGraph(m, c, nTokens, b)
-	pos, kv := r.attnInputs(c)
-	r.outIDs = b.Input("inp_out_ids", gguf.TypeI32, r.nOut)
+	r := newRSGraph(m, c, nTokens, b)
+	inpL := r.inpL
+	r.attnInputs()
 	for il, l := range m.Layers {
 		blk := "blk." + strconv.Itoa(il) + "."
 		cur := b.norm(inpL, blk+"attn_norm.weight")
@@ -91,7 +91,7 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 		if l.Recurrent {
 			cur = r.deltaNet(il, cur, d)
 		} else {
-			cur = r.gatedAttention(il, c, kv, pos, cur)
+			cur = r.gatedAttention(il, cur)
 		}
 		// The outputs are selected after the final norm
 		// (embeddings_nextn_masked is false), not here.
@@ -109,8 +109,8 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 // output gate (views of one result), q and k are normed per head and
 // roped, attention runs on the cache without an output projection, and
 // the sigmoid of the gate scales the heads before attn_output.
-func (r *rsGraph) gatedAttention(il int, c Context, kv *kvInputs, pos, cur *tensor) *tensor {
-	b := r.b
+func (r *rsGraph) gatedAttention(il int, cur *tensor) *tensor {
+	b, c, kv, pos := r.b, r.c, r.kv, r.pos
 	blk := "blk." + strconv.Itoa(il) + "."
 	s := layerShape(r.m, r.m.Layers[il], c, kv, r.tokens())
 	T, head := s.T, s.headK

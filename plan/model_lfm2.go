@@ -1,0 +1,18 @@
+package plan
+
+import "github.com/headroom-llm/headroom/plan/ggml"
+
+// This file is src/models/lfm2.cpp: short gated convolutions and
+// attention with per-head Q and K norms, each layer ending in a SwiGLU
+// FFN; the final norm is token_embd_norm.
+
+func lfm2Graph(r *rsGraph, mixer []byte) *ggml.Graph {
+	b := r.b
+	r.attnInputs()
+	r.rope, r.qkNorm = true, true
+	inpL := r.layers(mixer, true, func(_ int, blk string, cur, resid *tensor) *tensor {
+		cur = b.Add(resid, cur)
+		return b.Add(cur, b.ffn(blk, "", b.norm(cur, blk+"ffn_norm.weight"), ffnSwiGLU))
+	})
+	return r.output(inpL, "token_embd_norm.weight", false)
+}
