@@ -29,227 +29,260 @@ type cacheSearch struct {
 // the most context, for each layer choice the goal asks about, every one
 // checked by an exact accounting.
 func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
-	m, o, cpu, gpus := cs.m, cs.o, cs.cpu, cs.gpus
-	maxLayers, minCtx, ceiling, unified := cs.maxLayers, cs.minCtx, cs.ceiling, cs.unified
-	fx := o.Fixed
-	memo := newBoundsMemoWith(m, cs.s, cpu, gpus, o.FitTarget, cs.build)
-	var out []Candidate
-	profile := func(ngl, moe, perSlot int) Profile {
-		p := o.Base
-		p.CPUMoE = moe
-		p.Parallel, p.KVUnified = o.Parallel, false
-		p.Ctx = perSlot * o.Parallel
-		if fx.Ctx > 0 {
-			p.Ctx = fx.Ctx
-		}
-		p.GPULayers = ngl
-		p.CacheK, p.CacheV = cc.k, cc.v
-		if cc.noMmap {
-			p.Mmap = false
-		}
-		if cc.v != "f16" {
-			p.FlashAttn = FlashOn
-		}
-		return p
-	}
-	// eval checks a profile with llama.cpp's default split and, on
-	// several devices where that fails, with layers filled back to
-	// front as llama.cpp's fit fills them; it returns the profile that
-	// fits, split included.
-	// The bisections ask about nearby contexts at one layer count
-	// many times; a split that worked for that count is tried before
-	// filling again.
-	type layers struct{ ngl, moe int }
-	splits := map[layers][]float64{}
-	// A fill that failed fails again with more context or more
-	// layers: remember the least of each that failed.
-	failCtx, failNgl := map[layers]int{}, map[[2]int]int{}
-	hopeless := func(l layers, perSlot int) bool {
-		c, ok := failCtx[l]
-		n, ok2 := failNgl[[2]int{l.moe, perSlot}]
-		return ok && perSlot >= c || ok2 && l.ngl >= n
-	}
-	eval := func(ngl, moe, perSlot int) (Profile, *Assessment, bool) {
-		l := layers{ngl, moe}
-		p := profile(ngl, moe, perSlot)
-		a, ok, err := memo.keeps(p, "")
-		if err != nil {
-			return p, nil, false
-		}
-		if ok {
-			return p, a, true
-		}
-		if ts, ok := splits[l]; ok {
-			q := p
-			q.TensorSplit = ts
-			if b, ok, err := memo.keeps(q, ""); err == nil && ok {
-				return q, b, true
-			}
-		}
-		if hopeless(l, perSlot) {
-			return p, a, false
-		}
-		if q, b, ok := fillSplit(memo, p, a); ok {
-			splits[l] = q.TensorSplit
-			return q, b, true
-		}
-		if c, ok := failCtx[l]; !ok || perSlot < c {
-			failCtx[l] = perSlot
-		}
-		if n, ok := failNgl[[2]int{moe, perSlot}]; !ok || ngl < n {
-			failNgl[[2]int{moe, perSlot}] = ngl
-		}
-		return p, a, false
-	}
-	// A mixture of experts that does not fit whole: llama.cpp's fit
-	// keeps every layer's attention and dense weights on the GPUs and
-	// sends the routed experts of the first layers to system memory
-	// (--n-cpu-moe), which reads far less per token from system
-	// memory than whole layers there. leastExperts finds the fewest
-	// such layers that fit: as for layers, the fewest that could do
-	// without compute buffers needs no replay, and the replayed search
-	// counts up from there.
+	r := &cacheRun{cacheSearch: cs, cc: cc,
+		memo:   newBoundsMemoWith(cs.m, cs.s, cs.cpu, cs.gpus, cs.o.FitTarget, cs.build),
+		splits: map[layers][]float64{}, failCtx: map[layers]int{}, failNgl: map[[2]int]int{}}
 	// A user's -ot decides where tensors go; the search does not add
 	// --n-cpu-moe's overrides to it.
-	moeable := m.NExpert > 0 && len(gpus) > 0 && !unified && fx.GPULayers == nil && len(o.Base.Overrides) == 0
-	leastExperts := func() (int, bool) {
-		lo, hi := 1, m.NLayer
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if memo.mayKeep(profile(maxLayers, mid, minCtx)) {
-				hi = mid
-			} else {
-				lo = mid + 1
-			}
-		}
-		for n := lo; n <= m.NLayer; n++ {
-			if _, _, ok := eval(maxLayers, n, minCtx); ok {
-				return n, true
-			}
-		}
-		return 0, false
-	}
-	// Where dense-first placement fits, it has more on the GPUs than
-	// any partial offload, which cannot win then (except on context):
-	// that search is skipped.
+	r.moeable = cs.m.NExpert > 0 && len(cs.gpus) > 0 && !cs.unified && cs.o.Fixed.GPULayers == nil && len(cs.o.Base.Overrides) == 0
+	// Where dense-first placement fits, it has more on the GPUs than any
+	// partial offload, which cannot win then (except on context): that
+	// search is skipped.
 	var moeFirst *layers
-	if moeable && o.Goal != GoalContext {
-		if _, _, whole := eval(maxLayers, 0, minCtx); !whole {
-			if n, ok := leastExperts(); ok {
-				moeFirst = &layers{maxLayers, n}
+	if r.moeable && cs.o.Goal != GoalContext {
+		if _, _, whole := r.eval(cs.maxLayers, 0, cs.minCtx); !whole {
+			if n, ok := r.leastExperts(); ok {
+				moeFirst = &layers{cs.maxLayers, n}
 			}
 		}
 	}
-	// The most layers that fit at the minimum context (bisection:
-	// fewer GPU layers never need more GPU memory).
-	ngl := -1
-	switch {
-	case moeFirst != nil:
-		ngl = maxLayers
-	case fx.GPULayers != nil:
-		n := min(max(*fx.GPULayers, 0), maxLayers)
-		if _, _, ok := eval(n, 0, minCtx); ok {
-			ngl = n
-		}
-	case unified:
-		if _, _, ok := eval(maxLayers, 0, minCtx); ok {
-			ngl = maxLayers
-		}
-	default:
-		// Without compute buffers, which only add, the most layers
-		// that could fit is found with no replay; the replayed search
-		// then counts down from it, since compute buffers seldom cost
-		// more than a layer or two, and bisects below if they do.
-		lo, hi := -1, maxLayers
-		for lo < hi {
-			mid := (lo + hi + 1) / 2
-			if memo.mayKeep(profile(mid, 0, minCtx)) {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-		}
-		top := lo
-		for n := top; n >= 0 && n >= top-2; n-- {
-			if _, _, ok := eval(n, 0, minCtx); ok {
-				ngl = n
-				break
-			}
-		}
-		if ngl < 0 && top-3 >= 0 {
-			lo, hi = -1, top-3
-			for lo < hi {
-				mid := (lo + hi + 1) / 2
-				if _, _, ok := eval(mid, 0, minCtx); ok {
-					lo = mid
-				} else {
-					hi = mid - 1
-				}
-			}
-			ngl = lo
-		}
+	ngl := cs.maxLayers
+	if moeFirst == nil {
+		ngl = r.mostLayers()
 	}
 	if ngl < 0 {
 		return nil
 	}
-	layerChoices := []layers{{ngl, 0}}
-	if o.Goal == GoalContext && !unified && ngl > 0 && fx.GPULayers == nil {
-		layerChoices = append(layerChoices, layers{0, 0})
+	var out []Candidate
+	for _, lc := range r.layerChoices(ngl, moeFirst) {
+		if c, ok := r.mostContext(lc); ok {
+			out = append(out, c)
+		}
 	}
+	return r.exact(out)
+}
+
+// layers is a GPU layer count and how many leading layers keep their
+// routed experts in system memory (--n-cpu-moe).
+type layers struct{ ngl, moe int }
+
+// cacheRun is one run of a cacheSearch: the cache types, the memo of
+// accountings, and what the bisections learned so far.
+type cacheRun struct {
+	*cacheSearch
+	cc   cacheChoice
+	memo *boundsMemo
+	// moeable: a mixture of experts whose routed experts the search may
+	// send to system memory.
+	moeable bool
+	// The bisections ask about nearby contexts at one layer count many
+	// times; a split that worked for that count is tried before filling
+	// again.
+	splits map[layers][]float64
+	// A fill that failed fails again with more context or more layers:
+	// the least of each that failed.
+	failCtx map[layers]int
+	failNgl map[[2]int]int
+}
+
+// profile is the profile for ngl GPU layers, moe layers' experts in
+// system memory and perSlot context per slot.
+func (r *cacheRun) profile(ngl, moe, perSlot int) Profile {
+	o, cc := r.o, r.cc
+	p := o.Base
+	p.CPUMoE = moe
+	p.Parallel, p.KVUnified = o.Parallel, false
+	p.Ctx = perSlot * o.Parallel
+	if o.Fixed.Ctx > 0 {
+		p.Ctx = o.Fixed.Ctx
+	}
+	p.GPULayers = ngl
+	p.CacheK, p.CacheV = cc.k, cc.v
+	if cc.noMmap {
+		p.Mmap = false
+	}
+	if cc.v != "f16" {
+		p.FlashAttn = FlashOn
+	}
+	return p
+}
+
+// hopeless says whether a fill is known to fail for l at perSlot.
+func (r *cacheRun) hopeless(l layers, perSlot int) bool {
+	c, ok := r.failCtx[l]
+	n, ok2 := r.failNgl[[2]int{l.moe, perSlot}]
+	return ok && perSlot >= c || ok2 && l.ngl >= n
+}
+
+// eval checks a profile with llama.cpp's default split and, on several
+// devices where that fails, with layers filled back to front as
+// llama.cpp's fit fills them; it returns the profile that fits, split
+// included.
+func (r *cacheRun) eval(ngl, moe, perSlot int) (Profile, *Assessment, bool) {
+	l := layers{ngl, moe}
+	p := r.profile(ngl, moe, perSlot)
+	a, ok, err := r.memo.keeps(p, "")
+	if err != nil {
+		return p, nil, false
+	}
+	if ok {
+		return p, a, true
+	}
+	if ts, ok := r.splits[l]; ok {
+		q := p
+		q.TensorSplit = ts
+		if b, ok, err := r.memo.keeps(q, ""); err == nil && ok {
+			return q, b, true
+		}
+	}
+	if r.hopeless(l, perSlot) {
+		return p, a, false
+	}
+	if q, b, ok := fillSplit(r.memo, p, a); ok {
+		r.splits[l] = q.TensorSplit
+		return q, b, true
+	}
+	if c, ok := r.failCtx[l]; !ok || perSlot < c {
+		r.failCtx[l] = perSlot
+	}
+	if n, ok := r.failNgl[[2]int{moe, perSlot}]; !ok || ngl < n {
+		r.failNgl[[2]int{moe, perSlot}] = ngl
+	}
+	return p, a, false
+}
+
+// leastExperts finds the fewest leading layers whose routed experts go
+// to system memory for a mixture of experts that does not fit whole:
+// llama.cpp's fit keeps every layer's attention and dense weights on the
+// GPUs and sends the routed experts of the first layers to system memory
+// (--n-cpu-moe), which reads far less per token from system memory than
+// whole layers there. As for layers, the fewest that could do without
+// compute buffers needs no replay, and the replayed search counts up from
+// there.
+func (r *cacheRun) leastExperts() (int, bool) {
+	lo, hi := 1, r.m.NLayer
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if r.memo.mayKeep(r.profile(r.maxLayers, mid, r.minCtx)) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	for n := lo; n <= r.m.NLayer; n++ {
+		if _, _, ok := r.eval(r.maxLayers, n, r.minCtx); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// mostLayers is the most layers that fit at the minimum context, -1 for
+// none (bisection: fewer GPU layers never need more GPU memory).
+func (r *cacheRun) mostLayers() int {
+	fits := func(n int) bool { _, _, ok := r.eval(n, 0, r.minCtx); return ok }
 	switch {
-	case moeFirst != nil:
-		layerChoices = []layers{*moeFirst}
-	case moeable && o.Goal == GoalContext && ngl < maxLayers:
-		if n, ok := leastExperts(); ok {
-			layerChoices = append(layerChoices, layers{maxLayers, n})
+	case r.o.Fixed.GPULayers != nil:
+		if n := min(max(*r.o.Fixed.GPULayers, 0), r.maxLayers); fits(n) {
+			return n
+		}
+		return -1
+	case r.unified:
+		if fits(r.maxLayers) {
+			return r.maxLayers
+		}
+		return -1
+	}
+	// Without compute buffers, which only add, the most layers that
+	// could fit is found with no replay; the replayed search then counts
+	// down from it, since compute buffers seldom cost more than a layer
+	// or two, and bisects below if they do.
+	top := bisectMost(-1, r.maxLayers, func(n int) bool { return r.memo.mayKeep(r.profile(n, 0, r.minCtx)) })
+	for n := top; n >= 0 && n >= top-2; n-- {
+		if fits(n) {
+			return n
 		}
 	}
-	for _, lc := range layerChoices {
-		n := lc.ngl
-		perSlot := minCtx
-		if o.Goal != GoalSpeed && fx.Ctx == 0 {
-			lo, hi := minCtx/256, ceiling/256
-			for lo < hi {
-				mid := (lo + hi + 1) / 2
-				if _, _, ok := eval(n, lc.moe, mid*256); ok {
-					lo = mid
-				} else {
-					hi = mid - 1
-				}
-			}
-			perSlot = lo * 256
-		}
-		prof, a, ok := eval(n, lc.moe, perSlot)
-		if !ok {
-			continue
-		}
-		c := Candidate{Profile: prof, CtxPerSlot: perSlot, GPULayers: n, MinMargin: minMargin(a), Result: a}
-		c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
-		out = append(out, c)
+	if top-3 < 0 {
+		return -1
 	}
-	// The search decided some candidates on bounds; what a plan shows is
-	// the exact accounting.
-	// Compute buffers grow with the context only roughly: ggml's allocator
-	// can pack a larger graph tighter, so a bound can be wrong by a step.
-	// A candidate the exact accounting refuses steps its context down
-	// until it keeps the target (a few steps at most in practice; 32 are
-	// allowed); one with a fixed context is dropped.
-	exact := out[:0]
+	return bisectMost(-1, top-3, fits)
+}
+
+// bisectMost is the largest n in (lo, hi] for which ok holds, ok holding
+// for every n below one it holds for; lo if none.
+func bisectMost(lo, hi int, ok func(int) bool) int {
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// layerChoices are the layer placements the goal asks about, ngl being
+// the most layers that fit.
+func (r *cacheRun) layerChoices(ngl int, moeFirst *layers) []layers {
+	if moeFirst != nil {
+		return []layers{*moeFirst}
+	}
+	choices := []layers{{ngl, 0}}
+	if r.o.Goal == GoalContext && !r.unified && ngl > 0 && r.o.Fixed.GPULayers == nil {
+		choices = append(choices, layers{0, 0})
+	}
+	if r.moeable && r.o.Goal == GoalContext && ngl < r.maxLayers {
+		if n, ok := r.leastExperts(); ok {
+			choices = append(choices, layers{r.maxLayers, n})
+		}
+	}
+	return choices
+}
+
+// mostContext is the candidate of placement lc with the most context per
+// slot that fits (the minimum for the speed goal or a fixed context).
+func (r *cacheRun) mostContext(lc layers) (Candidate, bool) {
+	perSlot := r.minCtx
+	if r.o.Goal != GoalSpeed && r.o.Fixed.Ctx == 0 {
+		perSlot = 256 * bisectMost(r.minCtx/256, r.ceiling/256, func(n int) bool {
+			_, _, ok := r.eval(lc.ngl, lc.moe, n*256)
+			return ok
+		})
+	}
+	prof, a, ok := r.eval(lc.ngl, lc.moe, perSlot)
+	if !ok {
+		return Candidate{}, false
+	}
+	c := Candidate{Profile: prof, CtxPerSlot: perSlot, GPULayers: lc.ngl, MinMargin: minMargin(a), Result: a}
+	c.Flags = append(c.Profile.Args(), rpcFlags(r.m.NLayer, c.Profile, r.cpu, r.gpus)...)
+	return c, true
+}
+
+// exact replaces the bounds some candidates were decided on with the
+// exact accounting a plan shows. Compute buffers grow with the context
+// only roughly: ggml's allocator can pack a larger graph tighter, so a
+// bound can be wrong by a step. A candidate the exact accounting refuses
+// steps its context down until it keeps the target (a few steps at most
+// in practice; 32 are allowed); one with a fixed context is dropped.
+func (r *cacheRun) exact(out []Candidate) []Candidate {
+	kept := out[:0]
 	for _, c := range out {
 		for steps := 0; steps < 32; steps++ {
-			a, err := memo.exact(c.Profile)
-			if err == nil && a.Verdict == Fits && minMargin(a) >= o.FitTarget {
+			a, err := r.memo.exact(c.Profile)
+			if err == nil && a.Verdict == Fits && minMargin(a) >= r.o.FitTarget {
 				c.Result, c.MinMargin = a, minMargin(a)
-				exact = append(exact, c)
+				kept = append(kept, c)
 				break
 			}
-			if err != nil || fx.Ctx > 0 || c.CtxPerSlot-256 < minCtx {
+			if err != nil || r.o.Fixed.Ctx > 0 || c.CtxPerSlot-256 < r.minCtx {
 				break
 			}
 			c.CtxPerSlot -= 256
 			c.Profile.Ctx = c.CtxPerSlot * c.Profile.Parallel
-			c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
+			c.Flags = append(c.Profile.Args(), rpcFlags(r.m.NLayer, c.Profile, r.cpu, r.gpus)...)
 		}
 	}
-	return exact
+	return kept
 }
