@@ -153,7 +153,7 @@ func compare(c *conformance.Case, r *plan.Result) []row {
 		g.hi += hi
 	}
 	for _, b := range r.Buffers {
-		g := get(key{b.BufferType, b.Kind})
+		g := get(key{b.BufferType, string(b.Kind)})
 		g.ours += b.Bytes
 		if b.Note != "" {
 			g.note = b.Note

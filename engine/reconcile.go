@@ -88,7 +88,7 @@ func Reconcile(planned []plan.Buffer, logged []Logged) Reconciliation {
 		if b.Model == plan.ModelProjector {
 			continue // libmtmd logs its buffers in lines of its own, not read here
 		}
-		g := get(key{b.BufferType, b.Kind})
+		g := get(key{b.BufferType, string(b.Kind)})
 		g.row.PlannedBytes += b.Bytes
 		g.p = true
 	}

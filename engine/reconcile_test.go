@@ -14,7 +14,7 @@ import (
 func plannedFrom(bufs []conformance.Buffer) []plan.Buffer {
 	out := make([]plan.Buffer, len(bufs))
 	for i, b := range bufs {
-		out[i] = plan.Buffer{Device: b.DeviceOrBufferType, BufferType: b.DeviceOrBufferType, Kind: b.Kind,
+		out[i] = plan.Buffer{Device: b.DeviceOrBufferType, BufferType: b.DeviceOrBufferType, Kind: plan.BufferKind(b.Kind),
 			Bytes: int64(math.Round(b.MiB * (1 << 20)))}
 	}
 	return out
@@ -59,7 +59,7 @@ func TestReconcilePerturbed(t *testing.T) {
 		t.Fatal("no golden case with four kv lines and two compute buffers")
 	}
 	logged := loggedFrom(c.Figures.Buffers)
-	index := func(p []plan.Buffer, kind string) int {
+	index := func(p []plan.Buffer, kind plan.BufferKind) int {
 		for i, b := range p {
 			if b.Kind == kind {
 				return i

@@ -10,11 +10,23 @@ import (
 	"github.com/headroom-llm/headroom/gguf"
 )
 
+// BufferKind is what a buffer holds, by the contract's names.
+type BufferKind string
+
+// The kinds of buffer llama.cpp allocates.
+const (
+	KindModel   BufferKind = "model"   // weights
+	KindKV      BufferKind = "kv"      // the KV cache
+	KindRS      BufferKind = "rs"      // recurrent state
+	KindCompute BufferKind = "compute" // the scheduler's compute buffers
+	KindOutput  BufferKind = "output"  // the logits
+)
+
 // Buffer is one allocation llama.cpp makes, named as its log names it.
 type Buffer struct {
-	Device     string `json:"device"`
-	BufferType string `json:"buffer_type"`
-	Kind       string `json:"kind"` // model, kv, rs, compute, output
+	Device     string     `json:"device"`
+	BufferType string     `json:"buffer_type"`
+	Kind       BufferKind `json:"kind"`
 	// Model is "" for the main model's buffers, else the companion that
 	// owns it: ModelProjector or ModelDraft.
 	Model string `json:"model,omitempty"`
@@ -249,7 +261,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	})
 	var out []Buffer
 	for _, s := range spans {
-		out = append(out, Buffer{Device: s.dev, BufferType: s.buft, Kind: "model", Bytes: s.last - s.first})
+		out = append(out, Buffer{Device: s.dev, BufferType: s.buft, Kind: KindModel, Bytes: s.last - s.first})
 	}
 	host := hostGPU(gpus)
 	for _, s := range sums {
@@ -257,7 +269,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 		if host != nil && s.k.device == cpu.Name && s.k.buft == host.HostBuffer() {
 			n += host.hostPad()
 		}
-		out = append(out, Buffer{Device: s.k.device, BufferType: s.k.buft, Kind: "model", Bytes: n})
+		out = append(out, Buffer{Device: s.k.device, BufferType: s.k.buft, Kind: KindModel, Bytes: n})
 	}
 	return out
 }

@@ -47,7 +47,7 @@ func TestTinyLlamaCPU(t *testing.T) {
 	}
 	want := map[string]float64{"CPU_Mapped/model": 636.18, "CPU_REPACK/model": 455.06, "CPU/kv": 88.00, "CPU/output": 0.12}
 	for _, b := range r.Buffers {
-		key := b.BufferType + "/" + b.Kind
+		key := b.BufferType + "/" + string(b.Kind)
 		if w, ok := want[key]; ok {
 			if !printedMiB(b.Bytes, w) {
 				t.Errorf("%s: %d bytes = %.2f MiB, llama.cpp printed %.2f", key, b.Bytes, float64(b.Bytes)/(1<<20), w)

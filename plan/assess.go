@@ -107,13 +107,13 @@ func Devices(s *hw.Snapshot) (Device, []Device) {
 }
 
 // chargeKind maps a buffer kind onto the four parts of a domain's breakdown.
-func chargeKind(kind string) string {
+func chargeKind(kind BufferKind) string {
 	switch kind {
-	case "model":
+	case KindModel:
 		return hw.ChargeModel
-	case "kv", "rs":
+	case KindKV, KindRS:
 		return hw.ChargeContext
-	case "compute":
+	case KindCompute:
 		return hw.ChargeCompute
 	}
 	return hw.ChargeAuxiliary

@@ -99,7 +99,7 @@ func (c *Companions) projectorBuffers(ctx Context, cpu Device, gpus []Device) []
 	for _, t := range c.Projector.Tensors {
 		weights += alignUp(deviceBytes(dev, arch.Tensor{Tensor: t}), dev.alignment())
 	}
-	out := []Buffer{{Device: dev.Name, BufferType: buft, Kind: "model", Model: ModelProjector, Bytes: weights}}
+	out := []Buffer{{Device: dev.Name, BufferType: buft, Kind: KindModel, Model: ModelProjector, Bytes: weights}}
 	if v := c.Projector.Vision; v != nil {
 		n := int64(v.Patches())
 		act := n * int64(v.Embd) * 4
@@ -107,14 +107,14 @@ func (c *Companions) projectorBuffers(ctx Context, cpu Device, gpus []Device) []
 		if !ctx.Flash {
 			compute += n * n * int64(v.Heads) * 4
 		}
-		out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: "compute", Model: ModelProjector, Bytes: compute, Note: projectorNote})
+		out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: KindCompute, Model: ModelProjector, Bytes: compute, Note: projectorNote})
 		if dev.Name != cpu.Name {
 			pixels := int64(v.ImageSize) * int64(v.ImageSize) * 3 * 4
-			out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Model: ModelProjector, Bytes: pixels, Note: projectorNote})
+			out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Model: ModelProjector, Bytes: pixels, Note: projectorNote})
 		}
 	}
 	if c.Projector.Audio {
-		out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: "compute", Model: ModelProjector,
+		out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: KindCompute, Model: ModelProjector,
 			Note: "the audio encoder's compute buffer is not modelled: not counted"})
 	}
 	return out
@@ -150,7 +150,7 @@ func (c *Companions) draftBuffers(ctx Context, p Profile, cpu Device, gpus []Dev
 	var out []Buffer
 	for _, b := range r.Buffers {
 		b.Model = ModelDraft
-		if b.Kind != "model" && slots > 1 {
+		if b.Kind != KindModel && slots > 1 {
 			// one draft context per slot
 			b.Bytes *= int64(slots)
 			note := fmt.Sprintf("%d slots, one draft context each", slots)

@@ -67,7 +67,7 @@ func TestProjectorBuffers(t *testing.T) {
 						w.bytes += (int64(tn.Size) + 31) / 32 * 32
 					}
 				}
-				if g.Device != w.dev || g.BufferType != w.buft || g.Kind != w.kind || g.Bytes != w.bytes || g.Model != ModelProjector {
+				if g.Device != w.dev || g.BufferType != w.buft || string(g.Kind) != w.kind || g.Bytes != w.bytes || g.Model != ModelProjector {
 					t.Errorf("buffer %d: %+v, want %+v", i, g, w)
 				}
 			}
@@ -108,14 +108,14 @@ func TestDraftBuffers(t *testing.T) {
 		if b.Kind != "model" {
 			n *= 2
 		}
-		want[b.Device+"/"+b.BufferType+"/"+b.Kind] += n
+		want[b.Device+"/"+b.BufferType+"/"+string(b.Kind)] += n
 	}
 	got := map[string]int64{}
 	var mainBufs []Buffer
 	for _, b := range with.Buffers {
 		switch b.Model {
 		case ModelDraft:
-			got[b.Device+"/"+b.BufferType+"/"+b.Kind] += b.Bytes
+			got[b.Device+"/"+b.BufferType+"/"+string(b.Kind)] += b.Bytes
 		case "":
 			mainBufs = append(mainBufs, b)
 		default:

@@ -15,7 +15,7 @@ func outputBuffer(m *arch.Model, c Context, cpu Device, gpus []Device, layerDev 
 			buft, pad = g.HostBuffer(), g.hostPad()
 		}
 	}
-	return Buffer{Device: cpu.Name, BufferType: buft, Kind: "output", Bytes: int64(4*m.NVocab*c.NSeq) + pad}
+	return Buffer{Device: cpu.Name, BufferType: buft, Kind: KindOutput, Bytes: int64(4*m.NVocab*c.NSeq) + pad}
 }
 
 const (
@@ -88,9 +88,9 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 	}
 	if len(gpus) == 0 {
 		if build != nil {
-			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Bytes: cpuComputeBytes(m, c, build), Note: replayNote}}
+			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: cpuComputeBytes(m, c, build), Note: replayNote}}
 		}
-		return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: "compute", Bytes: peak, Note: computeNote}}
+		return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: peak, Note: computeNote}}
 	}
 	var out []Buffer
 	used := map[string]bool{}
@@ -113,7 +113,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 	}
 	for _, g := range gpus {
 		if used[g.Name] {
-			out = append(out, Buffer{Device: g.Name, BufferType: g.bufferType(), Kind: "compute", Bytes: peak, Note: computeNote})
+			out = append(out, Buffer{Device: g.Name, BufferType: g.bufferType(), Kind: KindCompute, Bytes: peak, Note: computeNote})
 		}
 	}
 	host := cpu.Name
@@ -124,7 +124,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 	if used[cpu.Name] {
 		hostBytes = peak
 	}
-	out = append(out, Buffer{Device: cpu.Name, BufferType: host, Kind: "compute", Bytes: hostBytes, Note: computeNote})
+	out = append(out, Buffer{Device: cpu.Name, BufferType: host, Kind: KindCompute, Bytes: hostBytes, Note: computeNote})
 	return out
 }
 
@@ -135,14 +135,14 @@ func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus [
 	var out []Buffer
 	for _, g := range gpus {
 		if n, ok := peak[g.Name]; ok {
-			out = append(out, Buffer{Device: g.Name, BufferType: g.bufferType(), Kind: "compute", Bytes: n, Note: schedNote})
+			out = append(out, Buffer{Device: g.Name, BufferType: g.bufferType(), Kind: KindCompute, Bytes: n, Note: schedNote})
 		}
 	}
 	host := cpu.Name
 	if h := hostGPU(gpus); h != nil {
 		host = h.HostBuffer()
 	}
-	out = append(out, Buffer{Device: cpu.Name, BufferType: host, Kind: "compute", Bytes: peak[cpu.Name], Note: schedNote})
+	out = append(out, Buffer{Device: cpu.Name, BufferType: host, Kind: KindCompute, Bytes: peak[cpu.Name], Note: schedNote})
 	return out
 }
 

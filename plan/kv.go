@@ -65,7 +65,7 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, l
 	for _, caches := range []map[string]int64{full, swa} {
 		for _, dev := range order {
 			if n, ok := caches[dev]; ok {
-				out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: "kv", Bytes: n, Largest: largest[dev]})
+				out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: KindKV, Bytes: n, Largest: largest[dev]})
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func rsBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, l
 	}
 	var out []Buffer
 	for _, dev := range order {
-		out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: "rs", Bytes: sums[dev]})
+		out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: KindRS, Bytes: sums[dev]})
 	}
 	return out
 }

@@ -327,7 +327,7 @@ func printFit(w io.Writer, h *source.Header, a *plan.Assessment, p plan.Profile)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "device\tbuffer\tkind\tMiB\tnote")
 		for _, b := range a.Buffers {
-			kind := b.Kind
+			kind := string(b.Kind)
 			if b.Model != "" {
 				kind = b.Model + " " + kind
 			}
