@@ -34,7 +34,7 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool) (*
 			return nil, nil
 		}
 		c := &plan.Companions{ProjectorOnCPU: noOffload, DraftGPULayers: ngld.n}
-		if c.DraftGPULayers == -2 { // all
+		if c.DraftGPULayers == gpuLayersAll {
 			c.DraftGPULayers = plan.GPULayersAuto
 		}
 		if mmproj != "" {

@@ -18,11 +18,15 @@ import (
 // gpuLayers is -ngl: a number, auto or all.
 type gpuLayers struct{ n int }
 
+// gpuLayersAll is -ngl all, every layer: a value of the flag's own, which
+// each command maps onto the plan's (auto for fit, 999 for a search).
+const gpuLayersAll = -2
+
 func (g *gpuLayers) String() string {
 	switch g.n {
 	case plan.GPULayersAuto:
 		return "auto"
-	case -2:
+	case gpuLayersAll:
 		return "all"
 	}
 	return strconv.Itoa(g.n)
@@ -33,7 +37,7 @@ func (g *gpuLayers) Set(s string) error {
 	case "auto":
 		g.n = plan.GPULayersAuto
 	case "all":
-		g.n = -2
+		g.n = gpuLayersAll
 	default:
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
@@ -174,7 +178,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 			p.Parallel, p.KVUnified = max(np, 1), kvu
 		}
 		p.GPULayers = ngl.n
-		if p.GPULayers == -2 {
+		if p.GPULayers == gpuLayersAll {
 			p.GPULayers = plan.GPULayersAuto
 		}
 		p.TensorSplit = []float64(*ts)

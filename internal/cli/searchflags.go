@@ -42,7 +42,7 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 		}
 		switch ngl.n {
 		case plan.GPULayersAuto:
-		case -2: // all
+		case gpuLayersAll:
 			n := 999 // llama.cpp's own "all"; the plan clamps it
 			opts.Fixed.GPULayers = &n
 		default:
