@@ -100,7 +100,7 @@ func (r *rsGraph) layers(mixer []byte, selectRows bool, post func(il int, blk st
 // normed input.
 func (r *rsGraph) mix(il int, x byte, inpL *tensor) *tensor {
 	b := r.b
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	cur := b.norm(inpL, blk+"attn_norm.weight")
 	switch x {
 	case 'M':
@@ -186,7 +186,7 @@ func (r *rsGraph) columns(x *tensor, n int, ne ...int64) []*tensor {
 // their order are what the Vulkan reorder walks.
 func (r *rsGraph) mamba2Layer(il int, cur *tensor, d recurrentSSM) *tensor {
 	b := r.b
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	T, S := r.nSeqTokens, r.nSeqs
 	headDim := d.inner / d.heads
 	channels := d.inner + 2*d.groups*d.state
@@ -221,7 +221,7 @@ func (r *rsGraph) mamba2Layer(il int, cur *tensor, d recurrentSSM) *tensor {
 // over the last l_cache inputs, whose state is the previous l_cache-1.
 func (r *rsGraph) shortConv(il int, cur *tensor) *tensor {
 	b := r.b
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	embd := int64(r.m.NEmbd)
 	T, S := r.nSeqTokens, r.nSeqs
 	dConv := int64(r.m.Layers[il].RDim) / embd
@@ -238,7 +238,7 @@ func (r *rsGraph) shortConv(il int, cur *tensor) *tensor {
 // projection.
 func (r *rsGraph) attention(il int, cur *tensor) *tensor {
 	b := r.b
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	s := layerShape(r.m, r.m.Layers[il], r.c, r.kv, r.tokens())
 	q, k, v := b.qkv(blk, cur, s)
 	if r.qkNorm {

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"strconv"
+
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
@@ -48,6 +50,9 @@ func tensorShapes(m *arch.Model) map[string][]uint64 {
 	}
 	return out
 }
+
+// blkName is the prefix of layer il's tensor names.
+func blkName(il int) string { return "blk." + strconv.Itoa(il) + "." }
 
 // has reports whether the model has a tensor of that name.
 func (b *gb) has(name string) bool {

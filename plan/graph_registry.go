@@ -31,13 +31,13 @@ func graphFamilies(name string) func(m *arch.Model) graphBuilder {
 	case "phi3":
 		return phi3Builder
 	case "qwen2moe":
-		return moeFamily(moeArch{spec: moeSpec{gating: moeSoftmax}, sharedGate: true})
+		return moeFamily(qwen2moeArch())
 	case "qwen3moe":
-		return moeFamily(moeArch{spec: moeSpec{gating: moeSoftmax, normW: true}})
+		return moeFamily(qwen3moeArch())
 	case "gpt-oss":
-		return moeFamily(moeArch{spec: moeSpec{gating: moeSoftmaxWeight, expertBiases: true}, iswa: true, oai: true})
+		return moeFamily(openaiMoEArch())
 	case "llama4":
-		return moeFamily(moeArch{spec: moeSpec{gating: moeSigmoid, selectRaw: true, weightIn: true}, iswa: true, llama4: true})
+		return moeFamily(llama4Arch())
 	case "deepseek2":
 		return deepseek2Builder
 	case "glm4moe":

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
@@ -19,7 +17,7 @@ func cohere2Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	freqs := b.ropeFactorsAny()
 	last := len(m.Layers) - 1
 	for il, l := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		sliding := l.Attention == arch.Sliding
 		kv := full
 		if sliding {

@@ -24,7 +24,7 @@ func mlaDeepseek2Dims(m *arch.Model, s mlaShapes) (mlaDims, bool) {
 	}
 	embd := int64(m.NEmbd)
 	for il := 0; il < d.layers; il++ {
-		p := mlaBlk(il)
+		p := blkName(il)
 		kvLora := s.dim(p+"attn_kv_a_norm.weight", 0)
 		mqa := s.dim(p+"attn_kv_a_mqa.weight", 1)
 		nope := s.dim(p+"attn_k_b.weight", 0)
@@ -89,7 +89,7 @@ func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) 
 	// rotations, whatever the cache's type.
 	kv := b.kvCacheInputs(m, c, in.T, int64(c.NCtxSeq), "", attnLayers, false)
 	for il := 0; il < d.layers; il++ {
-		p := mlaBlk(il)
+		p := blkName(il)
 		inpSA := inpL
 		cur := b.mlaAttention(c, d, il, b.norm(inpL, p+"attn_norm.weight"), in.pos, kv)
 		if il == d.layers-1 {
@@ -104,7 +104,7 @@ func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) 
 // mlaAttention is deepseek2's attention from the normed input through
 // the output projection.
 func (b *gb) mlaAttention(c Context, d mlaDims, il int, cur, pos *tensor, kv *kvInputs) *tensor {
-	p := mlaBlk(il)
+	p := blkName(il)
 	T, H := cur.Ne()[1], d.heads
 	var q *tensor
 	if d.qLora > 0 {
@@ -135,7 +135,7 @@ func (b *gb) mlaAttention(c Context, d mlaDims, il int, cur, pos *tensor, kv *kv
 // mlaLatent writes K into the latent cache and attends to it: V is the
 // first kv_lora_rank values of each latent row, decompressed by attn_v_b.
 func (b *gb) mlaLatent(c Context, d mlaDims, il int, qCur, kCur *tensor, kv *kvInputs) *tensor {
-	p := mlaBlk(il)
+	p := blkName(il)
 	nKV, streams, T, H := kv.nKV, int64(max(c.NStream, 1)), kCur.Ne()[2], d.heads
 	kDim := d.kvLora + d.rope
 	cache := b.cache(il, "cache_k", c.TypeK, kDim, nKV, streams)

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
@@ -74,7 +72,7 @@ func gemmaGraph(m *arch.Model, c Context, nTokens int, b *gb, o gemmaOpts) *ggml
 	full, swa := b.iswaInputs(m, c, in.T, swaCells(m, c))
 	freqs := b.ropeFactorsAny()
 	for il, l := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		kv := full
 		if l.Attention == arch.Sliding {
 			kv = swa

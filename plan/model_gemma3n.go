@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
@@ -46,7 +44,7 @@ func gemma3nBuilder(m *arch.Model) graphBuilder {
 		if l.Attention == arch.NoAttention && (!l.KVShared || l.KVLayer < 0 || l.KVLayer >= il) {
 			return nil
 		}
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		for _, n := range []string{"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
 			"attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight", "ffn_norm.weight", "ffn_up.weight",
 			"ffn_gate.weight", "ffn_down.weight", "post_ffw_norm.weight", "inp_gate.weight", "proj.weight", "post_norm.weight",
@@ -146,7 +144,7 @@ func (b *gb) rescaled(x, target *tensor) *tensor {
 // Laurel residual beside it, the FFN, and AltUp's correction gated by the
 // layer's per-layer input.
 func (b *gb) gemma3nLayer(m *arch.Model, c Context, il int, l arch.Layer, kv *kvInputs, pos, inpL, perLayerIn *tensor) *tensor {
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	s := layerShape(m, l, c, kv, inpL.Ne()[1])
 	mm := func(weight string, x *tensor) *tensor { return b.MulMat(b.weight(blk+weight+".weight"), x) }
 	// altup_compute_router_modalities: {n_altup, n_tokens}.

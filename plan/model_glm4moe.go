@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
@@ -45,8 +43,6 @@ func (s mlaShapes) has(name string) bool {
 	return ok
 }
 
-func mlaBlk(il int) string { return "blk." + strconv.Itoa(il) + "." }
-
 // mlaGraphLayers is the number of blocks the graph runs: llama.cpp's
 // n_layer, which leaves out the trailing NextN (multi-token prediction)
 // blocks whose weights the loader skips.
@@ -76,7 +72,7 @@ type mlaFFN struct {
 // mlaFFNOf reads layer il's FFN; ok is false for a layout this file does
 // not describe (merged gate_up experts, a missing tensor).
 func mlaFFNOf(m *arch.Model, s mlaShapes, il int) (mlaFFN, bool) {
-	p := mlaBlk(il)
+	p := blkName(il)
 	var f mlaFFN
 	embd := int64(m.NEmbd)
 	if !s.has(p + "ffn_gate_inp.weight") {
@@ -117,7 +113,7 @@ func mlaGLMSupported(m *arch.Model, s mlaShapes) bool {
 		if l.Attention != arch.Full || l.Recurrent || l.HeadsKV <= 0 || l.KDim != l.VDim || l.KDim%l.HeadsKV != 0 {
 			return false
 		}
-		p := mlaBlk(il)
+		p := blkName(il)
 		headDim := int64(l.KDim / l.HeadsKV)
 		if s.dim(p+"attn_q.weight", 1) != int64(m.NHead)*headDim || s.dim(p+"attn_k.weight", 1) != int64(l.KDim) ||
 			s.dim(p+"attn_v.weight", 1) != int64(l.VDim) || s.dim(p+"attn_output.weight", 1) != embd ||
@@ -159,7 +155,7 @@ func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	s := mlaShapes(b.shapes)
 	layers := mlaGraphLayers(m)
 	for il := 0; il < layers; il++ {
-		p := mlaBlk(il)
+		p := blkName(il)
 		inpSA := inpL
 		sh := layerShape(m, m.Layers[il], c, kv, T)
 		q, k, v := b.qkv(p, b.norm(inpL, p+"attn_norm.weight"), sh)

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -82,7 +81,7 @@ func hybridFamily(o hybridOpts) func(m *arch.Model) graphBuilder {
 // hasLayerTensors checks that layer il holds the weights its block
 // reads, and no bias or extra weight the description leaves out.
 func (o hybridOpts) hasLayerTensors(m *arch.Model, il int, mixer byte) bool {
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	names := map[string]bool{}
 	for _, t := range m.Tensors {
 		if t.Layer == il {
@@ -130,7 +129,7 @@ type recurrentSSM struct {
 // it checks them against the layer's state sizes (n_embd_r, n_embd_s).
 func recurrentMamba2Dims(m *arch.Model, shapes map[string][]uint64, il int) (recurrentSSM, bool) {
 	var d recurrentSSM
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	conv, norm, a, in := shapes[blk+"ssm_conv1d.weight"], shapes[blk+"ssm_norm.weight"], shapes[blk+"ssm_a"], shapes[blk+"ssm_in.weight"]
 	if len(conv) != 2 || len(norm) != 2 || len(a) < 1 || len(in) != 2 {
 		return d, false

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
@@ -45,7 +43,7 @@ func llamaGraph(m *arch.Model, c Context, nTokens int, b *gb, ropeFreqs bool) *g
 	in, kv := b.newKVBatch(m, c, nTokens)
 	inpL := in.inpL
 	for il, l := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		s := layerShape(m, l, c, kv, in.T)
 		q, k, v := b.qkv(blk, b.norm(inpL, blk+"attn_norm.weight"), s)
 		if b.has(blk + "attn_q_norm.weight") { // qwen3: per-head norms

@@ -5,34 +5,41 @@ import (
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
-	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
-// This file describes the graphs llama.cpp builds for its mixture-of-experts
-// transformers: qwen2moe (src/models/qwen2moe.cpp), qwen3moe
-// (src/models/qwen3moe.cpp), gpt-oss (src/models/openai-moe-iswa.cpp) and
-// llama4 with chunked attention (src/models/llama-iswa.cpp). Their attention
-// is llm_graph_context::build_attn over a unified or an iswa (two-cache)
-// KV cache; their FFN is llm_graph_context::build_moe_ffn: router logits,
-// probabilities, top-k selection with argsort and a view, get_rows of the
-// selected weights, ggml_mul_mat_id over the selected experts and a sum of
-// per-expert views.
+// This file holds what llama.cpp's mixture-of-experts transformers share
+// (qwen2moe, qwen3moe, gpt-oss and llama4, each in a model_*.go of its
+// own): the check that a model holds exactly the tensors its graph reads,
+// and the frame of the graph. Their attention is build_attn over a unified
+// or an iswa (two-cache) KV cache; their FFN is build_moe_ffn
+// (graph_blocks_moe.go).
 
-// moeArch is what differs between the four architectures' graphs.
+// moeArch is what an architecture's file gives the check and the frame.
 type moeArch struct {
-	spec moeSpec
 	// iswa: two KV caches (sliding or chunked layers, and the others) with
 	// their own inputs; build_attn then expands Q, K and V in that order.
 	iswa bool
-	// oai: gpt-oss's attention sinks, post_attention_norm as the FFN norm,
-	// and the output rows selected after the last layer.
-	oai bool
-	// llama4: no RoPE (and temperature tuning) on every fourth layer, an
-	// unweighted RMS norm of Q and K after RoPE, a shared expert.
-	llama4 bool
-	// sharedGate: qwen2moe's shared expert behind a one-row sigmoid gate.
-	sharedGate bool
+	// biases: Q, K and V biases in every layer, whether or not the first
+	// has them.
+	biases bool
+	// ffnNorm is the name of the norm before the FFN.
+	ffnNorm string
+	// tensors lists what the graph reads in a layer besides attention
+	// (the norm, the projections and their biases), has saying what the
+	// layer holds; nil if the layer has none of the FFN layouts.
+	tensors func(has func(string) bool) []string
+	graph   graphBuilder
+}
+
+// moeExperts are the routed experts' tensors and then more.
+func moeExperts(more ...string) []string {
+	return append([]string{"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}, more...)
+}
+
+// moeWithShared are the routed and the shared experts' tensors and then
+// more.
+func moeWithShared(more ...string) []string {
+	return moeExperts(append([]string{"ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"}, more...)...)
 }
 
 // moeFamily returns the graph builder for a mixture-of-experts model of
@@ -42,9 +49,7 @@ func moeFamily(a moeArch) func(m *arch.Model) graphBuilder {
 		if !moeDescribe(m, a) {
 			return nil
 		}
-		return func(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-			return moeGraph(m, a, c, nTokens, b)
-		}
+		return a.graph
 	}
 }
 
@@ -99,7 +104,7 @@ func moeDescribe(m *arch.Model, a moeArch) bool {
 		if l.KDim/l.HeadsKV != headK {
 			return false
 		}
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		want := moeLayerTensors(a, blk, shape)
 		if want == nil {
 			return false
@@ -138,134 +143,78 @@ func moeDescribe(m *arch.Model, a moeArch) bool {
 // layer, or nil if the layer has none of its FFN layouts.
 func moeLayerTensors(a moeArch, blk string, shape map[string][]uint64) []string {
 	has := func(n string) bool { _, ok := shape[blk+n]; return ok }
-	names := []string{"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight"}
-	if has("attn_q.bias") || a.spec.expertBiases {
+	more := a.tensors(has)
+	if more == nil {
+		return nil
+	}
+	names := []string{"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", a.ffnNorm}
+	if has("attn_q.bias") || a.biases {
 		names = append(names, "attn_q.bias", "attn_k.bias", "attn_v.bias")
 	}
-	if a.oai {
-		names = append(names, "post_attention_norm.weight")
-	} else {
-		names = append(names, "ffn_norm.weight")
-	}
-	experts := []string{"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}
-	shared := []string{"ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"}
-	switch {
-	case a.sharedGate: // qwen2moe
-		names = append(names, experts...)
-		names = append(names, shared...)
-		names = append(names, "ffn_gate_inp_shexp.weight")
-	case a.spec.expertBiases: // gpt-oss
-		names = append(names, "attn_output.bias", "attn_sinks.weight")
-		names = append(names, experts...)
-		names = append(names, "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias")
-	case a.llama4:
-		if has("ffn_gate_inp.weight") {
-			names = append(names, experts...)
-			names = append(names, shared...)
-		} else {
-			names = append(names, "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight")
-		}
-	default: // qwen3moe
-		names = append(names, "attn_q_norm.weight", "attn_k_norm.weight")
-		if !has("attn_q_norm.weight") {
-			return nil
-		}
-		names = append(names, experts...)
-	}
-	return names
+	return append(names, more...)
 }
 
-// moeGraph describes the graph for one micro-batch of nTokens against a
-// full cache, in the order ggml records it.
-func moeGraph(m *arch.Model, a moeArch, c Context, nTokens int, b *gb) *ggml.Graph {
-	b.G.KeepOrder()
-	in := b.newBatch(m, c, nTokens)
-	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
-	var attnScale *tensor
-	if a.llama4 {
-		// Temperature tuning of the layers without RoPE
-		// (build_inp_attn_scale): one factor per token.
-		attnScale = b.Input("attn_scale", gguf.TypeF32, 1, 1, T)
-	}
-	full := b.kvCacheInputs(m, c, T, int64(c.NCtxSeq), "", fullLayers, true)
+// moeLayers is the frame of a mixture-of-experts graph: for every layer
+// the attention (from the normed input to the output projection), the
+// last layer's output rows (unless rowsAfter: gpt-oss takes them after
+// the last layer), the residual, and the FFN on its normed input.
+func (b *gb) moeLayers(m *arch.Model, c Context, in batch, a moeArch, rowsAfter bool,
+	attention func(il int, cur *tensor, kv *kvInputs) *tensor, ffn func(blk string, cur *tensor) *tensor) *tensor {
+	b.G.KeepOrder() // see KeepOrder: no golden yet pins a reordered MoE graph
+	full := b.kvCacheInputs(m, c, in.T, int64(c.NCtxSeq), "", fullLayers, true)
 	swa := full
 	if a.iswa {
 		// llama4's chunked attention, sized like a sliding window
-		full, swa = b.iswaInputs(m, c, T, swaCells(m, c))
+		full, swa = b.iswaInputs(m, c, in.T, swaCells(m, c))
 	}
+	inpL := in.inpL
 	for il, l := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
-		inpSA := inpL
+		blk := blkName(il)
 		kv := full
 		if l.Attention == arch.Sliding {
 			kv = swa
 		}
-		cur := b.moeAttention(m, a, c, il, b.norm(inpL, blk+"attn_norm.weight"), pos, attnScale, kv)
-		if il == len(m.Layers)-1 && !a.oai {
-			// Only the rows of the outputs go on (all of them in the
-			// worst-case graph); gpt-oss selects them after the last layer.
-			cur, inpSA = b.GetRows(cur, outIDs), b.GetRows(inpSA, outIDs)
-		}
-		ffnInp := b.Add(cur, inpSA)
-		normName := blk + "ffn_norm.weight"
-		if a.oai {
-			normName = blk + "post_attention_norm.weight"
-		}
-		inpL = b.Add(b.moeLayerFFN(m, a, blk, b.norm(ffnInp, normName)), ffnInp)
+		cur, resid := b.attentionOf(attention, il, blk, inpL, kv), inpL
+		cur, resid = in.lastRows(b, il == len(m.Layers)-1 && !rowsAfter, cur, resid)
+		ffnInp := b.Add(cur, resid)
+		inpL = b.Add(ffn(blk, b.norm(ffnInp, blk+a.ffnNorm)), ffnInp)
 	}
-	if a.oai {
-		// gpt-oss keeps every row to the end of the last layer, whose
-		// output seeds a draft head (t_h_nextn): a graph output the
-		// allocator never frees, whether or not a draft runs.
-		inpL = b.GetRows(inpL.SetOutput(), outIDs)
-	}
-	return b.finish(b.output(m, inpL, b.norm))
+	return inpL
 }
 
-// moeLayerFFN is a layer's FFN: the routed experts and the shared one,
-// or a dense FFN (llama4's interleaved dense layers).
-func (b *gb) moeLayerFFN(m *arch.Model, a moeArch, blk string, cur *tensor) *tensor {
-	if !b.has(blk + "ffn_gate_inp.weight") {
-		return b.ffn(blk, "", cur, ffnSwiGLU)
+// ropedMoE is moeLayers with the attention of every architecture but
+// llama4: RoPE on Q and K, and the per-head sinks where the model has
+// them.
+func (b *gb) ropedMoE(m *arch.Model, c Context, in batch, a moeArch, rowsAfter bool, ffn func(blk string, cur *tensor) *tensor) *tensor {
+	rope := func(q, k *tensor) (*tensor, *tensor) { return b.Rope(q, in.pos, nil), b.Rope(k, in.pos, nil) }
+	attention := func(il int, cur *tensor, kv *kvInputs) *tensor {
+		var o attnOpts
+		if sinks := blkName(il) + "attn_sinks.weight"; b.has(sinks) {
+			o.sinks = b.weight(sinks)
+		}
+		return b.moeAttention(m, c, il, cur, kv, rope, o)
 	}
-	moe := b.moeFFN(m, blk, cur, a.spec)
-	switch {
-	case a.sharedGate:
-		// qwen2moe: the shared expert scaled by sigmoid(x·g), computed as
-		// silu(v)/v.
-		sh := b.ffn(blk, "_shexp", cur, ffnSwiGLU)
-		gin := b.MulMat(b.weight(blk+"ffn_gate_inp_shexp.weight"), cur)
-		moe = b.Add(moe, b.Mul(sh, b.Div(b.Unary(gin), gin)))
-	case a.llama4:
-		moe = b.Add(moe, b.ffn(blk, "_shexp", cur, ffnSwiGLU))
-	}
-	return moe
+	return b.moeLayers(m, c, in, a, rowsAfter, attention, ffn)
 }
 
-// moeAttention is a layer's self-attention (build_attn with the KV cache,
-// or its iswa variant) from the normed input to the output projection.
-func (b *gb) moeAttention(m *arch.Model, a moeArch, c Context, il int, cur, pos, attnScale *tensor, kv *kvInputs) *tensor {
-	blk := "blk." + strconv.Itoa(il) + "."
+// attentionOf is attention on layer il's normed input.
+func (b *gb) attentionOf(attention func(il int, cur *tensor, kv *kvInputs) *tensor, il int, blk string, inpL *tensor, kv *kvInputs) *tensor {
+	return attention(il, b.norm(inpL, blk+"attn_norm.weight"), kv)
+}
+
+// moeAttention is a layer's self-attention from the normed input to the
+// output projection: Q, K and V, their per-head norms where the model has
+// them, qk (RoPE and whatever else the architecture does to Q and K) and
+// build_attn.
+func (b *gb) moeAttention(m *arch.Model, c Context, il int, cur *tensor, kv *kvInputs, qk func(q, k *tensor) (*tensor, *tensor), o attnOpts) *tensor {
+	blk := blkName(il)
 	s := layerShape(m, m.Layers[il], c, kv, cur.Ne()[1])
 	s.heads = b.weight(blk + "attn_q.weight").Ne()[1] / s.headK
 	q, k, v := b.qkv(blk, cur, s)
 	if b.has(blk + "attn_q_norm.weight") {
-		// qwen3moe: per-head RMS norms before RoPE
+		// per-head RMS norms before RoPE
 		q, k = b.norm(q, blk+"attn_q_norm.weight"), b.norm(k, blk+"attn_k_norm.weight")
 	}
-	// llama4 leaves RoPE out on every fourth layer (n_no_rope_layer_step)
-	// and scales Q there instead.
-	if !a.llama4 || (il+1)%4 != 0 {
-		q, k = b.Rope(q, pos, nil), b.Rope(k, pos, nil)
-		if a.llama4 {
-			q, k = b.RMSNorm(q), b.RMSNorm(k) // Llama4TextL2Norm: no weight
-		}
-	} else if attnScale != nil {
-		q = b.Mul(q, attnScale)
-	}
-	var o attnOpts
-	if a.oai {
-		o.sinks = b.weight(blk + "attn_sinks.weight")
-	}
+	q, k = qk(q, k)
 	return b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, o))
 }

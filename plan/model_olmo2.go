@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
@@ -24,7 +22,7 @@ func olmo2Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	in, kv := b.newKVBatch(m, c, nTokens)
 	inpL := in.inpL
 	for il, l := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		s := layerShape(m, l, c, kv, in.T)
 		proj := func(name string) *tensor { return b.MulMat(b.weight(blk+"attn_"+name+".weight"), inpL) }
 		q := b.Reshape(b.norm(proj("q"), blk+"attn_q_norm.weight"), s.headK, s.heads, s.T)

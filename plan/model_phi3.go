@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
@@ -26,7 +24,7 @@ func phi3Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	freqs := b.ropeFactorsAny()
 	for il, l := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		s := layerShape(m, l, c, kv, T)
 		resid := inpL
 		qkv := b.MulMat(b.weight(blk+"attn_qkv.weight"), b.norm(inpL, blk+"attn_norm.weight"))

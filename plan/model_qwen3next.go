@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
@@ -35,7 +33,7 @@ func qwen3nextBuilder(m *arch.Model) graphBuilder {
 	shapes := tensorShapes(m)
 	var d qwen3nextDims
 	for il, l := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		need := []string{"attn_norm.weight", "post_attention_norm.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight",
 			"ffn_up_exps.weight", "ffn_down_exps.weight", "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight",
 			"ffn_up_shexp.weight", "ffn_down_shexp.weight"}
@@ -85,7 +83,7 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 	inpL := r.inpL
 	r.attnInputs()
 	for il, l := range m.Layers {
-		blk := "blk." + strconv.Itoa(il) + "."
+		blk := blkName(il)
 		cur := b.norm(inpL, blk+"attn_norm.weight")
 		b.Expand(cur)
 		if l.Recurrent {
@@ -111,7 +109,7 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 // the sigmoid of the gate scales the heads before attn_output.
 func (r *rsGraph) gatedAttention(il int, cur *tensor) *tensor {
 	b, c, kv, pos := r.b, r.c, r.kv, r.pos
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	s := layerShape(r.m, r.m.Layers[il], c, kv, r.tokens())
 	T, head := s.T, s.headK
 	qFull := b.Reshape(b.MulMat(b.weight(blk+"attn_q.weight"), cur), 2*head, s.heads, T, 1)
@@ -137,7 +135,7 @@ func (r *rsGraph) gatedAttention(il int, cur *tensor) *tensor {
 // projection comes after the recurrence.
 func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
 	b := r.b
-	blk := "blk." + strconv.Itoa(il) + "."
+	blk := blkName(il)
 	T, S := r.nSeqTokens, r.nSeqs
 	valueDim := d.vHeads * d.state
 	channels := 2*d.kHeads*d.state + valueDim
