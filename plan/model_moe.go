@@ -53,11 +53,11 @@ func moeFamily(a moeArch) func(m *arch.Model) graphBuilder {
 	}
 }
 
-// moeDescribe says which graph the model gets, and whether this file
-// describes it: every layer must hold exactly the tensors the
-// architecture's graph reads, so a variant with anything else (merged
-// gate_up experts, scales, rope factors, dense layers where llama.cpp has
-// none) keeps the rough estimate.
+// moeDescribe says whether the model is one a describes: every layer
+// must hold exactly the tensors the architecture's graph reads, so a
+// variant with anything else (merged gate_up experts, scales, rope
+// factors, dense layers where llama.cpp has none) keeps the rough
+// estimate.
 func moeDescribe(m *arch.Model, a moeArch) bool {
 	if m.MLA || m.NExpert <= 0 || m.NExpertUsed <= 0 || m.NExpertUsed > m.NExpert || len(m.Layers) == 0 || m.NHead <= 0 {
 		return false

@@ -48,7 +48,7 @@ func (g *Graph) Expand(t *Tensor) {
 // the graph, as a ggml_context and its ggml_cgraph do together. The zero
 // value is ready to use with an arena of its own.
 type Ctx struct {
-	G   Graph
+	G   Graph // the graph being recorded
 	mem *Arena
 }
 
