@@ -122,10 +122,10 @@ func gemma3nGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	return b.finish(b.Scale(b.Unary(b.Scale(logits))))
 }
 
-// altSlice is ggml_view_2d_slice: slice i of x's third dimension (a VIEW,
-// which the Vulkan reorder tells from a reshape).
-func (b *gb) altSlice(x *tensor, i int64) *tensor {
-	_ = i // the slice's offset moves no memory
+// altSlice is ggml_view_2d_slice: a slice of x's third dimension (a
+// VIEW, which the Vulkan reorder tells from a reshape). The callers name
+// the slice; where it starts moves no memory, so the view is its shape.
+func (b *gb) altSlice(x *tensor, _ int64) *tensor {
 	return b.View(x, x.Ne()[0], x.Ne()[1])
 }
 
