@@ -219,6 +219,12 @@ func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
 			}
 			perSlot = lo * 256
 		}
+		if o.Goal == GoalContext && lc == (layers{0, 0}) && ngl > 0 {
+			// The most context was found with every layer in system
+			// memory; keep on the GPUs as many layers as fit beside it
+			// (fewer layers never need more GPU memory: bisection).
+			n = cs.mostLayersAt(eval, ngl, perSlot)
+		}
 		prof, a, ok := eval(n, lc.moe, perSlot)
 		if !ok {
 			continue
@@ -252,4 +258,19 @@ func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
 		}
 	}
 	return exact
+}
+
+// mostLayersAt is the most GPU layers, up to hi, with which eval keeps a
+// context of perSlot cells per slot (0 when only none do).
+func (cs *cacheSearch) mostLayersAt(eval func(ngl, moe, perSlot int) (Profile, *Assessment, bool), hi, perSlot int) int {
+	lo := 0
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if _, _, ok := eval(mid, 0, perSlot); ok {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }

@@ -311,6 +311,9 @@ func printFit(w io.Writer, h *source.Header, a *plan.Assessment, p plan.Profile)
 			c.NCtx, c.NCtxSeq, c.NSeq, map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV)
 	}
 	fmt.Fprintf(tw, "verdict\t%s\n", a.Reason)
+	for _, wn := range a.Warnings {
+		fmt.Fprintf(tw, "warning\t%s\n", wn)
+	}
 	tw.Flush()
 	if len(a.Domains) > 0 {
 		fmt.Fprintln(w)

@@ -37,6 +37,7 @@ type fitOut struct {
 		BufferType string `json:"buffer_type"`
 		Kind       string `json:"kind"`
 		Bytes      int64  `json:"bytes"`
+		Resident   int64  `json:"resident_bytes"`
 	} `json:"buffers"`
 	Fixes []struct {
 		Flags []string `json:"flags"`
@@ -69,12 +70,21 @@ func TestFitContract(t *testing.T) {
 		}
 	}
 	// The buffers are the ones llama.cpp logged for this file and profile
-	// (see plan's TestTinyLlamaCPU); the domain adds them up by kind.
+	// (see plan's TestTinyLlamaCPU); the domain adds up by kind what
+	// stays resident of them: of the mapped file, the 181 MiB used in
+	// place.
 	var total int64
 	kinds := map[string]bool{}
 	for _, b := range f.Buffers {
-		total += b.Bytes
+		if b.Resident > 0 {
+			total += b.Resident
+		} else {
+			total += b.Bytes
+		}
 		kinds[b.BufferType+"/"+b.Kind] = true
+		if b.BufferType == "CPU_Mapped" && b.Resident>>20 != 181 {
+			t.Errorf("CPU_Mapped keeps %d MiB resident, want 181", b.Resident>>20)
+		}
 	}
 	for _, want := range []string{"CPU_Mapped/model", "CPU_REPACK/model", "CPU/kv", "CPU/output", "CPU/compute"} {
 		if !kinds[want] {

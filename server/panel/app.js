@@ -173,6 +173,7 @@ function ctxToSlider(n) {
 }
 
 function setControls(perSlot, slots, ngl) {
+  el("ctx").max = ctxMax();
   el("ctx").value = perSlot;
   el("ctx-range").value = ctxToSlider(perSlot);
   el("slots").value = slots;
@@ -206,7 +207,8 @@ async function selectModel(id) {
 
 function fitParams() {
   const slots = Math.min(Math.max(parseInt(el("slots").value, 10) || 1, 1), 256);
-  const perSlot = Math.max(parseInt(el("ctx").value, 10) || 256, 256);
+  // Within the trained context, as headroom plan caps it.
+  const perSlot = Math.min(Math.max(parseInt(el("ctx").value, 10) || 256, 256), ctxMax());
   const params = { model: state.model, ctx: Math.min(slots * perSlot, 16 << 20), parallel: slots };
   const ngl = el("ngl").value.trim();
   params.ngl = ngl === "" ? "all" : ngl;
@@ -242,7 +244,7 @@ async function refit() {
 function renderAssessment(a) {
   const v = el("verdict");
   v.className = a.verdict;
-  v.textContent = a.reason;
+  v.textContent = a.warnings && a.warnings.length ? `${a.reason} (warning: ${a.warnings.join("; ")})` : a.reason;
   const box = el("assessment");
   box.replaceChildren();
   for (const d of a.domains) {
