@@ -98,6 +98,7 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 		gpus = []plan.Device{{Name: "Vulkan0", Backend: "Vulkan", Free: llvmpipeBytes, MaxAlloc: llvmpipeMaxAlloc,
 			Align: llvmpipeAlign, HostAlign: llvmpipeHostAlign}}
 	}
+	gpus = append(gpus, rpcDevices(c)...)
 	return plan.Account(m, p, cpu, gpus)
 }
 
@@ -126,7 +127,8 @@ func profileOf(c *conformance.Case) plan.Profile {
 	p.FlashAttn = plan.FlashAttn(pr.FlashAttention)
 	p.SWAFull = pr.SWAFull
 	p.GPULayers = 0 // CPU cases: -ngl 0
-	if pr.Backend == "vulkan" {
+	p.TensorSplit = pr.TensorSplit
+	if pr.Backend == "vulkan" || pr.RPCServers > 0 {
 		p.GPULayers = pr.GPULayers
 		if pr.GPULayers >= 999 {
 			p.GPULayers = plan.GPULayersAuto

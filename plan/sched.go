@@ -34,6 +34,9 @@ type schedOptions struct {
 	// supports_op refuses a->ne[3] != b->ne[3]): with several KV streams
 	// MLA's decompression by attn_v_b stays where its weight is.
 	noBroadcast3 map[string]bool
+	// copies is the scheduler's n_copies: more than 1 under pipeline
+	// parallelism (sched_pipeline.go).
+	copies int
 }
 
 // elemType is the element type ggml gives t: a view keeps the type of the
@@ -327,9 +330,14 @@ func splitGraph(g *graph, o schedOptions) *graph {
 		}
 	}
 	out := &graph{leafs: g.leafs, nodes: o.mem.split[:0]}
+	var splitInputs []*gtensor
 	for _, sp := range splits {
 		out.nodes = append(out.nodes, sp.inputs...)
 		out.nodes = append(out.nodes, g.nodes[sp.start:sp.end]...)
+		splitInputs = append(splitInputs, sp.inputs...)
+	}
+	if o.copies > 1 {
+		out.leafs = pipelineLeafs(g.leafs, g.nodes, splitInputs, o)
 	}
 	o.mem.split = out.nodes // its room serves the next split graph
 	return out
@@ -380,6 +388,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		graphs = append(graphs, c.NSeq)
 	}
 	o.offload = true // llama.cpp's default
+	o.copies = schedCopies(m, p, gpus, layerDev)
 	for _, tokens := range graphs {
 		mem.reset() // the last graph is done with
 		o.mem = mem
@@ -387,6 +396,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		b.g.nodes, b.g.leafs = mem.nodes[:0], mem.leafs[:0]
 		g := build(m, c, tokens, b)
 		mem.nodes, mem.leafs = b.g.nodes, b.g.leafs
+		pinLayerNorms(g, layerDev, tokens < 32 || fullOffload(m, p))
 		assign(g, o)
 		split := splitGraph(g, o)
 		// One allocator per backend buffer; a handful of devices, so a

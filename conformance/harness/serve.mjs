@@ -13,7 +13,8 @@ import net from "node:net";
 // that every golden's recorded command is exactly that).
 export function serverArgs(c) {
     const nCtx = c.contextSize * c.sequences;
-    const ngl = c.backend === "cpu" ? "0" : c.gpuLayers >= 999 ? "all" : String(c.gpuLayers);
+    // An RPC case offloads to the rpc-servers' devices from the CPU build.
+    const ngl = c.backend === "cpu" && !c.rpc ? "0" : c.gpuLayers >= 999 ? "all" : String(c.gpuLayers);
     const f = ["-c", String(nCtx), "-np", String(c.sequences), "-ngl", ngl, "--fit", "off"];
     // llama-server's defaults are -b 2048 -ub 512; a case's batchSize is
     // the micro-batch, which sizes the compute graph.
@@ -31,6 +32,8 @@ export function serverArgs(c) {
         f.push("-ctk", c.cacheK);
     if (c.cacheV !== "f16")
         f.push("-ctv", c.cacheV);
+    if (c.tensorSplit)
+        f.push("-ts", c.tensorSplit.join(","));
     if (!c.mmap)
         f.push("--no-mmap");
     if (c.swaFull)

@@ -55,6 +55,7 @@ Examples:
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
 	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
 	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
@@ -86,6 +87,10 @@ Examples:
 		return fmt.Errorf("%s", strings.Join(p.Explain, "; "))
 	}
 	est := decodeEstimate(m, p.Chosen, snap)
+	net, err := networkEstimate(m, p.Chosen, snap, *netGbps)
+	if err != nil {
+		return err
+	}
 	switch {
 	case *printArgs:
 		fmt.Fprintln(env.Stdout, strings.Join(p.Chosen.Flags, " "))
@@ -94,14 +99,18 @@ Examples:
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			*plan.Plan
-			Speed []speed.Result `json:"speed"`
-		}{p, est})
+			Speed   []speed.Result `json:"speed"`
+			Network *speed.Network `json:"network,omitempty"`
+		}{p, est, net})
 	default:
 		fmt.Fprintf(env.Stdout, "llama-server -m %s %s\n\n", h.Artifact.Ref, strings.Join(p.Chosen.Flags, " "))
 		for _, line := range p.Explain {
 			fmt.Fprintln(env.Stdout, "  "+line)
 		}
 		fmt.Fprintln(env.Stdout, "  "+speedLine(est))
+		if net != nil {
+			fmt.Fprintln(env.Stdout, "  "+networkLine(net))
+		}
 	}
 	return nil
 }
@@ -121,6 +130,22 @@ func decodeEstimate(m *arch.Model, c *plan.Candidate, s *hw.Snapshot) []speed.Re
 		}
 	}
 	return out
+}
+
+// networkEstimate is the network share of a token for a plan over
+// rpc-servers; nil for a plan on this machine alone.
+func networkEstimate(m *arch.Model, c *plan.Candidate, s *hw.Snapshot, gbps float64) (*speed.Network, error) {
+	cpu, gpus := plan.Devices(s)
+	r, err := plan.Account(m, c.Profile, cpu, gpus)
+	if err != nil {
+		return nil, nil
+	}
+	return speed.NetworkTraffic(m, r, s, gbps)
+}
+
+func networkLine(n *speed.Network) string {
+	return fmt.Sprintf("network: %.1f KiB per token across hosts (%s), %.2f ms per token at %g Gbit/s (%s), on top of the decode time above; per-message latency not counted; --network-gbps sets the link",
+		float64(n.BytesPerToken)/1024, strings.Join(n.Crossings, ", "), n.Ms, n.Gbps, n.GbpsSource)
 }
 
 func speedLine(est []speed.Result) string {
