@@ -136,30 +136,38 @@ func placeLayers(nLayer, ngl int, split []float64, gpus []Device, cpu string) []
 	}
 	start := max(nLayer+1-ngl, 0)
 	act := min(ngl, nLayer+1)
-	shares := make([]float64, len(gpus))
-	var sum float64
+	// llama.cpp's load_tensors works in float32, summing the shares
+	// before it divides: a layer exactly on a boundary (39 of 65 with
+	// five equal shares, 0.6f both ways) lands where float32 puts it,
+	// which float64 arithmetic on divided shares does not reproduce.
+	// A split of all zeros is the default split, by free memory.
+	given := slices.ContainsFunc(split, func(x float64) bool { return x != 0 })
+	cum := make([]float32, len(gpus))
+	var sum float32
 	for i := range gpus {
-		if i < len(split) {
-			shares[i] = split[i]
-		} else if len(split) == 0 {
-			shares[i] = float64(max(gpus[i].Free, 0))
+		var share float32
+		switch {
+		case given && i < len(split):
+			share = float32(split[i])
+		case !given:
+			share = float32(max(gpus[i].Free, 0))
 		}
-		sum += shares[i]
+		sum += share
+		cum[i] = sum
 	}
 	if sum == 0 {
-		for i := range shares {
-			shares[i] = 1
+		// No device reports memory: llama.cpp falls back on the host's
+		// for each, an equal split.
+		for i := range cum {
+			cum[i] = float32(i + 1)
 		}
-		sum = float64(len(shares))
+		sum = float32(len(cum))
 	}
-	cum := make([]float64, len(gpus))
-	acc := 0.0
-	for i, s := range shares {
-		acc += s / sum
-		cum[i] = acc
+	for i := range cum {
+		cum[i] /= sum
 	}
 	for il := start; il < start+act; il++ {
-		frac := float64(il-start) / float64(act)
+		frac := float32(il-start) / float32(act)
 		g := sort.Search(len(cum), func(i int) bool { return cum[i] > frac }) // upper_bound
 		g = min(g, len(gpus)-1)
 		out[il] = gpus[g].Name
