@@ -58,6 +58,12 @@ type Result struct {
 	// CPUMoE is the profile's --n-cpu-moe: the routed experts of the first
 	// CPUMoE layers live in system memory, wherever their layer runs.
 	CPUMoE int `json:"cpu_moe_layers,omitempty"`
+	// LoadStaging is memory the load needs beside every buffer and gives
+	// back once loaded: without mmap, llama.cpp reads each weight bound
+	// for a buffer the CPU cannot write directly (CPU_REPACK) into a
+	// read buffer of that weight's size, one at a time
+	// (llama_model_loader::load_all_data), so the largest such weight.
+	LoadStaging *Buffer `json:"load_staging,omitempty"`
 }
 
 // Account places the model on the CPU and GPUs and lists every buffer.
@@ -90,6 +96,8 @@ type modelPlacement struct {
 	// first replay of the placement (most placements a search weighs are
 	// never replayed).
 	homes map[string]home
+	// staging is Result.LoadStaging.
+	staging *Buffer
 }
 
 func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) (modelPlacement, error) {
@@ -97,7 +105,32 @@ func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) (modelPlace
 		return modelPlacement{}, err
 	}
 	layerDev := placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
-	return modelPlacement{layerDev: layerDev, weights: weights(m, p, cpu, gpus, layerDev)}, nil
+	return modelPlacement{layerDev: layerDev, weights: weights(m, p, cpu, gpus, layerDev),
+		staging: loadStaging(m, p, cpu, gpus, layerDev)}, nil
+}
+
+// loadStaging is the read buffer a load without mmap holds for the
+// largest weight bound for the CPU's repack buffer, which ggml cannot
+// read into directly (it is not a host buffer); nil under mmap, where the
+// repack reads from the mapped file. Weights for a GPU go through small
+// pinned buffers or the same kind of read buffer; they are not counted
+// yet.
+func loadStaging(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) *Buffer {
+	if p.Mmap {
+		return nil
+	}
+	ld := newLoader(m, p, cpu, gpus, layerDev)
+	var largest int64
+	for _, t := range m.Tensors {
+		if !t.Unused && ld.buffer(t).buft == "CPU_REPACK" {
+			largest = max(largest, int64(t.Size))
+		}
+	}
+	if largest == 0 {
+		return nil
+	}
+	return &Buffer{Device: cpu.Name, BufferType: "CPU", Kind: "staging", Bytes: largest,
+		Note: "during the load only: the read buffer of the largest weight that is repacked"}
 }
 
 // placeWith is Place with the model already placed (mp must come from
@@ -107,7 +140,7 @@ func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlac
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Context: ctx, CPUMoE: p.CPUMoE, LayerDevice: mp.layerDev}
+	r := &Result{Context: ctx, CPUMoE: p.CPUMoE, LayerDevice: mp.layerDev, LoadStaging: mp.staging}
 	r.Buffers = append(r.Buffers, mp.weights...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)

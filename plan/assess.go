@@ -30,6 +30,9 @@ type Assessment struct {
 	Breaches []hw.Breach    `json:"breaches,omitempty"`
 	// Fixes are changes to the profile that would make it fit.
 	Fixes []Fix `json:"fixes,omitempty"`
+	// LoadStaging is memory the load holds for a moment beside every
+	// buffer (Result.LoadStaging), counted in the verdict.
+	LoadStaging *Buffer `json:"load_staging,omitempty"`
 	// Warnings are what the verdict does not say: a context beyond the
 	// one the model was trained for.
 	Warnings []string `json:"warnings,omitempty"`
@@ -181,7 +184,7 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Assessment{Domains: t.Domains, Buffers: r.Buffers, Breaches: t.Breaches, Resolved: &r.Context}
+	a := &Assessment{Domains: t.Domains, Buffers: r.Buffers, Breaches: t.Breaches, Resolved: &r.Context, LoadStaging: r.LoadStaging}
 	if t.Limiting != "" {
 		lim := t.Limiting
 		a.Limiting = &lim
@@ -190,6 +193,22 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 	for i := range t.Domains {
 		if t.Domains[i].ID == t.Limiting {
 			use = &t.Domains[i]
+		}
+	}
+	if t.Fits && r.LoadStaging != nil {
+		// What stays resident fits; the load's read buffer comes on top
+		// of it for a moment.
+		if d, err := s.DomainOf(r.LoadStaging.Device); err == nil {
+			for i := range t.Domains {
+				if u := &t.Domains[i]; u.ID == d.ID && u.Margin < r.LoadStaging.Bytes {
+					a.Verdict = DoesNotFit
+					a.Reason = fmt.Sprintf("does not fit while loading: %s keeps %s once loaded, but without mmap the load reads each repacked weight through a buffer of its size (%s for the largest), %s more than %s has",
+						u.ID, mib(u.Required), mib(r.LoadStaging.Bytes), mib(r.LoadStaging.Bytes-u.Margin), mib(u.Available))
+					lim := u.ID
+					a.Limiting = &lim
+					return a, nil
+				}
+			}
 		}
 	}
 	switch {

@@ -178,3 +178,45 @@ func TestBeyondTrainedContext(t *testing.T) {
 		t.Errorf("at the trained context: %q", a.Warnings)
 	}
 }
+
+// Without mmap, the load reads each repacked weight through a buffer of
+// its size: a machine that holds what stays resident but not that buffer
+// on top of it fails while loading; mapped, it loads.
+func TestNoMmapLoadStaging(t *testing.T) {
+	m := model(t, "llama-3.1-8b", synth.Q4_K_M)
+	base, err := hw.LoadMachine("cpu-32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Defaults()
+	p.Ctx, p.Parallel, p.GPULayers, p.FlashAttn, p.Mmap = 4096, 1, 0, FlashOn, false
+	cpu, gpus := Devices(base)
+	r, err := Account(m, p, cpu, gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r.LoadStaging
+	// The largest repacked weight of a Llama 3 8B Q4_K_M: a 14336 x 4096
+	// feed-forward matrix in Q4_K (4.5 bits a weight).
+	if st == nil || st.Bytes != 14336*4096/256*144 {
+		t.Fatalf("staging %+v, want %d bytes", st, 14336*4096/256*144)
+	}
+	var resident int64
+	for _, b := range r.Buffers {
+		resident += b.ResidentBytes()
+	}
+	s := *base
+	s.Domains = append([]hw.Domain(nil), base.Domains...)
+	s.Domains[0].Capacity, s.Domains[0].Usable, s.Domains[0].Free = resident+st.Bytes/2, 0, nil
+	a, err := r.Against(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Verdict != DoesNotFit || !strings.HasPrefix(a.Reason, "does not fit while loading") {
+		t.Errorf("no-mmap with half the read buffer spare: %s", a.Reason)
+	}
+	p.Mmap = true
+	if a, _ := Assess(m, nil, p, &s); a.Verdict != Fits {
+		t.Errorf("mapped: %s", a.Reason)
+	}
+}

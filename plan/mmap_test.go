@@ -113,13 +113,13 @@ func TestFitOffersNoMmap(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Defaults()
-	p.GPULayers, p.Ctx, p.Parallel = 3, 40960, 1
+	p.GPULayers, p.Ctx, p.Parallel = 3, 32768, 1
 	a, err := Assess(m, nil, p, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Verdict != DoesNotFit {
-		t.Fatalf("mapped, 40960 cells: %s, want it short (the whole file mapped on Metal)", a.Reason)
+		t.Fatalf("mapped, 32768 cells: %s, want it short (the whole file mapped on Metal)", a.Reason)
 	}
 	var fix *Fix
 	for i := range a.Fixes {

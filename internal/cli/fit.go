@@ -311,6 +311,9 @@ func printFit(w io.Writer, h *source.Header, a *plan.Assessment, p plan.Profile)
 			c.NCtx, c.NCtxSeq, c.NSeq, map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV)
 	}
 	fmt.Fprintf(tw, "verdict\t%s\n", a.Reason)
+	if st := a.LoadStaging; st != nil {
+		fmt.Fprintf(tw, "loading\t%s %.2f MiB on %s beside the buffers (%s)\n", st.Kind, float64(st.Bytes)/(1<<20), st.Device, st.Note)
+	}
 	for _, wn := range a.Warnings {
 		fmt.Fprintf(tw, "warning\t%s\n", wn)
 	}
