@@ -47,10 +47,13 @@ type Options struct {
 	Exact int
 }
 
-// DefaultOptions ranks by balanced for one conversation of at least 4096
-// tokens, with plan.Search's exact plan for the top configuration.
+// DefaultOptions ranks by balanced with plan.DefaultSearch's slots,
+// context floor and fit target, so that recommend, plan, pull, serve and
+// the panel answer for the same number of conversations unless told
+// otherwise.
 func DefaultOptions() Options {
-	return Options{Goal: GoalBalanced, MinCtx: 4096, Parallel: 1, FitTarget: 1024 << 20, Exact: 1}
+	so := plan.DefaultSearch()
+	return Options{Goal: GoalBalanced, MinCtx: so.MinCtx, Parallel: so.Parallel, FitTarget: so.FitTarget, Exact: 1}
 }
 
 // Row is one configuration's recommendation.

@@ -282,8 +282,10 @@ func checkPreset(t *testing.T, base, model, query string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := getJSON[planAnswer](t, base+"/api/plan?"+url.Values{"machine": {"rtx-4090"}, "model": {model}, "parallel": {"1"}}.Encode())
-	want := url.Values{"model": {model}, "machine": {"rtx-4090"}, "ngl": {"all"}, "parallel": {"1"}, "ctx": {"4096"}}
+	// The panel asks for the default slots, as the CLI plans them.
+	p := getJSON[planAnswer](t, base+"/api/plan?"+url.Values{"machine": {"rtx-4090"}, "model": {model}}.Encode())
+	slots := plan.DefaultSearch().Parallel
+	want := url.Values{"model": {model}, "machine": {"rtx-4090"}, "ngl": {"all"}, "parallel": {strconv.Itoa(slots)}, "ctx": {strconv.Itoa(4096 * slots)}}
 	if c := p.Chosen; c != nil {
 		want.Set("parallel", strconv.Itoa(c.Profile.Parallel))
 		want.Set("ctx", strconv.Itoa(c.CtxPerSlot*c.Profile.Parallel))

@@ -50,3 +50,11 @@ func count(n uint64) string {
 	}
 	return strconv.FormatUint(n, 10)
 }
+
+// plural says n things in English: "1 slot", "2 slots".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

@@ -47,9 +47,9 @@ Examples:
 	fs.StringVar(&o.Goal, "goal", catalog.GoalBalanced, "ranking: quality, speed, balanced or context")
 	caps := fs.String("capability", "", "comma-separated capabilities every entry must have: tools, vision, reasoning, embedding")
 	lic := fs.String("license", "", "comma-separated licenses to accept (e.g. apache-2.0,mit)")
-	fs.IntVar(&o.MinCtx, "min-ctx", 4096, "the least context per slot; entries trained on less are left out")
+	fs.IntVar(&o.MinCtx, "min-ctx", o.MinCtx, "the least context per slot; entries trained on less are left out")
 	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&o.Parallel, n, 1, "parallel conversations (slots)")
+		fs.IntVar(&o.Parallel, n, o.Parallel, "parallel conversations (slots); each gets its own context")
 	}
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain")
 	fs.IntVar(&o.Exact, "exact", o.Exact, "how many of the best-ranked fitting configurations get a full plan search (-1: all; slower)")
@@ -120,7 +120,7 @@ func splitList(s string) []string {
 }
 
 func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, machine string, all bool) {
-	fmt.Fprintf(w, "%s, goal %s, %d slot(s) of at least %d tokens\n\n", machine, o.Goal, o.Parallel, o.MinCtx)
+	fmt.Fprintf(w, "%s, goal %s, %s of at least %d tokens\n\n", machine, o.Goal, plural(o.Parallel, "slot", "slots"), o.MinCtx)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tmodel\tquant\tclass\tsize\tctx/slot\tgpu layers\tkv\ttok/s\tquality\tinputs")
 	hidden := map[string]int{}

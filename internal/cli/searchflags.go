@@ -11,9 +11,9 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 	opts := plan.DefaultSearch()
 	fs.StringVar(&opts.Goal, "goal", plan.GoalBalanced, "what matters: balanced (GPU layers, then context), speed (GPU layers) or context")
 	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&opts.Parallel, n, 2, "parallel conversations (slots); each gets its own context")
+		fs.IntVar(&opts.Parallel, n, opts.Parallel, "parallel conversations (slots); each gets its own context")
 	}
-	fs.IntVar(&opts.MinCtx, "min-ctx", 4096, "the least context per slot worth running")
+	fs.IntVar(&opts.MinCtx, "min-ctx", opts.MinCtx, "the least context per slot worth running")
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
 	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
 	ngl := &gpuLayers{n: plan.GPULayersAuto}

@@ -184,9 +184,10 @@ function setControls(perSlot, slots, ngl) {
 async function selectModel(id) {
   state.model = id;
   state.profile = null;
-  let perSlot = Math.min(4096, ctxMax()), slots = 1, ngl = null;
+  // The slot count is the plan's: the API's default is the CLI's.
+  let perSlot = Math.min(4096, ctxMax()), slots = parseInt(el("slots").value, 10) || 2, ngl = null;
   try {
-    const p = await api("/api/plan", { model: id, parallel: 1 });
+    const p = await api("/api/plan", { model: id });
     if (p.chosen) {
       const c = p.chosen;
       perSlot = c.ctx_per_slot;
