@@ -260,3 +260,37 @@ func (c *Catalog) Validate() error {
 	}
 	return nil
 }
+
+// Find recognizes a catalog variant named ENTRY/QUANT, as recommend lists
+// them and pull, serve and the API accept them. It returns nil without an
+// error when ref is not of that form or names no entry (it may be a path
+// or a Hub reference), and an error naming the variants there are when
+// the entry exists but the quantization does not.
+func (c *Catalog) Find(ref string) (*Entry, *Variant, error) {
+	entry, quant, found := strings.Cut(ref, "/")
+	if !found || strings.Contains(ref, ":") || strings.Contains(quant, "/") {
+		return nil, nil, nil
+	}
+	e := c.Entry(entry)
+	if e == nil {
+		return nil, nil, nil
+	}
+	v := e.Variant(quant)
+	if v == nil {
+		var have []string
+		for _, v := range e.Variants {
+			have = append(have, v.Quant)
+		}
+		return nil, nil, fmt.Errorf("%s: the catalog has no %s variant of %s (it has %s)", ref, quant, entry, strings.Join(have, ", "))
+	}
+	return e, v, nil
+}
+
+// Source is the reference a variant's file is read from: the locked
+// commit and file when the lock pins it, else the catalog's reference.
+func (l *LockFile) Source(e *Entry, v Variant) string {
+	if pkg, _ := l.Lookup(e.ID, v); pkg != nil && len(pkg.Files) > 0 {
+		return "hf:" + pkg.Repo + "/" + pkg.Files[0].Name + "@" + pkg.Commit
+	}
+	return v.Ref
+}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
@@ -256,24 +255,23 @@ Examples:
 	if err != nil {
 		return err
 	}
-	h, err := openModel(ctx, env, ref, *quiet)
+	in, err := openInputs(ctx, env, ref, *quiet)
 	if err != nil {
 		return err
 	}
 	if p.Companions, err = companions(ctx, env, *quiet); err != nil {
 		return err
 	}
-	m, archErr := arch.FromGGUF(h.Model)
-	a, err := plan.Assess(m, archErr, p, snap)
+	a, err := plan.Assess(in.Arch, in.ArchErr, p, snap)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(fitReport(h, a, p))
+		return enc.Encode(fitReport(in, a, p))
 	}
-	printFit(env.Stdout, h, a, p)
+	printFit(env.Stdout, in, a, p)
 	return nil
 }
 
@@ -283,6 +281,8 @@ type fitArtifact struct {
 	Commit       string                `json:"commit,omitempty"`
 	Files        []source.ArtifactFile `json:"files"`
 	SizeBytes    int64                 `json:"size_bytes"`
+	// Inputs is a catalog variant's provenance (derived or inspected).
+	Inputs string `json:"inputs,omitempty"`
 }
 
 type fitJSON struct {
@@ -291,21 +291,23 @@ type fitJSON struct {
 	*plan.Assessment
 }
 
-func fitReport(h *source.Header, a *plan.Assessment, p plan.Profile) fitJSON {
+func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {
 	if a.Resolved != nil {
 		p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
 	}
-	return fitJSON{
-		Artifact: fitArtifact{Ref: h.Artifact.Ref, Architecture: h.Model.Architecture(), Commit: h.Artifact.Commit,
-			Files: h.Artifact.Files, SizeBytes: h.Model.Size()},
-		Profile:    p,
-		Assessment: a,
+	art := fitArtifact{Ref: in.Ref, Architecture: in.Architecture, SizeBytes: in.Size, Files: []source.ArtifactFile{}, Inputs: in.Provenance}
+	if h := in.Header; h != nil {
+		art.Commit, art.Files = h.Artifact.Commit, h.Artifact.Files
 	}
+	return fitJSON{Artifact: art, Profile: p, Assessment: a}
 }
 
-func printFit(w io.Writer, h *source.Header, a *plan.Assessment, p plan.Profile) {
+func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s (%s), %s\n", h.Artifact.Ref, h.Model.Architecture(), bytesIEC(h.Model.Size()))
+	fmt.Fprintf(tw, "model\t%s (%s), %s\n", in.Ref, in.Architecture, bytesIEC(in.Size))
+	if note := in.inputsNote(); note != "" {
+		fmt.Fprintf(tw, "inputs\t%s\n", note)
+	}
 	if c := a.Resolved; c != nil {
 		fmt.Fprintf(tw, "context\t%d cells, %d per sequence x %d sequences%s, batch %d/%d, flash attention %v, K %s, V %s\n",
 			c.NCtx, c.NCtxSeq, c.NSeq, map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV)
