@@ -259,7 +259,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	if p.Companions, err = companions(ctx, env, *quiet); err != nil {
+	if p.Companions, err = companions(ctx, env, *quiet, in.header()); err != nil {
 		return err
 	}
 	a, err := plan.Assess(in.Arch, in.ArchErr, p, snap)

@@ -80,7 +80,7 @@ Examples:
 	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}}
 	var p *plan.Plan
 	if in.ArchErr == nil {
-		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs); err != nil {
+		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs, in.header()); err != nil {
 			return err
 		}
 		if p, err = plan.Search(in.Arch, snap, opts); err != nil {

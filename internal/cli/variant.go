@@ -8,6 +8,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/source"
 )
 
@@ -88,4 +89,13 @@ func (in *modelInputs) inputsNote() string {
 		return "planned from the locked GGUF header's inputs, as recommend plans it"
 	}
 	return ""
+}
+
+// header is the model's parsed GGUF header, nil for a catalog variant
+// (whose derived inputs have no tokenizer text to compare a draft with).
+func (in *modelInputs) header() *gguf.Model {
+	if in.Header == nil {
+		return nil
+	}
+	return in.Header.Model
 }
