@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -293,4 +294,43 @@ func (l *LockFile) Source(e *Entry, v Variant) string {
 		return "hf:" + pkg.Repo + "/" + pkg.Files[0].Name + "@" + pkg.Commit
 	}
 	return v.Ref
+}
+
+// Capabilities are the capabilities an entry may declare, and a filter
+// may ask for.
+func Capabilities() []string { return slices.Clone(knownCapabilities) }
+
+// Goals are the rankings Recommend knows.
+func Goals() []string { return []string{GoalBalanced, GoalQuality, GoalSpeed, GoalContext} }
+
+// LicenseIDs are the license ids entries use, sorted.
+func (c *Catalog) LicenseIDs() []string { return slices.Sorted(maps.Keys(c.Licenses)) }
+
+// FilterError is a filter value the catalog does not know: Filter is
+// "capability" or "license", Allowed the values it knows.
+type FilterError struct {
+	Filter, Value string
+	Allowed       []string
+}
+
+func (e *FilterError) Error() string {
+	return fmt.Sprintf("%s %q is not one of %s", e.Filter, e.Value, strings.Join(e.Allowed, ", "))
+}
+
+// CheckFilters returns a *FilterError for the first capability or
+// license that no entry could have: a filter that can match nothing is a
+// mistake, not an empty answer.
+func (c *Catalog) CheckFilters(capabilities, licenses []string) error {
+	for _, v := range capabilities {
+		if !slices.Contains(knownCapabilities, v) {
+			return &FilterError{Filter: "capability", Value: v, Allowed: Capabilities()}
+		}
+	}
+	ids := c.LicenseIDs()
+	for _, v := range licenses {
+		if !slices.Contains(ids, v) {
+			return &FilterError{Filter: "license", Value: v, Allowed: ids}
+		}
+	}
+	return nil
 }

@@ -174,7 +174,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"inspect", "--help"}, 0, "--tensors", ""},
 		{[]string{"inspect"}, 2, "", "need exactly one MODEL"},
 		{[]string{"inspect", "a", "b"}, 2, "", "got 2 arguments"},
-		{[]string{"inspect", "--bogus", "x"}, 2, "", "flag provided but not defined: -bogus"},
+		{[]string{"inspect", "--bogus", "x"}, 2, "", "unknown flag -bogus"},
 		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{[]string{"synth", "--list"}, 0, "llama-3.1-70b", ""},
 		{[]string{"synth", "gpt-9", "/tmp/x.gguf"}, 2, "", `unknown shape "gpt-9"`},

@@ -58,3 +58,7 @@ func plural(n int, one, many string) string {
 	}
 	return strconv.Itoa(n) + " " + many
 }
+
+// maxSlots is the most slots a command line may ask for, as the API
+// allows: llama-server takes more, but no plan for them would fit.
+const maxSlots = 256

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -66,22 +68,27 @@ Examples:
 	if len(pos) != 0 {
 		return usagef("recommend takes no arguments, got %q", pos)
 	}
-	switch o.Goal {
-	case catalog.GoalQuality, catalog.GoalSpeed, catalog.GoalBalanced, catalog.GoalContext:
-	default:
-		return usagef("--goal must be quality, speed, balanced or context, not %q", o.Goal)
+	if !slices.Contains(catalog.Goals(), o.Goal) {
+		return usagef("--goal %q: want %s", o.Goal, strings.Join(catalog.Goals(), ", "))
 	}
-	if o.Parallel < 1 || o.MinCtx < 256 || *target < 0 {
-		return usagef("--parallel must be 1 or more, --min-ctx 256 or more, --fit-target 0 or more")
+	if err := checkCounts(o.Parallel, o.MinCtx, *target); err != nil {
+		return err
 	}
 	o.FitTarget = *target << 20
 	o.Capabilities, o.Licenses = splitList(*caps), splitList(*lic)
-	if dir := cacheDir(env, "recommend"); dir != "" {
-		o.Cache, o.Build = dirCache{dir}, buildID()
-	}
 	cat, err := catalog.Load()
 	if err != nil {
 		return err
+	}
+	if err := cat.CheckFilters(o.Capabilities, o.Licenses); err != nil {
+		var fe *catalog.FilterError
+		if errors.As(err, &fe) {
+			return usagef("--%s %q: want %s (comma-separated)", fe.Filter, fe.Value, strings.Join(fe.Allowed, ", "))
+		}
+		return err
+	}
+	if dir := cacheDir(env, "recommend"); dir != "" {
+		o.Cache, o.Build = dirCache{dir}, buildID()
 	}
 	lock, err := catalog.LoadLock()
 	if err != nil {
