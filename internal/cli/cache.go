@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/headroom-llm/headroom/hw"
 )
 
 // cacheDir is headroom's directory under the user's cache directory
@@ -28,7 +33,12 @@ func cacheDir(env Env, sub string) string {
 // temporary file renamed into place, so a reader never sees half of one,
 // and two processes writing one key leave one whole file. Failures are
 // silent: a cache that cannot be written costs time, never an answer.
-type dirCache struct{ dir string }
+type dirCache struct {
+	dir string
+	// maxAge is how long an entry no run has rewritten is kept; 0 keeps
+	// entries for good.
+	maxAge time.Duration
+}
 
 // cacheMaxAge is how long an entry no run has rewritten is kept: entries
 // are keyed by program build and machine, so old ones are for a program
@@ -55,7 +65,9 @@ func (c dirCache) Put(key string, data []byte) {
 		os.Remove(f.Name())
 		return
 	}
-	c.prune(time.Now().Add(-cacheMaxAge))
+	if c.maxAge > 0 {
+		c.prune(time.Now().Add(-c.maxAge))
+	}
 }
 
 // prune removes entries last written before cutoff.
@@ -120,4 +132,38 @@ func buildID() string {
 		}
 	}
 	return id
+}
+
+// bandwidthStore keeps bandwidth measurements as files named by a hash
+// of the hardware they were taken on.
+type bandwidthStore struct{ c dirCache }
+
+func bandwidthKey(hardware string) string {
+	sum := sha256.Sum256([]byte(hardware))
+	return "bandwidth-" + hex.EncodeToString(sum[:16])
+}
+
+func (b bandwidthStore) Load(hardware string) (hw.Measured, bool) {
+	data, ok := b.c.Get(bandwidthKey(hardware))
+	if !ok {
+		return hw.Measured{}, false
+	}
+	var kept struct {
+		Hardware string `json:"hardware"`
+		hw.Measured
+	}
+	if json.Unmarshal(data, &kept) != nil || kept.Hardware != hardware {
+		return hw.Measured{}, false
+	}
+	return kept.Measured, true
+}
+
+func (b bandwidthStore) Save(hardware string, m hw.Measured) {
+	data, err := json.Marshal(struct {
+		Hardware string `json:"hardware"`
+		hw.Measured
+	}{hardware, m})
+	if err == nil {
+		b.c.Put(bandwidthKey(hardware), data)
+	}
 }

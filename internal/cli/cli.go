@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/headroom-llm/headroom/hw"
 )
 
 // Env is what a command may see of the process: its output streams and its
@@ -18,6 +20,27 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Probe takes this machine's snapshot; nil is hw.Probe. Tests give
+	// a machine of their own (a fixture, a fake bandwidth measurer).
+	Probe func(context.Context, hw.ProbeOptions) (*hw.Snapshot, error)
+}
+
+func (env Env) probe(ctx context.Context, o hw.ProbeOptions) (*hw.Snapshot, error) {
+	if env.Probe != nil {
+		return env.Probe(ctx, o)
+	}
+	return hw.Probe(ctx, o)
+}
+
+// probeOptions are the probe's options for this process: the llama-server
+// asked for its devices, the real bandwidth measurer, and the figures it
+// measured before, kept in the user's cache directory by hardware.
+func probeOptions(env Env, llamaServer string, remeasure bool) hw.ProbeOptions {
+	o := hw.ProbeOptions{LlamaServer: llamaServer, MeasureBandwidth: hw.MeasureBandwidth, Remeasure: remeasure}
+	if dir := cacheDir(env, "bandwidth"); dir != "" {
+		o.Bandwidth = bandwidthStore{dirCache{dir: dir}}
+	}
+	return o
 }
 
 type command struct {

@@ -214,11 +214,11 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 // llamaServer is the llama-server asked for its devices (--list-devices):
 // the one the user named with --llama-server, or "" for the one on PATH. A
 // GPU build given only by flag sees devices the one on PATH may not.
-func loadMachine(ctx context.Context, ref, llamaServer string) (*hw.Snapshot, error) {
+func loadMachine(ctx context.Context, env Env, ref, llamaServer string) (*hw.Snapshot, error) {
 	if ref != "" {
 		return hw.LoadMachine(ref)
 	}
-	return hw.Probe(ctx, hw.ProbeOptions{LlamaServer: llamaServer, MeasureBandwidth: hw.MeasureBandwidth})
+	return env.probe(ctx, probeOptions(env, llamaServer, false))
 }
 
 // llamaServerFlag is --llama-server for the commands that probe this
@@ -268,7 +268,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	snap, err := loadMachine(ctx, *machine, *llama)
+	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,7 @@ Examples:
   headroom hw --rpc 10.0.0.2:50052=gpu-box.json --json > joined.json`)
 	asJSON := fs.Bool("json", false, "print the snapshot as JSON, the shape --machine FILE reads")
 	machine := fs.String("machine", "", "show a preset (see --presets) or a machine `FILE` instead of probing")
+	remeasure := fs.Bool("remeasure", false, "measure this machine's memory bandwidth again instead of using the figure kept from the first measurement")
 	presets := fs.Bool("presets", false, "list the built-in presets, one a line")
 	llama := fs.String("llama-server", "", "llama-server `program` asked for --list-devices (default: llama-server on PATH; - skips it)")
 	var remotes []string
@@ -76,7 +77,7 @@ Examples:
 	if *machine != "" {
 		s, err = hw.LoadMachine(*machine)
 	} else {
-		s, err = hw.Probe(ctx, hw.ProbeOptions{LlamaServer: *llama, MeasureBandwidth: hw.MeasureBandwidth})
+		s, err = env.probe(ctx, probeOptions(env, *llama, *remeasure))
 	}
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ Examples:
 	}
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain")
 
+	remeasure := fs.Bool("remeasure", false, "measure this machine's memory bandwidth again instead of using the figure kept from the first measurement")
 	all := fs.Bool("all", false, "list disabled and incompatible configurations too (the default lists the fitting ones and a count of the rest)")
 	asJSON := fs.Bool("json", false, "print every configuration as JSON")
 	pos, err := fs.parse(args)
@@ -88,13 +90,19 @@ Examples:
 		return err
 	}
 	if dir := cacheDir(env, "recommend"); dir != "" {
-		o.Cache, o.Build = dirCache{dir}, buildID()
+		o.Cache, o.Build = dirCache{dir, cacheMaxAge}, buildID()
 	}
 	lock, err := catalog.LoadLock()
 	if err != nil {
 		return err
 	}
-	snap, err := loadMachine(ctx, *machine, *llama)
+	if *remeasure && *machine != "" {
+		return usagef("--remeasure measures this machine; --machine %s is described, not measured", *machine)
+	}
+	snap, err := loadMachine(ctx, env, *machine, *llama)
+	if *remeasure {
+		snap, err = env.probe(ctx, probeOptions(env, *llama, true))
+	}
 	if err != nil {
 		return err
 	}
@@ -264,16 +272,20 @@ func deviceName(s *hw.Snapshot, domain string) string {
 	return ""
 }
 
+// sourceDate is the date a kept measurement was taken, as hw says it.
+var sourceDate = regexp.MustCompile(`\bon \d{4}-\d{2}-\d{2}\b`)
+
 // shortSource keeps a figure's source to its first clause: "assumption",
 // "/proc/meminfo MemTotal, MemAvailable", "measured here on 2026-01-02".
 func shortSource(src string) string {
 	if src == "" {
 		return "source unknown"
 	}
+	date := sourceDate.FindString(src)
 	if i := strings.Index(src, ":"); i > 0 {
 		src = src[:i]
 	}
-	return strings.TrimSpace(src)
+	return strings.TrimSpace(src + " " + date)
 }
 
 func disabledWhy(r catalog.Row) string {
