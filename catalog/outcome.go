@@ -109,7 +109,8 @@ func estimateSpeed(m *arch.Model, p plan.Profile, snap *hw.Snapshot) *Speed {
 	if err != nil {
 		return nil
 	}
-	return &Speed{DecodeTokensPerSec: e.DecodeTPS, PrefillTokensPerSec: e.PrefillTPS, Calibrated: e.Calibrated}
+	return &Speed{DecodeTokensPerSec: e.DecodeTPS, PrefillTokensPerSec: e.PrefillTPS, Calibrated: e.Calibrated,
+		ErrorLowPct: e.ErrorLowPct, ErrorHighPct: e.ErrorHighPct}
 }
 
 // modelKey names a variant's planner inputs: the locked package, or the
@@ -132,7 +133,7 @@ func (c *Catalog) modelKey(e *Entry, v Variant, lock *LockFile) string {
 // time or notes, which change no plan.
 func cacheKey(build string, snap *hw.Snapshot, so plan.SearchOptions) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "headroom recommend outcomes v1\x00%s\x00", build)
+	fmt.Fprintf(h, "headroom recommend outcomes v2\x00%s\x00", build)
 	machine, _ := json.Marshal(struct {
 		Domains any
 		Devices any

@@ -94,8 +94,12 @@ type Speed struct {
 	DecodeTokensPerSec  *float64 `json:"decode_tokens_per_sec"`
 	PrefillTokensPerSec *float64 `json:"prefill_tokens_per_sec"`
 	// Calibrated says whether every backend involved was fitted to
-	// published llama-bench results.
-	Calibrated bool `json:"calibrated"`
+	// published llama-bench results; the error range is then how far the
+	// estimate was below and above published points it was not fitted
+	// on (speed.Result).
+	Calibrated   bool    `json:"calibrated"`
+	ErrorLowPct  float64 `json:"error_low_pct,omitempty"`
+	ErrorHighPct float64 `json:"error_high_pct,omitempty"`
 }
 
 // RowPlan is the serving plan behind a verdict.

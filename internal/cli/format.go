@@ -62,3 +62,6 @@ func plural(n int, one, many string) string {
 // maxSlots is the most slots a command line may ask for, as the API
 // allows: llama-server takes more, but no plan for them would fit.
 const maxSlots = 256
+
+// errorRange writes a signed error range: "-12%..+7%".
+func errorRange(lo, hi float64) string { return fmt.Sprintf("%+.0f%%..%+.0f%%", lo, hi) }

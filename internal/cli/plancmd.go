@@ -187,7 +187,7 @@ func speedLine(est []speed.Result) string {
 	}
 	line := fmt.Sprintf("decode about %.0f tokens/s per slot with an empty context, %.0f with a full one", *est[0].DecodeTPS, *est[1].DecodeTPS)
 	if est[0].Calibrated {
-		line += fmt.Sprintf(" (the backend's model is within %.0f%% of published llama-bench results for a 7B model)", est[0].ErrorPct)
+		line += fmt.Sprintf(" (off by %s on published llama-bench results of a 7B model it was not fitted on)", errorRange(est[0].ErrorLowPct, est[0].ErrorHighPct))
 	} else {
 		line += " (uncalibrated backend: rough)"
 	}

@@ -215,7 +215,7 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw
 		break
 	}
 	fmt.Fprintln(w, "\n~ size derived from the public config and quant recipe (inputs: derived); inputs: inspected = from the locked GGUF header.")
-	fmt.Fprintln(w, "tok/s: estimated decode speed of one sequence at an empty context (? uncalibrated backend; docs/speed.md).")
+	fmt.Fprintln(w, "tok/s: estimated decode speed of one sequence at an empty context; "+speedCalibration(rows)+" (docs/speed.md).")
 }
 
 // machineLine says in one line what recommend planned for: each memory
@@ -346,6 +346,40 @@ standard output); commit it as catalog/lock.json to ship it.`)
 		return err
 	}
 	return f.Close()
+}
+
+// speedCalibration says how far the speed estimates of the rows shown
+// have been from published llama-bench results they were not fitted on,
+// and marks the uncalibrated ones.
+func speedCalibration(rows []catalog.Row) string {
+	lo, hi, calibrated, rough := 0.0, 0.0, false, false
+	for _, r := range rows {
+		if !r.Enabled || r.Speed == nil || r.Speed.DecodeTokensPerSec == nil {
+			continue
+		}
+		if !r.Speed.Calibrated {
+			rough = true
+			continue
+		}
+		if !calibrated || r.Speed.ErrorLowPct < lo {
+			lo = r.Speed.ErrorLowPct
+		}
+		if !calibrated || r.Speed.ErrorHighPct > hi {
+			hi = r.Speed.ErrorHighPct
+		}
+		calibrated = true
+	}
+	var parts []string
+	if calibrated {
+		parts = append(parts, "calibrated figures were "+errorRange(lo, hi)+" off published results they were not fitted on")
+	}
+	if rough {
+		parts = append(parts, "? uncalibrated backend, a rough figure with no error bound")
+	}
+	if len(parts) == 0 {
+		return "none estimated"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func decodeCell(s *catalog.Speed) string {
