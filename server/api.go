@@ -21,6 +21,19 @@ func cacheTypes() []string {
 // capabilities are the ones catalog entries declare.
 func capabilities() []string { return catalog.Capabilities() }
 
+// presets lists the machines a request may name with machine=, for the
+// panel's picker.
+func (s *server) presets(w http.ResponseWriter, r *http.Request) error {
+	// The panel sends its machine with every request; it changes nothing.
+	if _, err := parseQuery(r, "machine"); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Presets []hw.PresetInfo `json:"presets"`
+	}{hw.Presets()})
+	return nil
+}
+
 func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
 	q, err := parseQuery(r, "machine")
 	if err != nil {

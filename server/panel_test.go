@@ -213,6 +213,14 @@ func TestPanel(t *testing.T) {
 			}
 			t.Logf("dump-dom and screenshot in %v", time.Since(start).Round(time.Millisecond))
 			dom := string(out)
+			// The machine picker offers the presets, and the legend says
+			// how many slots every plan runs and how far off the speed
+			// estimates have been.
+			for _, want := range []string{`<option value="cpu-32"`, `<span id="rec-slots">2</span>`, "calibrated figures were -6%..+23% off published"} {
+				if !strings.Contains(dom, want) {
+					t.Errorf("the page lacks %q", want)
+				}
+			}
 
 			if !readyBody.MatchString(dom) {
 				t.Fatalf("body never got data-ready=1:\n%s", tail(dom, 3000))
