@@ -30,6 +30,8 @@ func TestInvalidFlagValues(t *testing.T) {
 		{[]string{"fit", "x.gguf", "-ub", "0"}, "-ub, --ubatch-size 0: want 1 or more"},
 		{[]string{"fit", "x.gguf", "-ngl", "many"}, `-ngl, --gpu-layers, --n-gpu-layers "many": want a number of layers, auto or all`},
 		{[]string{"fit", "x.gguf", "-ncmoe", "-1"}, "-ncmoe, --n-cpu-moe -1: want 0 or more layers"},
+		{[]string{"hw", "--remeasure"}, "--remeasure measures this machine; --machine cpu-32 is described"},
+		{[]string{"recommend", "--remeasure"}, "--remeasure measures this machine; --machine cpu-32 is described"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			code, _, errs := run(t, append(tt.args, "--machine", "cpu-32")...)

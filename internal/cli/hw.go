@@ -73,6 +73,9 @@ Examples:
 		}
 		return tw.Flush()
 	}
+	if *remeasure && *machine != "" {
+		return usagef("--remeasure measures this machine; --machine %s is described, not measured", *machine)
+	}
 	var s *hw.Snapshot
 	if *machine != "" {
 		s, err = hw.LoadMachine(*machine)
