@@ -145,10 +145,10 @@ func TestFitFlags(t *testing.T) {
 		{[]string{"-ot", "exps"}, "want PATTERN=BUFFER_TYPE"},
 		{[]string{"-ot", "exps(=CPU"}, "not a regular expression"},
 		{[]string{"-ot", "exps=CUDA7"}, `no device has buffer type "CUDA7"`},
-		{[]string{"--n-cpu-moe", "-3"}, "--n-cpu-moe must be 0 or more"},
-		{[]string{"-fa", "maybe"}, "-fa must be on, off or auto"},
+		{[]string{"--n-cpu-moe", "-3"}, "-ncmoe, --n-cpu-moe -3: want 0 or more layers"},
+		{[]string{"-fa", "maybe"}, `-fa, --flash-attn "maybe": want on, off or auto`},
 		{[]string{"-ngl", "lots"}, "want a number of layers"},
-		{[]string{"-ctk", "q9"}, "unknown K cache type"},
+		{[]string{"-ctk", "q9"}, `-ctk, --cache-type-k "q9": want one of f32, f16`},
 		{[]string{"-ctv", "q8_0", "-fa", "off"}, "needs flash attention"},
 		{[]string{"--machine", "no-such-box"}, "no-such-box"},
 		// llama.cpp's own fit would rewrite -c and -ngl at load.
@@ -234,7 +234,7 @@ func TestPlanCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "decode about ") || !strings.Contains(out, "llama-server -m ") {
 		t.Errorf("human plan output:\n%s", out)
 	}
-	if code, _, errs := run(t, "plan", "--quiet", "--goal", "fastest", path); code != 2 || !strings.Contains(errs, "--goal must be") {
+	if code, _, errs := run(t, "plan", "--quiet", "--goal", "fastest", path); code != 2 || !strings.Contains(errs, `--goal "fastest": want`) {
 		t.Errorf("bad goal: exit %d %s", code, errs)
 	}
 
@@ -243,7 +243,7 @@ func TestPlanCommand(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "-c 8192 -np 2 -ngl 20 --fit off -ctk q8_0" {
 		t.Errorf("fixed settings: exit %d, %q %s", code, out, errs)
 	}
-	if code, _, errs := run(t, "plan", "--quiet", "-c", "-5", path); code != 2 || !strings.Contains(errs, "-c must be") {
+	if code, _, errs := run(t, "plan", "--quiet", "-c", "-5", path); code != 2 || !strings.Contains(errs, "-c, --ctx-size -5: want 0") {
 		t.Errorf("negative -c: exit %d %s", code, errs)
 	}
 

@@ -53,6 +53,7 @@ Examples:
   headroom hw --rpc 10.0.0.2:50052 --json > joined.json   # ask the rpc-server itself`)
 	asJSON := fs.Bool("json", false, "print the snapshot as JSON, the shape --machine FILE reads")
 	machine := fs.String("machine", "", "show a preset (see --presets) or a machine `FILE` instead of probing")
+	remeasure := fs.Bool("remeasure", false, "measure this machine's memory bandwidth again instead of using the figure kept from the first measurement")
 	presets := fs.Bool("presets", false, "list the built-in presets, one a line")
 	llama := fs.String("llama-server", "", "llama-server `program` asked for --list-devices (default: llama-server on PATH; - skips it)")
 	var remotes []string
@@ -74,11 +75,14 @@ Examples:
 		}
 		return tw.Flush()
 	}
+	if *remeasure && *machine != "" {
+		return usagef("--remeasure measures this machine; --machine %s is described, not measured", *machine)
+	}
 	var s *hw.Snapshot
 	if *machine != "" {
 		s, err = hw.LoadMachine(*machine)
 	} else {
-		s, err = hw.Probe(ctx, hw.ProbeOptions{LlamaServer: *llama, MeasureBandwidth: hw.MeasureBandwidth})
+		s, err = env.probe(ctx, probeOptions(env, *llama, *remeasure))
 	}
 	if err != nil {
 		return err

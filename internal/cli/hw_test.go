@@ -82,7 +82,7 @@ func TestHWUsage(t *testing.T) {
 		{[]string{"hw", "--presets"}, 0, "strix-halo-128", ""},
 		{[]string{"hw", "rtx-4090"}, 2, "", `takes no arguments, got "rtx-4090" (a preset or file goes after --machine)`},
 		{[]string{"hw", "--machine", "rtx-9090"}, 1, "", `"rtx-9090" is neither a preset`},
-		{[]string{"hw", "--machine"}, 2, "", "flag needs an argument: -machine"},
+		{[]string{"hw", "--machine"}, 2, "", "--machine needs a value"},
 	}
 	for _, tc := range tests {
 		code, out, errs := run(t, tc.args...)
