@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -257,6 +258,79 @@ func (c *Catalog) Validate() error {
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("catalog: %d problems: %s", len(errs), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Find recognizes a catalog variant named ENTRY/QUANT, as recommend lists
+// them and pull, serve and the API accept them. It returns nil without an
+// error when ref is not of that form or names no entry (it may be a path
+// or a Hub reference), and an error naming the variants there are when
+// the entry exists but the quantization does not.
+func (c *Catalog) Find(ref string) (*Entry, *Variant, error) {
+	entry, quant, found := strings.Cut(ref, "/")
+	if !found || strings.Contains(ref, ":") || strings.Contains(quant, "/") {
+		return nil, nil, nil
+	}
+	e := c.Entry(entry)
+	if e == nil {
+		return nil, nil, nil
+	}
+	v := e.Variant(quant)
+	if v == nil {
+		var have []string
+		for _, v := range e.Variants {
+			have = append(have, v.Quant)
+		}
+		return nil, nil, fmt.Errorf("%s: the catalog has no %s variant of %s (it has %s)", ref, quant, entry, strings.Join(have, ", "))
+	}
+	return e, v, nil
+}
+
+// Source is the reference a variant's file is read from: the locked
+// commit and file when the lock pins it, else the catalog's reference.
+func (l *LockFile) Source(e *Entry, v Variant) string {
+	if pkg, _ := l.Lookup(e.ID, v); pkg != nil && len(pkg.Files) > 0 {
+		return "hf:" + pkg.Repo + "/" + pkg.Files[0].Name + "@" + pkg.Commit
+	}
+	return v.Ref
+}
+
+// Capabilities are the capabilities an entry may declare, and a filter
+// may ask for.
+func Capabilities() []string { return slices.Clone(knownCapabilities) }
+
+// Goals are the rankings Recommend knows.
+func Goals() []string { return []string{GoalBalanced, GoalQuality, GoalSpeed, GoalContext} }
+
+// LicenseIDs are the license ids entries use, sorted.
+func (c *Catalog) LicenseIDs() []string { return slices.Sorted(maps.Keys(c.Licenses)) }
+
+// FilterError is a filter value the catalog does not know: Filter is
+// "capability" or "license", Allowed the values it knows.
+type FilterError struct {
+	Filter, Value string
+	Allowed       []string
+}
+
+func (e *FilterError) Error() string {
+	return fmt.Sprintf("%s %q is not one of %s", e.Filter, e.Value, strings.Join(e.Allowed, ", "))
+}
+
+// CheckFilters returns a *FilterError for the first capability or
+// license that no entry could have: a filter that can match nothing is a
+// mistake, not an empty answer.
+func (c *Catalog) CheckFilters(capabilities, licenses []string) error {
+	for _, v := range capabilities {
+		if !slices.Contains(knownCapabilities, v) {
+			return &FilterError{Filter: "capability", Value: v, Allowed: Capabilities()}
+		}
+	}
+	ids := c.LicenseIDs()
+	for _, v := range licenses {
+		if !slices.Contains(ids, v) {
+			return &FilterError{Filter: "license", Value: v, Allowed: ids}
+		}
 	}
 	return nil
 }

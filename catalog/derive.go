@@ -50,7 +50,7 @@ func DeriveModel(s synth.Shape, q synth.Quant) (*gguf.Model, error) {
 	for _, kv := range f.Metadata {
 		switch kv.Key {
 		case "tokenizer.ggml.tokens":
-			kv.Value = gguf.StringsValue(make([]string, vocab))
+			kv.Value = gguf.EmptyStringsValue(vocab)
 		case "tokenizer.ggml.merges", "tokenizer.ggml.scores", "tokenizer.ggml.token_type":
 			continue
 		case arch + ".vocab_size":

@@ -264,7 +264,7 @@ func decodeKV(kv InputKV) (gguf.Value, error) {
 func zeroArray(elem gguf.ValueType, n int) (gguf.Value, error) {
 	switch elem {
 	case gguf.String:
-		return gguf.StringsValue(make([]string, n)), nil
+		return gguf.EmptyStringsValue(n), nil
 	case gguf.Int32:
 		return gguf.Int32sValue(make([]int32, n)), nil
 	case gguf.Float32:

@@ -123,7 +123,7 @@ func TestLockAgainstFakeHub(t *testing.T) {
 			}
 		}
 	}
-	rows, err := Recommend(cat, back, machine_(t, "rtx-4090"), Options{Goal: GoalBalanced, Exact: -1})
+	rows, err := Recommend(cat, back, machine_(t, "rtx-4090"), Options{Goal: GoalBalanced})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
-	"github.com/headroom-llm/headroom/speed"
 )
 
 // Ranking goals.
@@ -41,16 +39,23 @@ type Options struct {
 	Parallel int
 	// FitTarget is the memory left free in every domain.
 	FitTarget int64
-	// Exact is how many of the best-ranked fitting configurations get
-	// plan.Search's full answer instead of the screen's estimate; a
-	// negative value plans every one.
-	Exact int
+	// Cache, when set, keeps every variant's outcome (verdict, plan,
+	// speed) between calls, under a key made of Build, the machine and
+	// the search options: an outcome depends on nothing else.
+	Cache Cache
+	// Build names the program computing the outcomes (its version, or
+	// its executable's identity); a change of program is a change of
+	// answers, so it is part of every cache key.
+	Build string
 }
 
-// DefaultOptions ranks by balanced for one conversation of at least 4096
-// tokens, with plan.Search's exact plan for the top configuration.
+// DefaultOptions ranks by balanced with plan.DefaultSearch's slots,
+// context floor and fit target, so that recommend, plan, pull, serve and
+// the panel answer for the same number of conversations unless told
+// otherwise.
 func DefaultOptions() Options {
-	return Options{Goal: GoalBalanced, MinCtx: 4096, Parallel: 1, FitTarget: 1024 << 20, Exact: 1}
+	so := plan.DefaultSearch()
+	return Options{Goal: GoalBalanced, MinCtx: so.MinCtx, Parallel: so.Parallel, FitTarget: so.FitTarget}
 }
 
 // Row is one configuration's recommendation.
@@ -81,9 +86,6 @@ type Row struct {
 	// Speed is the place for decode and prefill estimates; null until the
 	// speed package provides them.
 	Speed *Speed `json:"speed"`
-
-	costs costs
-	model *arch.Model
 }
 
 // Speed is the speed package's estimate for a row's plan, one sequence at
@@ -92,44 +94,17 @@ type Speed struct {
 	DecodeTokensPerSec  *float64 `json:"decode_tokens_per_sec"`
 	PrefillTokensPerSec *float64 `json:"prefill_tokens_per_sec"`
 	// Calibrated says whether every backend involved was fitted to
-	// published llama-bench results.
-	Calibrated bool `json:"calibrated"`
-}
-
-// estimateSpeed fills Speed for every enabled row with a plan: where the
-// plan puts each layer and cache (plan.Place, without the compute replay)
-// and the speed package's estimate of decode and prefill.
-func estimateSpeed(rows []Row, snap *hw.Snapshot) {
-	cpu, gpus := plan.Devices(snap)
-	for i := range rows {
-		r := &rows[i]
-		if !r.Enabled || r.Plan == nil || r.model == nil {
-			continue
-		}
-		p := plan.Defaults()
-		p.Parallel = max(r.Plan.Slots, 1)
-		p.Ctx = r.Plan.CtxPerSlot * p.Parallel
-		p.GPULayers = r.Plan.GPULayers
-		p.CPUMoE = r.Plan.CPUMoE
-		if r.Plan.CacheType != "" && r.Plan.CacheType != "f16" {
-			p.CacheK, p.CacheV, p.FlashAttn = r.Plan.CacheType, r.Plan.CacheType, plan.FlashOn
-		}
-		res, err := plan.Place(r.model, p, cpu, gpus)
-		if err != nil {
-			continue
-		}
-		e, err := speed.Estimate(r.model, res, snap, 0)
-		if err != nil {
-			continue
-		}
-		r.Speed = &Speed{DecodeTokensPerSec: e.DecodeTPS, PrefillTokensPerSec: e.PrefillTPS, Calibrated: e.Calibrated}
-	}
+	// published llama-bench results; the error range is then how far the
+	// estimate was below and above published points it was not fitted
+	// on (speed.Result).
+	Calibrated   bool    `json:"calibrated"`
+	ErrorLowPct  float64 `json:"error_low_pct,omitempty"`
+	ErrorHighPct float64 `json:"error_high_pct,omitempty"`
 }
 
 // RowPlan is the serving plan behind a verdict.
 type RowPlan struct {
-	// Source is "search" (plan.Search, every buffer accounted) or
-	// "estimate" (the screen's closed form).
+	// Source is "search": plan.Search's choice, every buffer accounted.
 	Source      string `json:"source"`
 	CtxPerSlot  int    `json:"ctx_per_slot"`
 	Slots       int    `json:"slots"`
@@ -181,13 +156,12 @@ func (c *Catalog) Model(e *Entry, v Variant, lock *LockFile) (m *arch.Model, pro
 
 func (c *Catalog) model(e *Entry, v Variant, lock *LockFile) (*cachedModel, string) {
 	if pkg, _ := lock.Lookup(e.ID, v); pkg != nil {
-		id := PackageID(pkg.Repo, pkg.Commit, pkg.Files[0].Name)
-		return c.loadModel("inspected/"+id, func() (*arch.Model, int64, error) {
+		return c.loadModel(c.modelKey(e, v, lock), func() (*arch.Model, int64, error) {
 			m, err := pkg.Inputs.Arch()
 			return m, pkg.Size(), err
 		}), ProvenanceInspected
 	}
-	return c.loadModel("derived/"+e.ID+"/"+v.Quant, func() (*arch.Model, int64, error) {
+	return c.loadModel(c.modelKey(e, v, lock), func() (*arch.Model, int64, error) {
 		s, err := e.Shape.Resolve()
 		if err != nil {
 			return nil, 0, err
@@ -215,7 +189,8 @@ func planGoal(goal string) string {
 // on the machine and ranks them: fitting ones by the goal, then the ones
 // that do not fit (disabled, with the limiting domain and shortfall), then
 // incompatible ones. A disabled configuration never ranks above a fitting
-// one.
+// one. Every verdict and plan is plan.Search's, with the options 'headroom
+// plan' uses by default, so a row and the plan for its variant agree.
 func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Row, error) {
 	if o.Parallel < 1 {
 		o.Parallel = 1
@@ -231,6 +206,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		return nil, fmt.Errorf("goal must be quality, speed, balanced or context, not %q", o.Goal)
 	}
 	var rows []Row
+	var keys []string
 	for i := range cat.Entries {
 		e := &cat.Entries[i]
 		if !wanted(e, o) {
@@ -255,92 +231,51 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 				}
 			}
 			rows = append(rows, r)
+			keys = append(keys, cat.modelKey(e, v, lock))
 		}
 	}
-	// Planner inputs, in parallel: the first call in a process derives
-	// every header.
-	workers := runtime.GOMAXPROCS(0)
-	parallel(len(rows), workers, func(i int) {
-		r := &rows[i]
+	so := SearchOptions(o)
+	known := map[string]outcome{}
+	var file string
+	if o.Cache != nil {
+		file = cacheKey(o.Build, snap, so)
+		known = loadOutcomes(o.Cache, file)
+	}
+	// Each distinct model is planned once: catalog entries that share a
+	// shape and a quantization share their derived header, and so their
+	// plan.
+	var todo []string
+	seen := map[string]bool{}
+	index := map[string]int{}
+	for i, k := range keys {
+		if _, ok := known[k]; !ok && !seen[k] {
+			seen[k] = true
+			todo = append(todo, k)
+			index[k] = i
+		}
+	}
+	fresh := make([]outcome, len(todo))
+	errs := make([]error, len(todo))
+	mc := newMachine(snap, o.FitTarget)
+	parallel(len(todo), runtime.GOMAXPROCS(0), func(k int) {
+		r := &rows[index[todo[k]]]
 		e := cat.Entry(r.Entry)
 		cm, prov := cat.model(e, *e.Variant(r.Quant), lock)
-		r.Provenance, r.SizeBytes, r.model, r.costs = prov, cm.size, cm.m, cm.c
-		r.SizeSource = map[string]string{ProvenanceDerived: "derived", ProvenanceInspected: "hub"}[prov]
-		switch {
-		case cm.err != nil && arch.IsIncompatible(cm.err):
-			r.Verdict, r.Reason = plan.Incompatible, strings.TrimPrefix(cm.err.Error(), "incompatible: ")
-		case cm.err != nil:
-			r.Verdict, r.Reason = plan.Incompatible, cm.err.Error()
-		}
+		fresh[k], errs[k] = assessModel(cm, prov, snap, mc, so)
 	})
-	mc := newMachine(snap, o.FitTarget)
-	_, gpus := plan.Devices(snap)
-	goal := planGoal(o.Goal)
-	for i := range rows {
-		r := &rows[i]
-		if r.Verdict != "" {
-			continue
+	for k, key := range todo {
+		if errs[k] != nil {
+			return nil, fmt.Errorf("planning %s/%s: %w", rows[index[key]].Entry, rows[index[key]].Quant, errs[k])
 		}
-		est := screen(r.costs, mc, goal, o.Parallel, o.MinCtx)
-		total := r.costs.layers + 1
-		ngl := est.gpuLayers
-		if mc.unified && len(gpus) > 0 {
-			ngl = total
-		}
-		if !est.fits {
-			r.Verdict = plan.DoesNotFit
-			r.Limiting = &Limit{Domain: est.limiting, Shortfall: est.shortfall}
-			r.Reason = fmt.Sprintf("does not fit (estimate): %s short by %s at %d cells", est.limiting, gib(est.shortfall), est.ctx)
-			continue
-		}
-		r.Verdict, r.Enabled = plan.Fits, true
-		r.Plan = &RowPlan{Source: "estimate", CtxPerSlot: est.ctx, Slots: o.Parallel, GPULayers: ngl, LayersTotal: total, CacheType: "f16"}
-		r.Reason = "fits (estimate)"
+		known[key] = fresh[k]
 	}
-	estimateSpeed(rows, snap)
+	if o.Cache != nil && len(todo) > 0 {
+		saveOutcomes(o.Cache, file, known)
+	}
+	for i := range rows {
+		known[keys[i]].apply(&rows[i])
+	}
 	rank(rows, o.Goal)
-	// Exact plans for the best-ranked fitting configurations.
-	var top []int
-	for i := range rows {
-		if rows[i].Enabled && (o.Exact < 0 || len(top) < o.Exact) {
-			top = append(top, i)
-		}
-	}
-	so := plan.DefaultSearch()
-	so.Goal, so.Parallel, so.MinCtx, so.FitTarget = goal, o.Parallel, o.MinCtx, o.FitTarget
-	var mu sync.Mutex
-	var firstErr error
-	parallel(len(top), workers, func(k int) {
-		r := &rows[top[k]]
-		p, err := plan.Search(r.model, snap, so)
-		if err != nil {
-			mu.Lock()
-			firstErr = err
-			mu.Unlock()
-			return
-		}
-		if p.Chosen == nil {
-			r.Verdict, r.Enabled, r.Plan = plan.DoesNotFit, false, nil
-			r.Reason = "does not fit: " + strings.Join(p.Explain, "; ")
-			if r.Limiting == nil {
-				r.Limiting = &Limit{Domain: mc.sysID}
-			}
-			return
-		}
-		c := p.Chosen
-		r.Plan = &RowPlan{Source: "search", CtxPerSlot: c.CtxPerSlot, Slots: c.Profile.Parallel, GPULayers: c.GPULayers,
-			LayersTotal: r.costs.layers + 1, CacheType: c.Profile.CacheK, CPUMoE: c.Profile.CPUMoE, Flags: c.Flags}
-		if c.Result != nil {
-			r.Reason = c.Result.Reason
-		}
-	})
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if len(top) > 0 {
-		estimateSpeed(rows, snap)
-		rank(rows, o.Goal)
-	}
 	n := 0
 	for i := range rows {
 		if rows[i].Enabled {
@@ -349,6 +284,21 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		}
 	}
 	return rows, nil
+}
+
+// SearchOptions are the plan.Search options behind every row of
+// Recommend with o: plan.DefaultSearch's, as 'headroom plan' starts from,
+// with the goal, slots, minimum context and fit target of o.
+func SearchOptions(o Options) plan.SearchOptions {
+	so := plan.DefaultSearch()
+	so.Goal, so.FitTarget = planGoal(o.Goal), o.FitTarget
+	if o.Parallel > 0 {
+		so.Parallel = o.Parallel
+	}
+	if o.MinCtx > 0 {
+		so.MinCtx = o.MinCtx
+	}
+	return so
 }
 
 func wanted(e *Entry, o Options) bool {

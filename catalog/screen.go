@@ -9,10 +9,10 @@ import (
 // The screen is a closed-form estimate of a variant's best plan: weights,
 // f16 KV cache per cell, recurrent state and a rough compute allowance,
 // against each memory domain's usable bytes less the fit target. It costs
-// microseconds where the accountant's graph replay costs milliseconds, so
-// recommend screens the whole catalog and runs plan.Search only for the
-// configurations that rank highest (Options.Exact). Every screened figure
-// is reported as an estimate (plan.source "estimate").
+// microseconds where the accountant's graph replay costs milliseconds.
+// Recommend's verdicts and plans are plan.Search's; where nothing fits, the
+// screen names the domain that is short and by about how much, which the
+// search does not say.
 
 // machine is what the screen needs of a snapshot.
 type machine struct {

@@ -98,6 +98,7 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 		gpus = []plan.Device{{Name: "Vulkan0", Backend: "Vulkan", Free: llvmpipeBytes, MaxAlloc: llvmpipeMaxAlloc,
 			Align: llvmpipeAlign, HostAlign: llvmpipeHostAlign}}
 	}
+	gpus = append(gpus, rpcDevices(c)...)
 	return plan.Account(m, p, cpu, gpus)
 }
 
@@ -126,7 +127,8 @@ func profileOf(c *conformance.Case) plan.Profile {
 	p.FlashAttn = plan.FlashAttn(pr.FlashAttention)
 	p.SWAFull = pr.SWAFull
 	p.GPULayers = 0 // CPU cases: -ngl 0
-	if pr.Backend == "vulkan" {
+	p.TensorSplit = pr.TensorSplit
+	if pr.Backend == "vulkan" || pr.RPCServers > 0 {
 		p.GPULayers = pr.GPULayers
 		if pr.GPULayers >= 999 {
 			p.GPULayers = plan.GPULayersAuto
@@ -182,7 +184,9 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 			"backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written by `internal/synth`,\n" +
 			"started with exactly the flags headroom emits for the profile. Figures are MiB as\n" +
 			"llama.cpp prints them. Library contexts of the same llama.cpp are in\n" +
-			"[accuracy-library.md](accuracy-library.md).\n\n"},
+			"[accuracy-library.md](accuracy-library.md); CUDA, Metal and ROCm loads from public\n" +
+			"llama.cpp issues, with their sources and every miss explained, are in\n" +
+			"[accuracy-public.md](accuracy-public.md).\n\n"},
 	{"library", filepath.Join("testdata", "golden"), "accuracy-library.md",
 		"cases in `conformance/testdata/golden`, each a real llama.cpp load through its library API\n" +
 			"(node-llama-cpp 3.21.1, CPU backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written\n" +

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Case is one golden file.
@@ -107,6 +108,25 @@ type Profile struct {
 	CacheTypeV string `json:"cache_type_v"`
 	MMap       bool   `json:"mmap"`
 	SWAFull    bool   `json:"swa_full"`
+	// RPCServers is how many rpc-servers (llama.cpp's RPC backend, each
+	// on a loopback port of the measuring machine, serving its CPU) the
+	// load used; their endpoints are the --rpc of Inputs.Command, and
+	// GPULayers then counts layers on their devices. TensorSplit is the
+	// -ts it ran with, one figure per device in llama.cpp's order.
+	RPCServers  int       `json:"rpc_servers,omitempty"`
+	TensorSplit []float64 `json:"tensor_split,omitempty"`
+}
+
+// RPCEndpoints are the rpc-servers of an RPC load, in --rpc order, from
+// the command it ran with; nil for other loads.
+func (c *Case) RPCEndpoints() []string {
+	cmd := c.Inputs.Command
+	for i := 0; i+1 < len(cmd); i++ {
+		if cmd[i] == "--rpc" {
+			return strings.Split(cmd[i+1], ",")
+		}
+	}
+	return nil
 }
 
 // NCtx is the total context the profile asks for (llama-server's -c):
@@ -183,6 +203,15 @@ type Engine struct {
 	Backend              string      `json:"backend"`
 	GPUDevices           []GPUDevice `json:"gpu_devices"`
 	SystemInfo           string      `json:"system_info"`
+	// RPCServers are the banners the rpc-servers of an RPC load printed:
+	// protocol version and the device each served, with its memory.
+	RPCServers []RPCServer `json:"rpc_servers,omitempty"`
+}
+
+// RPCServer is one rpc-server's banner.
+type RPCServer struct {
+	Endpoint string   `json:"endpoint"`
+	Lines    []string `json:"lines"`
 }
 
 // GPUDevice is a device as node-llama-cpp reported it.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,8 +76,11 @@ func (c *Case) validate() []string {
 	}
 	switch p.Backend {
 	case "cpu":
-		if p.GPULayers != 0 {
+		if p.GPULayers != 0 && p.RPCServers == 0 {
 			fail("cpu backend with gpu_layers %d", p.GPULayers)
+		}
+		if p.RPCServers > 0 && (len(c.RPCEndpoints()) != p.RPCServers || len(c.Engine.RPCServers) != p.RPCServers) {
+			fail("%d rpc-servers, but the command names %v and the engine records %d", p.RPCServers, c.RPCEndpoints(), len(c.Engine.RPCServers))
 		}
 	case "vulkan":
 	default:
@@ -142,6 +146,10 @@ func (c *Case) validate() []string {
 		if !onDevice {
 			fail("gpu_layers %d but no layer on a Vulkan device", p.GPULayers)
 		}
+	}
+
+	if p.RPCServers > 0 && p.GPULayers > 0 && !slices.ContainsFunc(f.Layers, func(l Layer) bool { return strings.HasPrefix(l.Device, "RPC") }) {
+		fail("gpu_layers %d over rpc-servers but no layer on an RPC device", p.GPULayers)
 	}
 
 	bad = append(bad, c.validateBuffers()...)

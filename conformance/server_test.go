@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/conformance"
@@ -30,7 +31,13 @@ func TestServerCommands(t *testing.T) {
 		}
 		n++
 		p := profileOf(c)
-		if got := p.Args(); !slices.Equal(got, c.Inputs.Command) {
+		got := p.Args()
+		if eps := c.RPCEndpoints(); len(eps) > 0 {
+			// headroom's --rpc names the servers; the harness started
+			// them on free ports, which the command records.
+			got = append(got, "--rpc", strings.Join(eps, ","))
+		}
+		if !slices.Equal(got, c.Inputs.Command) {
 			t.Errorf("%s: llama-server ran with %q, headroom emits %q for this profile", c.ID, c.Inputs.Command, got)
 		}
 		// The engine's n_outputs_max is headroom's rule for llama-server.

@@ -23,8 +23,9 @@ type Logged struct {
 	Cache string `json:"cache"`
 	// MiB is the printed figure as a number.
 	MiB float64 `json:"mib"`
-	// Printed is the figure exactly as printed (two decimals). It is the
-	// comparable value: llama.cpp rounds bytes/2^20 with %.2f.
+	// Printed is the figure as printed (two decimals), with a decimal
+	// comma written as a point. It is the comparable value: llama.cpp
+	// rounds bytes/2^20 with %.2f.
 	Printed string `json:"printed"`
 }
 
@@ -35,7 +36,10 @@ type Logged struct {
 // line carry llama-server's "0.01.234.567 I " prefix (or any other) before
 // the printing function's name.
 var (
-	bufferLine = regexp.MustCompile(`(?:^|\s)(~?\w+):\s+(\S+)\s+(.+?) buffer size = +(-?\d+\.\d+) MiB$`)
+	// The figure may carry a decimal comma: llama.cpp prints with the C
+	// library's printf, and a program that sets a locale (a German or
+	// Italian desktop) gets "166,92 MiB".
+	bufferLine = regexp.MustCompile(`(?:^|\s)(~?\w+):\s+(\S+)\s+(.+?) buffer size = +(-?\d+[.,]\d+) MiB$`)
 	cacheStart = regexp.MustCompile(`(?:^|\s)(\w+): creating +(.+?) (?:KV )?cache(?:, size = (\d+) cells)?$`)
 	// ansiEscape matches the colour codes llama.cpp adds with --log-colors.
 	ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
@@ -96,12 +100,13 @@ func ParseLog(lines []string) []Logged {
 		if m == nil {
 			continue
 		}
-		mib, err := strconv.ParseFloat(m[4], 64)
+		printed := strings.Replace(m[4], ",", ".", 1)
+		mib, err := strconv.ParseFloat(printed, 64)
 		if err != nil {
 			continue
 		}
 		kind := kindOf(strings.TrimSpace(m[3]))
-		l := Logged{Source: m[1], Device: m[2], Kind: kind, MiB: mib, Printed: m[4]}
+		l := Logged{Source: m[1], Device: m[2], Kind: kind, MiB: mib, Printed: printed}
 		if kind == "kv" {
 			l.Cache = cache
 		}

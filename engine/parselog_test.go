@@ -81,6 +81,19 @@ func TestParseLogLines(t *testing.T) {
 		want  []Logged
 	}{
 		{
+			// ggml-org/llama.cpp#16865: a ROCm load on a desktop whose
+			// locale writes a decimal comma.
+			name: "decimal comma",
+			lines: []string{
+				"load_tensors:        ROCm0 model buffer size =  3638,28 MiB",
+				"llama_kv_cache:      ROCm0 KV buffer size =    10,50 MiB",
+			},
+			want: []Logged{
+				{Source: "load_tensors", Device: "ROCm0", Kind: "model", MiB: 3638.28, Printed: "3638.28"},
+				{Source: "llama_kv_cache", Device: "ROCm0", Kind: "kv", MiB: 10.5, Printed: "10.50"},
+			},
+		},
+		{
 			name: "one of each kind",
 			lines: []string{
 				"load_tensors:   CPU_Mapped model buffer size =  8135.02 MiB",

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -67,6 +68,27 @@ type ProbeOptions struct {
 	// domain whose bandwidth no specification gave (MeasureBandwidth in
 	// this package is the real one); nil leaves it unknown.
 	MeasureBandwidth func(context.Context) (gbps float64, how string, err error)
+	// Bandwidth, when set, keeps measured bandwidths between runs, keyed
+	// by the hardware (Hardware): a machine is measured once, and two
+	// runs on it plan with the same figure. Nil measures every time.
+	Bandwidth BandwidthStore
+	// Remeasure measures again even when Bandwidth holds a figure for
+	// this hardware, and keeps the new one.
+	Remeasure bool
+}
+
+// BandwidthStore keeps bandwidth measurements by hardware key.
+type BandwidthStore interface {
+	Load(hardware string) (Measured, bool)
+	Save(hardware string, m Measured)
+}
+
+// Measured is one bandwidth measurement: the figure, how it was taken and
+// when.
+type Measured struct {
+	GBps float64   `json:"gbps"`
+	How  string    `json:"how"`
+	When time.Time `json:"when"`
 }
 
 // Probe takes a snapshot of this machine. Each probe is small and
@@ -122,18 +144,55 @@ func Probe(ctx context.Context, opts ProbeOptions) (*Snapshot, error) {
 			if d.BandwidthGBps != 0 || (d.Kind != KindSystem && d.Kind != KindUnified) {
 				continue
 			}
-			gbps, how, err := opts.MeasureBandwidth(ctx)
+			got, err := measure(ctx, opts, m.hardware()+" domain "+d.ID)
 			if err != nil {
 				s.Notes = append(s.Notes, fmt.Sprintf("%s bandwidth unknown: %v", d.ID, err))
 				continue
 			}
-			d.BandwidthGBps, d.BandwidthSource = float64(int(gbps*10))/10, how
+			d.BandwidthGBps, d.BandwidthSource = got.GBps, got.How
 		}
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("hw: the probed snapshot is inconsistent (a bug): %w", err)
 	}
 	return s, nil
+}
+
+// measure returns the kept measurement for this hardware, or measures and
+// keeps it. The figure a run plans with is then the same run after run,
+// where a fresh measurement moves by tens of percent with what else the
+// machine is doing.
+func measure(ctx context.Context, opts ProbeOptions, hardware string) (Measured, error) {
+	kept := func(m Measured) Measured {
+		m.How = fmt.Sprintf("%s, on %s (kept until the hardware changes; --remeasure measures again)", m.How, m.When.Format("2006-01-02"))
+		return m
+	}
+	if opts.Bandwidth != nil && !opts.Remeasure {
+		if got, ok := opts.Bandwidth.Load(hardware); ok && got.GBps > 0 {
+			return kept(got), nil
+		}
+	}
+	gbps, how, err := opts.MeasureBandwidth(ctx)
+	if err != nil {
+		return Measured{}, err
+	}
+	got := Measured{GBps: float64(int(gbps*10)) / 10, How: how, When: opts.Now.UTC().Truncate(time.Second)}
+	if opts.Bandwidth == nil {
+		return got, nil
+	}
+	opts.Bandwidth.Save(hardware, got)
+	return kept(got), nil
+}
+
+// hardware names what a bandwidth measurement depends on: the CPU, the
+// size of system memory and the GPUs. A change to any of them (a new
+// DIMM, another card) makes a new key, and so a new measurement.
+func (m *machine) hardware() string {
+	parts := []string{"cpu " + m.host.cpu, fmt.Sprintf("ram %d", m.host.total)}
+	for _, g := range m.gpus {
+		parts = append(parts, fmt.Sprintf("gpu %s %s %d", g.vendor, g.name, g.total))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // machine is what the probes found, before it is shaped into a snapshot.

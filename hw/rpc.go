@@ -17,6 +17,9 @@ type Remote struct {
 	// Endpoint is host:port, as llama-server's --rpc takes it.
 	Endpoint string
 	Snapshot *Snapshot
+	// Probe, used when Snapshot is nil, is what the rpc-server itself
+	// reported over the RPC protocol (ProbeRPC).
+	Probe *RPCServerInfo
 }
 
 // Join returns the local machine with the devices of remote rpc-servers
@@ -45,6 +48,10 @@ func Join(local *Snapshot, remotes []Remote) (*Snapshot, error) {
 			if e == r.Endpoint {
 				return nil, fmt.Errorf("rpc endpoint %s is given twice", r.Endpoint)
 			}
+		}
+		if r.Snapshot == nil && r.Probe != nil {
+			n = joinProbe(&out, r.Endpoint, r.Probe, n)
+			continue
 		}
 		if r.Snapshot == nil {
 			return nil, fmt.Errorf("rpc endpoint %s: no snapshot of its host", r.Endpoint)
@@ -78,7 +85,7 @@ func Join(local *Snapshot, remotes []Remote) (*Snapshot, error) {
 			}
 			out.Devices = append(out.Devices, Device{
 				Name: "RPC" + strconv.Itoa(n), Backend: BackendRPC, Type: TypeGPU, Domain: id,
-				Description: r.Endpoint + " " + v.Name, Total: total, Free: free, MaxAlloc: v.MaxAlloc,
+				Description: r.Endpoint + " " + v.Name, Total: total, Free: free, MaxAlloc: v.MaxAlloc, Alignment: v.Alignment,
 				PhysicalID: r.Endpoint + "/" + v.Name, Source: "rpc-server " + r.Endpoint + ": " + v.Name + " of its snapshot",
 				Endpoint: r.Endpoint, RemoteIndex: i,
 			})
@@ -91,6 +98,44 @@ func Join(local *Snapshot, remotes []Remote) (*Snapshot, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// joinProbe adds the devices an rpc-server reported of itself, each with a
+// domain of its own (the protocol does not say which of a server's devices
+// share memory, nor whether a device is a GPU or the host's CPU, whose
+// report is the host's RAM), and returns the next global device number.
+func joinProbe(out *Snapshot, endpoint string, p *RPCServerInfo, n int) int {
+	src := fmt.Sprintf("rpc-server %s itself, over the RPC protocol (v%s): GET_DEVICE_MEMORY, GET_ALIGNMENT", endpoint, p.Version)
+	for _, d := range p.Devices {
+		id := endpoint + "/dev" + strconv.Itoa(d.Index)
+		free := int64(min(d.Free, 1<<62))
+		out.Domains = append(out.Domains, Domain{
+			ID: id, Kind: KindDevice, Description: fmt.Sprintf("%s device %d", endpoint, d.Index),
+			Capacity: int64(min(d.Total, 1<<62)), Free: &free, Source: src,
+		})
+		f := free
+		out.Devices = append(out.Devices, Device{
+			Name: "RPC" + strconv.Itoa(n), Backend: BackendRPC, Type: TypeGPU, Domain: id,
+			Description: fmt.Sprintf("%s device %d", endpoint, d.Index), Total: int64(min(d.Total, 1<<62)), Free: &f,
+			Alignment: int64(d.Alignment), Source: src, Endpoint: endpoint, RemoteIndex: d.Index,
+		})
+		n++
+	}
+	out.RPC = append(out.RPC, endpoint)
+	out.Notes = append(out.Notes, fmt.Sprintf("%s: %d device(s) as the rpc-server reported them (protocol %s; largest buffer %s)", endpoint, len(p.Devices), p.Version, maxSizes(p.Devices)))
+	return n
+}
+
+func maxSizes(ds []RPCDeviceInfo) string {
+	var out []string
+	for _, d := range ds {
+		if d.MaxSize >= 1<<62 {
+			out = append(out, "unbounded")
+		} else {
+			out = append(out, strconv.FormatUint(d.MaxSize>>20, 10)+" MiB")
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // exposedDevices are the devices rpc-server offers: every accelerator,

@@ -10,7 +10,7 @@ func TestJoin(t *testing.T) {
 	gpus, _ := LoadMachine("2x-rtx-3090")
 	cpuOnly, _ := LoadMachine("cpu-32")
 	mac, _ := LoadMachine("m4-max-128")
-	j, err := Join(local, []Remote{{"10.0.0.2:50052", gpus}, {"box:50052", cpuOnly}, {"[fe80::1]:50052", mac}})
+	j, err := Join(local, []Remote{{Endpoint: "10.0.0.2:50052", Snapshot: gpus}, {Endpoint: "box:50052", Snapshot: cpuOnly}, {Endpoint: "[fe80::1]:50052", Snapshot: mac}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestJoin(t *testing.T) {
 func TestJoinRejects(t *testing.T) {
 	local, _ := LoadMachine("rtx-4090")
 	gpus, _ := LoadMachine("2x-rtx-3090")
-	joined, err := Join(local, []Remote{{"10.0.0.2:50052", gpus}})
+	joined, err := Join(local, []Remote{{Endpoint: "10.0.0.2:50052", Snapshot: gpus}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestJoinRejects(t *testing.T) {
 		remotes []Remote
 		want    string
 	}{
-		{"no port", []Remote{{"10.0.0.2", gpus}}, "host:port"},
-		{"bad port", []Remote{{"10.0.0.2:99999", gpus}}, "port"},
-		{"twice", []Remote{{"h:1", gpus}, {"h:1", gpus}}, "twice"},
-		{"no snapshot", []Remote{{"h:1", nil}}, "no snapshot"},
-		{"a joined host", []Remote{{"h:1", joined}}, "does not forward"},
+		{"no port", []Remote{{Endpoint: "10.0.0.2", Snapshot: gpus}}, "host:port"},
+		{"bad port", []Remote{{Endpoint: "10.0.0.2:99999", Snapshot: gpus}}, "port"},
+		{"twice", []Remote{{Endpoint: "h:1", Snapshot: gpus}, {Endpoint: "h:1", Snapshot: gpus}}, "twice"},
+		{"no snapshot", []Remote{{Endpoint: "h:1", Snapshot: nil}}, "no snapshot"},
+		{"a joined host", []Remote{{Endpoint: "h:1", Snapshot: joined}}, "does not forward"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := Join(local, c.remotes); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -87,5 +87,49 @@ func TestJoinRejects(t *testing.T) {
 	bad.RPC = nil
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "does not list") {
 		t.Errorf("validate: %v", err)
+	}
+}
+
+// TestJoinProbe joins an rpc-server from what it reported of itself: each
+// device is its own domain, with the server's figures and alignment, and
+// says where they came from.
+func TestJoinProbe(t *testing.T) {
+	local, _ := LoadMachine("rtx-4090")
+	p := &RPCServerInfo{Endpoint: "10.0.0.3:50052", Version: RPCVersion{6, 0, 0}, Devices: []RPCDeviceInfo{
+		{Index: 0, Free: 20 << 30, Total: 24 << 30, Alignment: 128, MaxSize: ^uint64(0)},
+		{Index: 1, Free: 10 << 30, Total: 16 << 30, Alignment: 256, MaxSize: 1 << 30},
+	}}
+	gpus, _ := LoadMachine("2x-rtx-3090")
+	j, err := Join(local, []Remote{{Endpoint: "10.0.0.2:50052", Snapshot: gpus}, {Endpoint: p.Endpoint, Probe: p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name, domain string
+		index        int
+		total, free  int64
+		align        int64
+	}{
+		{"RPC2", "10.0.0.3:50052/dev0", 0, 24 << 30, 20 << 30, 128},
+		{"RPC3", "10.0.0.3:50052/dev1", 1, 16 << 30, 10 << 30, 256},
+	} {
+		var d *Device
+		for i := range j.Devices {
+			if j.Devices[i].Name == w.name {
+				d = &j.Devices[i]
+			}
+		}
+		if d == nil {
+			t.Fatalf("no %s in %+v", w.name, j.Devices)
+		}
+		if d.Domain != w.domain || d.RemoteIndex != w.index || d.Total != w.total || d.Free == nil || *d.Free != w.free || d.Alignment != w.align {
+			t.Errorf("%s: %+v", w.name, d)
+		}
+		if !strings.Contains(d.Source, "RPC protocol (v6.0.0)") || !strings.Contains(j.Domain(d.Domain).Source, "GET_DEVICE_MEMORY") {
+			t.Errorf("%s: source %q does not say the server reported it", w.name, d.Source)
+		}
+	}
+	if got := strings.Join(j.RPC, ","); got != "10.0.0.2:50052,10.0.0.3:50052" {
+		t.Errorf("rpc endpoints %s", got)
 	}
 }

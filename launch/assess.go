@@ -71,7 +71,11 @@ func (d *Deps) Assess(ctx context.Context, m *Model, o plan.SearchOptions) (*Ass
 	if d.Cache != nil {
 		d.Cache.Put(a.Key, a.Result)
 	}
-	d.say("assessing", "fits: %d slot(s) of %d tokens, %d GPU layers; flags %s", c.Profile.Parallel, c.CtxPerSlot, c.GPULayers, strings.Join(c.Flags, " "))
+	slots := "1 slot"
+	if c.Profile.Parallel != 1 {
+		slots = fmt.Sprintf("%d slots", c.Profile.Parallel)
+	}
+	d.say("assessing", "fits: %s of %d tokens, %d GPU layers; flags %s", slots, c.CtxPerSlot, c.GPULayers, strings.Join(c.Flags, " "))
 	return a, nil
 }
 

@@ -20,6 +20,9 @@ const (
 	KindRS      BufferKind = "rs"      // recurrent state
 	KindCompute BufferKind = "compute" // the scheduler's compute buffers
 	KindOutput  BufferKind = "output"  // the logits
+	// KindStaging is a buffer held only while the model loads (the read
+	// buffer of a load without mmap), never beside the compute buffers.
+	KindStaging BufferKind = "staging"
 )
 
 // Buffer is one allocation llama.cpp makes, named as its log names it.
@@ -35,8 +38,30 @@ type Buffer struct {
 	// may refuse one that size (set for KV caches: a layer's K or V
 	// tensor, which a device with a binding limit cannot run an op on).
 	Largest int64 `json:"largest_tensor_bytes,omitempty"`
-	// Note says how the figure was obtained when it is an estimate.
+	// Resident, where set, is how much of a buffer mapped from the file
+	// stays in memory once the load is done (CPU_Mapped: the tensors used
+	// in place); 0 means all of Bytes. See Buffer.ResidentBytes.
+	Resident int64 `json:"resident_bytes,omitempty"`
+	// Note says how the figure was obtained when it is an estimate, or
+	// what of a mapped buffer stays resident.
 	Note string `json:"note,omitempty"`
+}
+
+// ResidentBytes is what the buffer keeps in memory after the load, which
+// is what a memory domain is charged with. A buffer llama.cpp allocates
+// is resident whole. The CPU's mapped buffer spans the file from its
+// first to its last tensor used in place, but only those tensors' pages
+// are read again once loaded: the pages of weights that were repacked or
+// copied to a GPU, which lie between them, are read once at load and are
+// clean file pages the kernel reclaims (a 17.28 GiB Qwen3-30B-A3B Q4_K_M
+// mapped 17691 MiB and repacked 13432 MiB of it, and llama-server ran it
+// with 17.8 GB resident, 3.6 GB of it file-backed). Metal's mapped
+// buffer is wired whole, so it carries no Resident.
+func (b Buffer) ResidentBytes() int64 {
+	if b.Resident > 0 {
+		return b.Resident
+	}
+	return b.Bytes
 }
 
 // Result is the accountant's answer for one profile.
@@ -48,6 +73,12 @@ type Result struct {
 	// CPUMoE is the profile's --n-cpu-moe: the routed experts of the first
 	// CPUMoE layers live in system memory, wherever their layer runs.
 	CPUMoE int `json:"cpu_moe_layers,omitempty"`
+	// LoadStaging is memory the load needs beside every buffer and gives
+	// back once loaded: without mmap, llama.cpp reads each weight bound
+	// for a buffer the CPU cannot write directly (CPU_REPACK) into a
+	// read buffer of that weight's size, one at a time
+	// (llama_model_loader::load_all_data), so the largest such weight.
+	LoadStaging *Buffer `json:"load_staging,omitempty"`
 }
 
 // Account places the model on the CPU and GPUs and lists every buffer.
@@ -80,6 +111,8 @@ type modelPlacement struct {
 	// first replay of the placement (most placements a search weighs are
 	// never replayed).
 	homes map[string]home
+	// staging is Result.LoadStaging.
+	staging *Buffer
 }
 
 func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) (modelPlacement, error) {
@@ -87,7 +120,32 @@ func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) (modelPlace
 		return modelPlacement{}, err
 	}
 	layerDev := placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
-	return modelPlacement{layerDev: layerDev, weights: weights(m, p, cpu, gpus, layerDev)}, nil
+	return modelPlacement{layerDev: layerDev, weights: weights(m, p, cpu, gpus, layerDev),
+		staging: loadStaging(m, p, cpu, gpus, layerDev)}, nil
+}
+
+// loadStaging is the read buffer a load without mmap holds for the
+// largest weight bound for the CPU's repack buffer, which ggml cannot
+// read into directly (it is not a host buffer); nil under mmap, where the
+// repack reads from the mapped file. Weights for a GPU go through small
+// pinned buffers or the same kind of read buffer; they are not counted
+// yet.
+func loadStaging(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) *Buffer {
+	if p.Mmap {
+		return nil
+	}
+	ld := newLoader(m, p, cpu, gpus, layerDev)
+	var largest int64
+	for _, t := range m.Tensors {
+		if !t.Unused && ld.buffer(t).buft == "CPU_REPACK" {
+			largest = max(largest, int64(t.Size))
+		}
+	}
+	if largest == 0 {
+		return nil
+	}
+	return &Buffer{Device: cpu.Name, BufferType: "CPU", Kind: KindStaging, Bytes: largest,
+		Note: "during the load only: the read buffer of the largest weight that is repacked"}
 }
 
 // placeWith is Place with the model already placed (mp must come from
@@ -97,7 +155,7 @@ func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlac
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Context: ctx, CPUMoE: p.CPUMoE, LayerDevice: mp.layerDev}
+	r := &Result{Context: ctx, CPUMoE: p.CPUMoE, LayerDevice: mp.layerDev, LoadStaging: mp.staging}
 	r.Buffers = append(r.Buffers, mp.weights...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
@@ -126,30 +184,38 @@ func placeLayers(nLayer, ngl int, split []float64, gpus []Device, cpu string) []
 	}
 	start := max(nLayer+1-ngl, 0)
 	act := min(ngl, nLayer+1)
-	shares := make([]float64, len(gpus))
-	var sum float64
+	// llama.cpp's load_tensors works in float32, summing the shares
+	// before it divides: a layer exactly on a boundary (39 of 65 with
+	// five equal shares, 0.6f both ways) lands where float32 puts it,
+	// which float64 arithmetic on divided shares does not reproduce.
+	// A split of all zeros is the default split, by free memory.
+	given := slices.ContainsFunc(split, func(x float64) bool { return x != 0 })
+	cum := make([]float32, len(gpus))
+	var sum float32
 	for i := range gpus {
-		if i < len(split) {
-			shares[i] = split[i]
-		} else if len(split) == 0 {
-			shares[i] = float64(max(gpus[i].Free, 0))
+		var share float32
+		switch {
+		case given && i < len(split):
+			share = float32(split[i])
+		case !given:
+			share = float32(max(gpus[i].Free, 0))
 		}
-		sum += shares[i]
+		sum += share
+		cum[i] = sum
 	}
 	if sum == 0 {
-		for i := range shares {
-			shares[i] = 1
+		// No device reports memory: llama.cpp falls back on the host's
+		// for each, an equal split.
+		for i := range cum {
+			cum[i] = float32(i + 1)
 		}
-		sum = float64(len(shares))
+		sum = float32(len(cum))
 	}
-	cum := make([]float64, len(gpus))
-	acc := 0.0
-	for i, s := range shares {
-		acc += s / sum
-		cum[i] = acc
+	for i := range cum {
+		cum[i] /= sum
 	}
 	for il := start; il < start+act; il++ {
-		frac := float64(il-start) / float64(act)
+		frac := float32(il-start) / float32(act)
 		g := sort.Search(len(cum), func(i int) bool { return cum[i] > frac }) // upper_bound
 		g = min(g, len(gpus)-1)
 		out[il] = gpus[g].Name
@@ -193,6 +259,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 		dev, buft   string
 		shard       int
 		first, last int64
+		used        int64 // the bytes of the tensors in the span
 	}
 	var spans []span
 	mapped := func(t arch.Tensor, dev, buft string) {
@@ -200,10 +267,11 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 			if s := &spans[i]; s.dev == dev && s.buft == buft && s.shard == t.Shard {
 				s.first = min(s.first, t.FileOffset)
 				s.last = max(s.last, t.FileOffset+int64(t.Size))
+				s.used += int64(t.Size)
 				return
 			}
 		}
-		spans = append(spans, span{dev, buft, t.Shard, t.FileOffset, t.FileOffset + int64(t.Size)})
+		spans = append(spans, span{dev, buft, t.Shard, t.FileOffset, t.FileOffset + int64(t.Size), int64(t.Size)})
 	}
 
 	place := func(t arch.Tensor, k bufKey) {
@@ -261,7 +329,12 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	})
 	var out []Buffer
 	for _, s := range spans {
-		out = append(out, Buffer{Device: s.dev, BufferType: s.buft, Kind: KindModel, Bytes: s.last - s.first})
+		b := Buffer{Device: s.dev, BufferType: s.buft, Kind: KindModel, Bytes: s.last - s.first}
+		if s.buft == mappedCPU && s.used < b.Bytes {
+			b.Resident = s.used
+			b.Note = fmt.Sprintf("mapped span; %s of tensors used in place stay resident, the other %s (weights repacked or copied to a GPU) is read once at load as clean file pages", mib(s.used), mib(b.Bytes-s.used))
+		}
+		out = append(out, b)
 	}
 	host := hostGPU(gpus)
 	for _, s := range sums {

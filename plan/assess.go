@@ -30,6 +30,12 @@ type Assessment struct {
 	Breaches []hw.Breach    `json:"breaches,omitempty"`
 	// Fixes are changes to the profile that would make it fit.
 	Fixes []Fix `json:"fixes,omitempty"`
+	// LoadStaging is memory the load holds for a moment beside every
+	// buffer (Result.LoadStaging), counted in the verdict.
+	LoadStaging *Buffer `json:"load_staging,omitempty"`
+	// Warnings are what the verdict does not say: a context beyond the
+	// one the model was trained for.
+	Warnings []string `json:"warnings,omitempty"`
 	// Resolved is the context as llama.cpp would create it.
 	Resolved *Context `json:"-"`
 }
@@ -44,7 +50,15 @@ type Fix struct {
 
 // Apply returns the profile with the fix's flags applied.
 func (f Fix) Apply(p Profile) (Profile, error) {
-	for i := 0; i+1 < len(f.Flags); i += 2 {
+	for i := 0; i < len(f.Flags); i += 2 {
+		if f.Flags[i] == "--no-mmap" {
+			p.Mmap = false
+			i-- // a switch, no value
+			continue
+		}
+		if i+1 >= len(f.Flags) {
+			return p, fmt.Errorf("fix %v: %s has no value", f.Flags, f.Flags[i])
+		}
 		n, err := strconv.Atoi(f.Flags[i+1])
 		if err != nil {
 			return p, fmt.Errorf("fix %v: %q is not a number", f.Flags, f.Flags[i+1])
@@ -132,10 +146,16 @@ func Assess(m *arch.Model, archErr error, p Profile, s *hw.Snapshot) (*Assessmen
 	}
 	cpu, gpus := Devices(s)
 	a, err := assessOnce(m, p, s, cpu, gpus)
-	if err != nil || a.Verdict == Fits {
-		return a, err
+	if err != nil {
+		return nil, err
 	}
-	a.Fixes = fixes(m, p, s, cpu, gpus)
+	if c := a.Resolved; c != nil && m.CtxTrain > 0 && c.NCtxSeq > m.CtxTrain {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("%d cells per sequence is beyond the %d the model was trained for: llama.cpp warns of a possible training context overflow and answers degrade past it; -c %d keeps every slot within it",
+			c.NCtxSeq, m.CtxTrain, m.CtxTrain*c.NSeq))
+	}
+	if a.Verdict != Fits {
+		a.Fixes = fixes(m, p, s, cpu, gpus)
+	}
 	return a, nil
 }
 
@@ -158,13 +178,13 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 		if b.Model != "" {
 			kind = hw.ChargeAuxiliary // a projector or draft: auxiliary, whatever the buffer
 		}
-		charges = append(charges, hw.Charge{Device: b.Device, Kind: kind, Bytes: b.Bytes, Largest: b.Largest})
+		charges = append(charges, hw.Charge{Device: b.Device, Kind: kind, Bytes: b.ResidentBytes(), Largest: b.Largest})
 	}
 	t, err := s.Tally(charges)
 	if err != nil {
 		return nil, err
 	}
-	a := &Assessment{Domains: t.Domains, Buffers: r.Buffers, Breaches: t.Breaches, Resolved: &r.Context}
+	a := &Assessment{Domains: t.Domains, Buffers: r.Buffers, Breaches: t.Breaches, Resolved: &r.Context, LoadStaging: r.LoadStaging}
 	if t.Limiting != "" {
 		lim := t.Limiting
 		a.Limiting = &lim
@@ -173,6 +193,22 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 	for i := range t.Domains {
 		if t.Domains[i].ID == t.Limiting {
 			use = &t.Domains[i]
+		}
+	}
+	if t.Fits && r.LoadStaging != nil {
+		// What stays resident fits; the load's read buffer comes on top
+		// of it for a moment.
+		if d, err := s.DomainOf(r.LoadStaging.Device); err == nil {
+			for i := range t.Domains {
+				if u := &t.Domains[i]; u.ID == d.ID && u.Margin < r.LoadStaging.Bytes {
+					a.Verdict = DoesNotFit
+					a.Reason = fmt.Sprintf("does not fit while loading: %s keeps %s once loaded, but without mmap the load reads each repacked weight through a buffer of its size (%s for the largest), %s more than %s has",
+						u.ID, mib(u.Required), mib(r.LoadStaging.Bytes), mib(r.LoadStaging.Bytes-u.Margin), mib(u.Available))
+					lim := u.ID
+					a.Limiting = &lim
+					return a, nil
+				}
+			}
 		}
 	}
 	switch {
@@ -228,7 +264,13 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 	if ctx == 0 {
 		ctx = m.CtxTrain
 	}
-	lo, hi := 0, ctx/256 // in units of 256 cells
+	// A smaller context is offered only within what the model was
+	// trained for, per slot.
+	hi := ctx / 256
+	if m.CtxTrain > 0 {
+		hi = min(hi, m.CtxTrain*max(p.Parallel, 1)/256)
+	}
+	lo := 0 // in units of 256 cells
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		q := p
@@ -264,6 +306,17 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 		if lo >= 0 {
 			out = append(out, Fix{Flags: []string{"-ngl", strconv.Itoa(lo)},
 				Says: fmt.Sprintf("%d of %d layers on the GPU, the rest in system memory, fits at this context", lo, m.NLayer+1)})
+		}
+	}
+	if p.Mmap {
+		// Loading the weights instead of mapping the file keeps less
+		// resident where the mapped span holds more than the weights
+		// used from it (Metal wires the whole span).
+		q := p
+		q.Mmap = false
+		if fitsWith(q) {
+			out = append(out, Fix{Flags: []string{"--no-mmap"},
+				Says: "loading the weights instead of mapping the file fits: less of the file stays resident (a slower load)"})
 		}
 	}
 	if len(out) == 0 {

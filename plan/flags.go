@@ -118,7 +118,7 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 		out = append(out, line)
 	}
 	if line := rpcLine(c.Flags); line != "" {
-		out = append(out, line)
+		out = append(out, line, rpcHostsLine(c))
 	}
 	if o.Fixed.any() {
 		out = append(out, fmt.Sprintf("kept as given and checked: %s", o.Fixed.flags()))

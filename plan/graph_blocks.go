@@ -162,12 +162,16 @@ func (b *gb) rotate(x, rot *tensor, strided bool) *tensor {
 
 // norm is build_norm with LLM_NORM_RMS and a weight.
 func (b *gb) norm(x *tensor, weight string) *tensor {
-	return b.Mul(b.RMSNorm(x), b.weight(weight, x.Ne()[0]))
+	n := b.RMSNorm(x)
+	b.cbNorm(n, weight)
+	return b.Mul(n, b.weight(weight, x.Ne()[0]))
 }
 
 // layerNorm is build_norm with LLM_NORM and a weight (no bias).
 func (b *gb) layerNorm(x *tensor, weight string) *tensor {
-	return b.Mul(b.Norm(x), b.weight(weight, x.Ne()[0]))
+	n := b.Norm(x)
+	b.cbNorm(n, weight)
+	return b.Mul(n, b.weight(weight, x.Ne()[0]))
 }
 
 // ffnAct is build_ffn's activation and gating.

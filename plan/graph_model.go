@@ -22,7 +22,10 @@ type gb struct {
 	// copies made so far (ropeFactors).
 	layerDev  []string
 	ropeFreqs []*tensor
-	weights   map[string]*tensor // by name, see weight
+	// pinNorms: the graph callback pins each layer's norms to the
+	// layer's device (cbNorm).
+	pinNorms bool
+	weights  map[string]*tensor // by name, see weight
 	// shapes are the model's tensor shapes by name; builderFor builds
 	// them once for every graph a builder describes.
 	shapes map[string][]uint64

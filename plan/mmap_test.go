@@ -103,3 +103,56 @@ func TestPlanNoMmapOnMetal(t *testing.T) {
 		t.Errorf("no reason given for --no-mmap: %v", p2.Explain)
 	}
 }
+
+// fit's advice offers --no-mmap where the mapped span is what does not
+// fit (Metal keeps it all resident), and the fix applies.
+func TestFitOffersNoMmap(t *testing.T) {
+	m := outputFirst(t, model(t, "qwen3-8b", synth.Q4_K_M))
+	s, err := hw.LoadMachine("m4-16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Defaults()
+	p.GPULayers, p.Ctx, p.Parallel = 3, 32768, 1
+	a, err := Assess(m, nil, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Verdict != DoesNotFit {
+		t.Fatalf("mapped, 32768 cells: %s, want it short (the whole file mapped on Metal)", a.Reason)
+	}
+	var fix *Fix
+	for i := range a.Fixes {
+		if slices.Equal(a.Fixes[i].Flags, []string{"--no-mmap"}) {
+			fix = &a.Fixes[i]
+		}
+	}
+	if fix == nil {
+		t.Fatalf("no --no-mmap fix: %+v", a.Fixes)
+	}
+	q, err := fix.Apply(p)
+	if err != nil || q.Mmap {
+		t.Fatalf("apply %v: %+v %v", fix.Flags, q, err)
+	}
+	if b, _ := Assess(m, nil, q, s); b.Verdict != Fits {
+		t.Errorf("with --no-mmap: %s", b.Reason)
+	}
+	// On the CPU the pages of weights repacked from the mapped file are
+	// not charged, so mapping costs no more than loading: no such fix.
+	cpu, err := hw.LoadMachine("cpu-32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := model(t, "llama-3.1-70b", synth.Q4_K_M)
+	p = Defaults()
+	p.Ctx, p.Parallel = 131072, 1
+	a, err = Assess(big, nil, p, cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range a.Fixes {
+		if slices.Contains(f.Flags, "--no-mmap") {
+			t.Errorf("CPU: offered %v (%s)", f.Flags, f.Says)
+		}
+	}
+}

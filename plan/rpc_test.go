@@ -94,3 +94,53 @@ func TestPlanOverRPC(t *testing.T) {
 	}
 	t.Logf("alone: %v\njoined: %v", alone.Chosen.Flags, c.Flags)
 }
+
+// TestPlanOverSmallRPCHost plans Llama-3.1-8B Q4_K_M (4.6 GiB of weights)
+// on a CPU-only machine and an rpc-server whose one device reported 3 or
+// 6 GiB (figures smaller than any real card, so the split must matter):
+// the remote device gets only what leaves it the fit target, and the
+// explanation names the host that limits.
+func TestPlanOverSmallRPCHost(t *testing.T) {
+	m := model(t, "llama-3.1-8b", synth.Q4_K_M)
+	local, err := hw.LoadMachine("cpu-32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		remoteGiB uint64
+		all       bool // every layer fits on the remote device
+	}{
+		{"3 GiB host", 3, false},
+		{"6 GiB host", 6, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			probe := &hw.RPCServerInfo{Endpoint: "10.0.0.9:50052", Version: hw.RPCVersion{Major: 6}, Devices: []hw.RPCDeviceInfo{
+				{Index: 0, Free: c.remoteGiB << 30, Total: c.remoteGiB << 30, Alignment: 32, MaxSize: ^uint64(0)},
+			}}
+			joined, err := hw.Join(local, []hw.Remote{{Endpoint: probe.Endpoint, Probe: probe}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := DefaultSearch()
+			o.Parallel = 1
+			p, err := Search(m, joined, o)
+			if err != nil || p.Chosen == nil {
+				t.Fatalf("no plan: %v %v", err, p)
+			}
+			remote := "10.0.0.9:50052/dev0"
+			for _, d := range p.Chosen.Result.Domains {
+				if d.ID == remote && (d.Required <= 0 || d.Margin < o.FitTarget) {
+					t.Errorf("remote domain: %d MiB required, %d MiB left; want some layers and the fit target left", d.Required>>20, d.Margin>>20)
+				}
+			}
+			if all := p.Chosen.GPULayers > m.NLayer; all != c.all {
+				t.Errorf("%d layers on a %d GiB remote device; want all: %v", p.Chosen.GPULayers, c.remoteGiB, c.all)
+			}
+			if !slices.ContainsFunc(p.Explain, func(s string) bool { return strings.Contains(s, "the limiting one is") }) {
+				t.Errorf("the explanation does not name the limiting host: %v", p.Explain)
+			}
+			t.Logf("%v\n%s", p.Chosen.Flags, strings.Join(p.Explain, "\n"))
+		})
+	}
+}

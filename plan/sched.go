@@ -25,6 +25,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		Reorders:   map[string]bool{}, NoBroadcast3: map[string]bool{},
 		Buffers: map[string]ggml.BufferType{cpu.Name: {Align: cpuAlign}},
 		Offload: true, // llama.cpp's default
+		Copies:  schedCopies(m, p, gpus, layerDev),
 	}
 	if g := offloadGPU(gpus); g != nil {
 		o.OffloadTo = g.Name
@@ -49,7 +50,8 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		graphs = append(graphs, c.NSeq)
 	}
 	for _, tokens := range graphs {
-		b := &gb{Ctx: ggml.NewCtx(mem), cpu: cpu.Name, homes: homes, kvDev: kv, layerDev: layerDev}
+		b := &gb{Ctx: ggml.NewCtx(mem), cpu: cpu.Name, homes: homes, kvDev: kv, layerDev: layerDev,
+			pinNorms: tokens < 32 || fullOffload(m, p)}
 		g := build(m, c, tokens, b)
 		b.Done()
 		for dev, n := range o.Measure(g) {

@@ -127,9 +127,20 @@ func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	if o.Headless {
 		s = s.Headless()
 	}
+	// A context past the trained one is capped: llama.cpp would load it,
+	// warning of a training context overflow, and answers past the
+	// trained length degrade.
+	var capped string
+	if slots := max(o.Parallel, 1); m.CtxTrain > 0 && o.Fixed.Ctx > m.CtxTrain*slots {
+		capped = fmt.Sprintf("-c %d is capped at %d: %d slots of the %d cells the model was trained for", o.Fixed.Ctx, m.CtxTrain*slots, slots, m.CtxTrain)
+		o.Fixed.Ctx = m.CtxTrain * slots
+	}
 	p, err := search(m, s, o)
 	if err != nil {
 		return nil, err
+	}
+	if capped != "" {
+		p.Explain = append([]string{capped}, p.Explain...)
 	}
 	if p.Chosen == nil && o.Fixed.any() {
 		free := o
@@ -266,6 +277,9 @@ func better(a, b Candidate, goal string, ceiling int) bool {
 	case GoalContext:
 		if a.CtxPerSlot != b.CtxPerSlot {
 			return a.CtxPerSlot > b.CtxPerSlot
+		}
+		if w, ok := moreOnGPU(); ok {
+			return w
 		}
 	default:
 		if w, ok := moreOnGPU(); ok {

@@ -55,7 +55,7 @@ func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
 	}
 	var out []Candidate
 	for _, lc := range r.layerChoices(ngl, moeFirst) {
-		if c, ok := r.mostContext(lc); ok {
+		if c, ok := r.mostContext(lc, ngl); ok {
 			out = append(out, c)
 		}
 	}
@@ -242,12 +242,22 @@ func (r *cacheRun) layerChoices(ngl int, moeFirst *layers) []layers {
 }
 
 // mostContext is the candidate of placement lc with the most context per
-// slot that fits (the minimum for the speed goal or a fixed context).
-func (r *cacheRun) mostContext(lc layers) (Candidate, bool) {
+// slot that fits (the minimum for the speed goal or a fixed context); most
+// is the most layers that fit at the minimum context.
+func (r *cacheRun) mostContext(lc layers, most int) (Candidate, bool) {
 	perSlot := r.minCtx
 	if r.o.Goal != GoalSpeed && r.o.Fixed.Ctx == 0 {
 		perSlot = 256 * bisectMost(r.minCtx/256, r.ceiling/256, func(n int) bool {
 			_, _, ok := r.eval(lc.ngl, lc.moe, n*256)
+			return ok
+		})
+	}
+	if r.o.Goal == GoalContext && lc == (layers{0, 0}) && most > 0 {
+		// The most context was found with every layer in system memory;
+		// keep on the GPUs as many layers as fit beside it (fewer layers
+		// never need more GPU memory: bisection).
+		lc.ngl = bisectMost(0, most, func(n int) bool {
+			_, _, ok := r.eval(n, 0, perSlot)
 			return ok
 		})
 	}

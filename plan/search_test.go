@@ -201,3 +201,63 @@ func TestSearchFixed(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchGoalContext: the most context first, then as many GPU layers
+// as fit beside it, never -ngl 0 where a layer fits at the same context.
+func TestSearchGoalContext(t *testing.T) {
+	m70 := model(t, "llama-3.1-70b", synth.Q4_K_M)
+	m8 := model(t, "llama-3.1-8b", synth.Q4_K_M)
+	for _, c := range []struct {
+		machine string
+		m       *arch.Model
+		name    string
+	}{{"rtx-4090", m70, "70B"}, {"rtx-3060-12", m70, "70B"}, {"rtx-3060-12", m8, "8B"}} {
+		s, err := hw.LoadMachine(c.machine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := DefaultSearch()
+		o.Goal, o.Parallel = GoalContext, 1
+		p, err := Search(c.m, s, o)
+		if err != nil || p.Chosen == nil {
+			t.Fatalf("%s on %s: %v %v", c.name, c.machine, err, p)
+		}
+		got := p.Chosen
+		more := got.Profile
+		more.GPULayers = got.GPULayers + 1
+		if got.GPULayers >= c.m.NLayer+1 {
+			continue
+		}
+		a, err := Assess(c.m, nil, more, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Verdict == Fits && minMargin(a) >= o.FitTarget {
+			t.Errorf("%s on %s, --goal context: chose %v, but -ngl %d fits at the same context", c.name, c.machine, got.Flags, more.GPULayers)
+		}
+		if got.GPULayers == 0 {
+			t.Errorf("%s on %s, --goal context: -ngl 0 (%v)", c.name, c.machine, got.Flags)
+		}
+	}
+}
+
+// A -c past the trained context is capped in the plan, and it says so.
+func TestSearchCapsTrainedContext(t *testing.T) {
+	m := model(t, "qwen3-8b", synth.Q4_K_M)
+	s, err := hw.LoadMachine("cpu-32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultSearch()
+	o.Parallel, o.Fixed.Ctx = 2, 1000000
+	p, err := Search(m, s, o)
+	if err != nil || p.Chosen == nil {
+		t.Fatalf("%v %+v", err, p)
+	}
+	if p.Chosen.Profile.Ctx != 2*40960 || p.Chosen.CtxPerSlot > 40960 {
+		t.Errorf("chose %v (%d per slot), want -c %d", p.Chosen.Flags, p.Chosen.CtxPerSlot, 2*40960)
+	}
+	if len(p.Explain) == 0 || !strings.HasPrefix(p.Explain[0], "-c 1000000 is capped at 81920") {
+		t.Errorf("explain %q", p.Explain)
+	}
+}

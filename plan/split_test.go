@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -57,4 +58,34 @@ func TestSplitFillsBackToFront(t *testing.T) {
 		}
 	}
 	t.Logf("plan %v; llama.cpp fit rules: %d layers at %d cells", c.Flags, fit.GPULayers, fit.Ctx)
+}
+
+// llama.cpp places layers with float32 arithmetic on summed shares: with
+// five equal GPUs and 65 layers, layer 39 sits exactly on the third
+// boundary (39/65 = 0.6f = 3F/5F) and goes to the fourth GPU, so the
+// GPUs hold 13 layers each (as a five-MI50 log shows: 13 KV layers on
+// each of the first four, 12 and the output on the last).
+func TestPlaceLayersFloat32Boundary(t *testing.T) {
+	var gpus []Device
+	for i := range 5 {
+		gpus = append(gpus, Device{Name: fmt.Sprintf("ROCm%d", i), Free: 32752 << 20})
+	}
+	out := placeLayers(64, -1, nil, gpus, "CPU")
+	count := map[string]int{}
+	for _, d := range out {
+		count[d]++
+	}
+	for i := range 5 {
+		if n := count[fmt.Sprintf("ROCm%d", i)]; n != 13 {
+			t.Errorf("ROCm%d holds %d layers, want 13 (%v)", i, n, count)
+		}
+	}
+	if out[39] != "ROCm3" {
+		t.Errorf("layer 39 on %s, want ROCm3", out[39])
+	}
+	// A split of zeros is the default split, by free memory.
+	gpus[0].Free = 3 * gpus[1].Free
+	if a, b := placeLayers(64, -1, []float64{0, 0, 0, 0, 0}, gpus, "CPU"), placeLayers(64, -1, nil, gpus, "CPU"); !slices.Equal(a, b) {
+		t.Errorf("-ts 0,0,0,0,0 places %v, the default split %v", a, b)
+	}
 }

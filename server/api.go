@@ -2,9 +2,7 @@ package server
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -21,7 +19,20 @@ func cacheTypes() []string {
 }
 
 // capabilities are the ones catalog entries declare.
-func capabilities() []string { return []string{"tools", "vision", "reasoning", "embedding"} }
+func capabilities() []string { return catalog.Capabilities() }
+
+// presets lists the machines a request may name with machine=, for the
+// panel's picker.
+func (s *server) presets(w http.ResponseWriter, r *http.Request) error {
+	// The panel sends its machine with every request; it changes nothing.
+	if _, err := parseQuery(r, "machine"); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Presets []hw.PresetInfo `json:"presets"`
+	}{hw.Presets()})
+	return nil
+}
 
 func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
 	q, err := parseQuery(r, "machine")
@@ -188,7 +199,7 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o := catalog.DefaultOptions()
-	o.Goal = q.oneOf("goal", o.Goal, catalog.GoalQuality, catalog.GoalSpeed, catalog.GoalBalanced, catalog.GoalContext)
+	o.Goal = q.oneOf("goal", o.Goal, catalog.Goals()...)
 	o.MinCtx = q.intIn("min_ctx", o.MinCtx, 256, maxCtx)
 	o.Parallel = q.intIn("parallel", o.Parallel, 1, 256)
 	o.Capabilities = q.list("capability", capabilities()...)
@@ -212,9 +223,7 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func licenses(c *catalog.Catalog) []string {
-	return slices.Sorted(maps.Keys(c.Licenses))
-}
+func licenses(c *catalog.Catalog) []string { return c.LicenseIDs() }
 
 // gib formats bytes for a sentence.
 func gib(n int64) string {

@@ -83,6 +83,7 @@ func TestErrors(t *testing.T) {
 		{"capability", bare, "GET", "/api/recommend?capability=tools,flying", "", "", false, 400, "invalid_request_error", "flying"},
 		{"license", bare, "GET", "/api/recommend?license=proprietary", "", "", false, 400, "invalid_request_error", "proprietary"},
 		{"unknown parameter", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&gpu=1", "", "", false, 400, "invalid_request_error", `unknown parameter "gpu"`},
+		{"presets take no filter", bare, "GET", "/api/presets?goal=speed", "", "", false, 400, "invalid_request_error", `"goal"`},
 		{"unknown parameter on models", bare, "GET", "/v1/models?limit=3", "", "", false, 400, "invalid_request_error", `"limit"`},
 		{"unknown parameter on hw", bare, "GET", "/api/hw?preset=rtx-4090", "", "", false, 400, "invalid_request_error", `"preset"`},
 		{"parameter twice", bare, "GET", "/api/hw?machine=rtx-4090&machine=cpu-32", "", "", false, 400, "invalid_request_error", "2 times"},
@@ -351,5 +352,23 @@ func TestFitExpertsInRAM(t *testing.T) {
 	get(base, &without)
 	if with.Verdict != plan.Fits || without.Verdict != plan.DoesNotFit {
 		t.Errorf("with ncmoe=%d: %s (%s); without: %s", c.CPUMoE, with.Verdict, with.Reason, without.Verdict)
+	}
+}
+
+// TestPresets lists the machines the panel's picker offers: every preset
+// hw knows, with its summary.
+func TestPresets(t *testing.T) {
+	status, _, body := do(t, newTestHandler(t, nil), "GET", "/api/presets", "", nil)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	var got struct {
+		Presets []hw.PresetInfo `json:"presets"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := hw.Presets(); len(got.Presets) != len(want) || len(want) == 0 || got.Presets[0] != want[0] {
+		t.Errorf("presets %v, want hw's %v", got.Presets, want)
 	}
 }

@@ -213,6 +213,14 @@ func TestPanel(t *testing.T) {
 			}
 			t.Logf("dump-dom and screenshot in %v", time.Since(start).Round(time.Millisecond))
 			dom := string(out)
+			// The machine picker offers the presets, and the legend says
+			// how many slots every plan runs and how far off the speed
+			// estimates have been.
+			for _, want := range []string{`<option value="cpu-32"`, `<span id="rec-slots">2</span>`, "calibrated figures were -6%..+23% off published"} {
+				if !strings.Contains(dom, want) {
+					t.Errorf("the page lacks %q", want)
+				}
+			}
 
 			if !readyBody.MatchString(dom) {
 				t.Fatalf("body never got data-ready=1:\n%s", tail(dom, 3000))
@@ -282,8 +290,10 @@ func checkPreset(t *testing.T, base, model, query string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := getJSON[planAnswer](t, base+"/api/plan?"+url.Values{"machine": {"rtx-4090"}, "model": {model}, "parallel": {"1"}}.Encode())
-	want := url.Values{"model": {model}, "machine": {"rtx-4090"}, "ngl": {"all"}, "parallel": {"1"}, "ctx": {"4096"}}
+	// The panel asks for the default slots, as the CLI plans them.
+	p := getJSON[planAnswer](t, base+"/api/plan?"+url.Values{"machine": {"rtx-4090"}, "model": {model}}.Encode())
+	slots := plan.DefaultSearch().Parallel
+	want := url.Values{"model": {model}, "machine": {"rtx-4090"}, "ngl": {"all"}, "parallel": {strconv.Itoa(slots)}, "ctx": {strconv.Itoa(4096 * slots)}}
 	if c := p.Chosen; c != nil {
 		want.Set("parallel", strconv.Itoa(c.Profile.Parallel))
 		want.Set("ctx", strconv.Itoa(c.CtxPerSlot*c.Profile.Parallel))

@@ -1,7 +1,8 @@
 // Package server is headroom's local HTTP API and web panel.
 //
 // The API answers the questions the CLI answers, in the same JSON shapes as
-// its --json output: the machine (/api/hw), whether a model fits
+// its --json output: the machine (/api/hw; /api/presets lists the machines
+// a request may name instead of this one), whether a model fits
 // (/api/fit), how to run it (/api/plan) and what to run (/api/recommend).
 // /v1/models lists every catalog variant the way OpenAI-compatible clients
 // expect, with the ones this machine cannot run present but disabled, so
@@ -92,6 +93,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/hw", route(http.MethodGet, s.hw))
+	mux.Handle("/api/presets", route(http.MethodGet, s.presets))
 	mux.Handle("/api/fit", route(http.MethodGet, s.fit))
 	mux.Handle("/api/plan", route(http.MethodGet, s.plan))
 	mux.Handle("/api/recommend", route(http.MethodGet, s.recommend))

@@ -146,7 +146,8 @@ type Artifact struct {
 	Revision string `json:"revision,omitempty"`
 	// Commit is the 40-hex commit the revision resolved to.
 	Commit string `json:"commit,omitempty"`
-	// QuantTag is the quantization named by the first file's name.
+	// QuantTag is the quantization the header declares (general.file_type),
+	// else the one the first file's name carries.
 	QuantTag string `json:"quant_tag,omitempty"`
 	// Files are the model's files; all shards, in order, for a split model.
 	Files []ArtifactFile `json:"files"`

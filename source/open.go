@@ -158,6 +158,9 @@ func (o *op) finish(a *Artifact, files []*gguf.File) (*Header, error) {
 	if err != nil {
 		return nil, fmt.Errorf("joining the files of %s: %w", a.Ref, err)
 	}
+	if tag := FileTypeTag(m); tag != "" {
+		a.QuantTag = tag
+	}
 	return &Header{Artifact: a, Model: m}, nil
 }
 

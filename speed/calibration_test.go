@@ -197,19 +197,16 @@ func TestCalibrationModelSizes(t *testing.T) {
 	}
 }
 
-// TestCalibration estimates every published point and holds each backend
-// to the error bound it reports; held-out points to a looser bound. The
+// TestCalibration estimates every published point and holds it to the
+// error range its backend reports; held-out points also to ±15%. The
 // table is testdata/calibration.golden (go test ./speed -update).
 func TestCalibration(t *testing.T) {
 	points := estimateAll(t)
 	const heldOutBound = 15.0
 	for _, c := range points {
-		bound := heldOutBound
-		if c.Fit {
-			bound = backends[c.Backend].ErrorPct
-		}
-		if math.Abs(c.errPct) > bound {
-			t.Errorf("%s %s %s: estimated %.2f tok/s, published %.2f: %+.1f%%, bound ±%.0f%%", c.Chip, c.Quant, c.Backend, c.est, c.TG, c.errPct, bound)
+		p := backends[c.Backend]
+		if c.errPct < p.ErrorLowPct || c.errPct > p.ErrorHighPct || !c.Fit && math.Abs(c.errPct) > heldOutBound {
+			t.Errorf("%s %s %s: estimated %.2f tok/s, published %.2f: %+.1f%%, outside %+g%%..%+g%%", c.Chip, c.Quant, c.Backend, c.est, c.TG, c.errPct, p.ErrorLowPct, p.ErrorHighPct)
 		}
 	}
 	table := calibrationTable(points)
@@ -432,4 +429,43 @@ func median(x []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// leftOutRange is, per calibrated backend, the lowest and highest signed
+// error of its estimate on points its parameters were not fitted on:
+// each fitted point predicted by a refit without it, and every held-out
+// point as estimated.
+func leftOutRange(points []calibrated) map[string][2]float64 {
+	loo, _ := leftOut(points)
+	out := map[string][2]float64{}
+	for i := range points {
+		c := &points[i]
+		e, ok := loo[c]
+		if !c.Fit {
+			e, ok = c.errPct, true
+		}
+		if !ok {
+			continue
+		}
+		r, seen := out[c.Backend]
+		if !seen {
+			r = [2]float64{e, e}
+		}
+		out[c.Backend] = [2]float64{math.Min(r[0], e), math.Max(r[1], e)}
+	}
+	return out
+}
+
+// TestLeftOutRange holds the error range params.go states for each
+// calibrated backend to the one the calibration data gives, rounded
+// outward to whole percent.
+func TestLeftOutRange(t *testing.T) {
+	for name, r := range leftOutRange(estimateAll(t)) {
+		p := backends[name]
+		lo, hi := math.Floor(r[0]), math.Ceil(r[1])
+		t.Logf("%s: left-out errors from %+.1f%% to %+.1f%%; params.go states %+g%%..%+g%%", name, r[0], r[1], p.ErrorLowPct, p.ErrorHighPct)
+		if !p.Calibrated || p.ErrorLowPct != lo || p.ErrorHighPct != hi {
+			t.Errorf("%s: params.go states %+g%%..%+g%%, the data gives %+g%%..%+g%%", name, p.ErrorLowPct, p.ErrorHighPct, lo, hi)
+		}
+	}
 }

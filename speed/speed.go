@@ -37,10 +37,13 @@ type Result struct {
 	// published figure.
 	PrefillTPS *float64 `json:"prefill_tokens_per_s"`
 	// Calibrated is true when every device that does work runs a backend
-	// whose parameters were fitted to published results; ErrorPct is then
-	// the largest calibration error among those backends.
-	Calibrated bool    `json:"calibrated"`
-	ErrorPct   float64 `json:"error_pct,omitempty"`
+	// whose parameters were fitted to published results. ErrorLowPct and
+	// ErrorHighPct then span the errors of those backends on published
+	// points they were not fitted on (Backend): the estimate has been
+	// that far below or above what llama-bench measured.
+	Calibrated   bool    `json:"calibrated"`
+	ErrorLowPct  float64 `json:"error_low_pct,omitempty"`
+	ErrorHighPct float64 `json:"error_high_pct,omitempty"`
 	// BytesPerToken is the total over devices.
 	BytesPerToken int64          `json:"bytes_per_token"`
 	Devices       []DeviceResult `json:"devices"`
@@ -143,7 +146,8 @@ func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Res
 			res.Calibrated = false
 		}
 		if busy && d.Calibrated {
-			res.ErrorPct = math.Max(res.ErrorPct, backends[d.Backend].ErrorPct)
+			res.ErrorLowPct = math.Min(res.ErrorLowPct, backends[d.Backend].ErrorLowPct)
+			res.ErrorHighPct = math.Max(res.ErrorHighPct, backends[d.Backend].ErrorHighPct)
 		}
 		if d.ActiveParams > 0 {
 			if d.PeakTFLOPS > 0 {
@@ -164,7 +168,7 @@ func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Res
 		res.Assumptions = append(res.Assumptions, fmt.Sprintf("%s: efficiency %.3f, %.4f ms per layer per token; %s", b, p.Efficiency, p.LayerOverheadMs, p.Source))
 	}
 	if !res.Calibrated {
-		res.ErrorPct = 0
+		res.ErrorLowPct, res.ErrorHighPct = 0, 0
 		res.Assumptions = append(res.Assumptions, "some work runs on a backend without calibration data: the decode figure rests on stated priors and has no error bound")
 	}
 	if decodeKnown && total > 0 {

@@ -197,8 +197,8 @@ func TestPartialOffload(t *testing.T) {
 	if cpu.TimeShare < 0.8 || math.Abs(cpu.TimeShare+gpu.TimeShare-1) > 1e-9 {
 		t.Errorf("time shares %.3f + %.3f", cpu.TimeShare, gpu.TimeShare)
 	}
-	if res.Calibrated || res.ErrorPct != 0 {
-		t.Errorf("CPU layers run on an uncalibrated backend, yet calibrated=%v error=%v", res.Calibrated, res.ErrorPct)
+	if res.Calibrated || res.ErrorLowPct != 0 || res.ErrorHighPct != 0 {
+		t.Errorf("CPU layers run on an uncalibrated backend, yet calibrated=%v error %v..%v", res.Calibrated, res.ErrorLowPct, res.ErrorHighPct)
 	}
 	if res.PrefillTPS != nil {
 		t.Errorf("prefill %.0f with CPU layers, which have no compute figure", *res.PrefillTPS)
@@ -354,7 +354,7 @@ func TestJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"decode_tokens_per_s":`, `"prefill_tokens_per_s":null`, `"bytes_per_token":`,
-		`"time_share":`, `"bandwidth_gbps":120`, `"calibrated":true`, `"error_pct":7`} {
+		`"time_share":`, `"bandwidth_gbps":120`, `"calibrated":true`, `"error_low_pct":-12`, `"error_high_pct":8`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, data)
 		}

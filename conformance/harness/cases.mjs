@@ -12,6 +12,12 @@
 //   cacheK/cacheV "f16" or "q8_0"
 //   mmap          true/false
 //   swaFull       full-size SWA caches (node-llama-cpp's swaFullCache)
+//   rpc           llama-server driver only: start this many rpc-servers on
+//                 loopback ports and pass them with --rpc (CPU build; each
+//                 server's device is its CPU backend); gpuLayers then
+//                 counts layers on the rpc devices
+//   tensorSplit   -ts, one figure per device in llama.cpp's order (the
+//                 rpc devices, in --rpc order)
 
 import fs from "node:fs";
 
@@ -21,7 +27,8 @@ const base = {
 };
 
 export function caseId(c) {
-    const dev = c.backend === "cpu" ? "cpu" : `vk${c.gpuLayers >= 999 ? "all" : c.gpuLayers}`;
+    const ngl = c.gpuLayers >= 999 ? "all" : c.gpuLayers;
+    const dev = c.rpc ? `rpc${c.rpc}n${ngl}.ts${c.tensorSplit.join("x")}` : c.backend === "cpu" ? "cpu" : `vk${ngl}`;
     const parts = [
         c.shape, c.quant, dev, `c${c.contextSize}x${c.sequences}`,
         c.flashAttention === "auto" ? "faauto" : c.flashAttention ? "fa" : "nofa",
@@ -42,6 +49,10 @@ function sweep(shape, quant, profiles) {
 }
 
 const vk = (gpuLayers, extra = {}) => ({backend: "vulkan", gpuLayers, ...extra});
+
+// rpc is a load over llama.cpp's RPC backend: servers rpc-servers on this
+// machine, layers split over them by tensorSplit.
+const rpc = (servers, tensorSplit, gpuLayers, extra = {}) => ({backend: "cpu", rpc: servers, tensorSplit, gpuLayers, ...extra});
 
 // The many-profile sweeps run on small files (a few hundred MiB), where a
 // CPU load takes seconds; the big shapes get a few profiles for scale.
@@ -252,6 +263,28 @@ export const cases = [
         vk(999),
         {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
     ]),
+
+    // Over llama.cpp's RPC backend: two or three rpc-servers on loopback
+    // ports, every layer on them (pipeline parallelism: the scheduler keeps
+    // four copies of every input) or some left on this machine's CPU.
+    ...sweep("qwen3-0.6b", "Q8_0", [
+        rpc(2, [1, 1], 999),
+        rpc(2, [1, 1], 999, {flashAttention: true}),
+        rpc(2, [3, 1], 20),
+        rpc(3, [1, 1, 1], 999, {contextSize: 8192, flashAttention: true}),
+        rpc(2, [1, 1], 999, {mmap: false})
+    ]),
+    ...sweep("llama-3.2-1b", "Q8_0", [
+        rpc(2, [1, 1], 999, {sequences: 4}),
+        rpc(2, [2, 1], 999, {flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"})
+    ]),
+    ...sweep("tinyllama-1.1b", "Q4_K_M", [rpc(2, [1, 1], 12)]),
+    ...sweep("gemma-3-1b", "Q8_0", [
+        rpc(2, [1, 1], 999),
+        rpc(2, [1, 1], 999, {flashAttention: true, sequences: 4})
+    ]),
+    ...sweep("gemma-2-2b", "Q8_0", [rpc(3, [1, 1, 1], 999, {flashAttention: true})]),
+    ...sweep("qwen1.5-moe-a2.7b", "Q4_K_M", [rpc(2, [1, 1], 999, {flashAttention: true})]),
 
     // Profiles that headroom plan chose for the llvmpipe machine
     // (conformance/testdata/llvmpipe-machine.json); planned_test.go writes

@@ -24,6 +24,7 @@ import {execFileSync, spawnSync} from "node:child_process";
 import {fileURLToPath} from "node:url";
 import {parseLog} from "./parse.mjs";
 import {serveOnce, serverArgs} from "./serve.mjs";
+import {rpcServerBin, startRPCServers} from "./rpc.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../..");
@@ -200,7 +201,18 @@ async function measureServer(c, file) {
     if (c.backend === "vulkan")
         env.GGML_VK_VISIBLE_DEVICES = "0";
     const flags = serverArgs(c);
-    const r = await serveOnce({bin: eng.bin, modelPath: file.path, args: flags, env});
+    let servers = null;
+    if (c.rpc) {
+        servers = await startRPCServers(rpcServerBin(path.dirname(eng.bin)), c.rpc, {env});
+        // headroom's flags end with --rpc (plan/flags.go rpcFlags).
+        flags.push("--rpc", servers.endpoints.join(","));
+    }
+    let r;
+    try {
+        r = await serveOnce({bin: eng.bin, modelPath: file.path, args: flags, env});
+    } finally {
+        await servers?.stop();
+    }
     if (!r.ok)
         throw new Error(`llama-server: ${r.error}\n${r.lines.slice(-15).map((l) => l.text).join("\n")}`);
     const parsed = parsedLoad(c, r.lines);
@@ -226,7 +238,10 @@ async function measureServer(c, file) {
             llama_cpp_source_commit: engineCommit,
             backend: c.backend,
             gpu_devices: gpuNames.map((name) => ({name, total_bytes: null})),
-            system_info: (/CPU : .*$/.exec(sysLine)?.[0] ?? sysLine).trim()
+            system_info: (/CPU : .*$/.exec(sysLine)?.[0] ?? sysLine).trim(),
+            // Each rpc-server's own banner: protocol version, the device it
+            // serves and the memory that device reports.
+            rpc_servers: servers ? servers.banners() : undefined
         },
         figures: parsed.figures,
         print_info: parsed.printInfo,
@@ -253,7 +268,8 @@ function caseInputs(c, file) {
         profile: {
             backend: c.backend, gpu_layers: c.gpuLayers, context_size_per_seq: c.contextSize, sequences: c.sequences,
             flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
-            mmap: c.mmap, swa_full: c.swaFull ?? false
+            mmap: c.mmap, swa_full: c.swaFull ?? false,
+            rpc_servers: c.rpc || undefined, tensor_split: c.tensorSplit
         }
     };
 }
@@ -261,11 +277,13 @@ function caseInputs(c, file) {
 // parsedLoad parses a load's log and refuses one whose figures are
 // incomplete or that never reached the Vulkan device it was meant for.
 function parsedLoad(c, lines) {
-    const parsed = parseLog(lines, {gpu: c.backend !== "cpu"});
+    const parsed = parseLog(lines, {gpu: c.backend !== "cpu" || !!c.rpc});
     if (parsed.errors.length)
         throw new Error(parsed.errors.join("\n"));
     if (c.backend === "vulkan" && !parsed.figures.layers.some((l) => l.device.startsWith("Vulkan")) && c.gpuLayers > 0)
         throw new Error("vulkan case but no layer went to a Vulkan device (is GGML_VK_VISIBLE_DEVICES set, is mesa-vulkan-drivers installed?)");
+    if (c.rpc && c.gpuLayers > 0 && !parsed.figures.layers.some((l) => l.device.startsWith("RPC")))
+        throw new Error("rpc case but no layer went to an RPC device");
     return parsed;
 }
 

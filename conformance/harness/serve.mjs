@@ -13,7 +13,8 @@ import net from "node:net";
 // that every golden's recorded command is exactly that).
 export function serverArgs(c) {
     const nCtx = c.contextSize * c.sequences;
-    const ngl = c.backend === "cpu" ? "0" : c.gpuLayers >= 999 ? "all" : String(c.gpuLayers);
+    // An RPC case offloads to the rpc-servers' devices from the CPU build.
+    const ngl = c.backend === "cpu" && !c.rpc ? "0" : c.gpuLayers >= 999 ? "all" : String(c.gpuLayers);
     const f = ["-c", String(nCtx), "-np", String(c.sequences), "-ngl", ngl, "--fit", "off"];
     // llama-server's defaults are -b 2048 -ub 512; a case's batchSize is
     // the micro-batch, which sizes the compute graph.
@@ -31,6 +32,8 @@ export function serverArgs(c) {
         f.push("-ctk", c.cacheK);
     if (c.cacheV !== "f16")
         f.push("-ctv", c.cacheV);
+    if (c.tensorSplit)
+        f.push("-ts", c.tensorSplit.join(","));
     if (!c.mmap)
         f.push("--no-mmap");
     if (c.swaFull)
@@ -66,14 +69,20 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // serveOnce returns {ok, error, lines, completion, timings_ms}. lines are
 // {phase, level, text} as the library harness records them: phase "load"
 // until the server is ready, "serve" for the completion, "stop" after.
-export async function serveOnce({bin, modelPath, args, env, timeoutMs = 600_000}) {
+// wrap, when given, is a command that execs llama-server (its argv
+// follows), as residency.mjs uses to start it inside a memory cgroup;
+// probe(pid) runs after the completion and its answer is kept as
+// result.probe.
+export async function serveOnce({bin, modelPath, args, env, timeoutMs = 600_000, wrap = [], nPredict = 1, probe = null}) {
     const port = await freePort();
     const argv = ["-m", modelPath, "--host", "127.0.0.1", "--port", String(port), "-lv", "5", ...args];
     const lines = [];
     let phase = "load";
     const t0 = Date.now();
     const timings_ms = {};
-    const child = spawn(bin, argv, {env, stdio: ["ignore", "pipe", "pipe"]});
+    const child = wrap.length > 0
+        ? spawn(wrap[0], [...wrap.slice(1), bin, ...argv], {env, stdio: ["ignore", "pipe", "pipe"]})
+        : spawn(bin, argv, {env, stdio: ["ignore", "pipe", "pipe"]});
     let exited = null;
     const exitP = new Promise((resolve) => child.on("exit", (code, signal) => {
         exited = {code, signal};
@@ -113,14 +122,19 @@ export async function serveOnce({bin, modelPath, args, env, timeoutMs = 600_000}
         const r = await fetch(base + "/completion", {
             method: "POST",
             headers: {"Content-Type": "application/json"},
-            body: JSON.stringify({prompt: "Hello", n_predict: 1, cache_prompt: false}),
+            body: JSON.stringify({prompt: "Hello", n_predict: nPredict, cache_prompt: false}),
             signal: AbortSignal.timeout(300_000)
         });
         const body = await r.text();
         if (r.status !== 200)
             throw new Error(`completion answered ${r.status}: ${body.slice(0, 300)}`);
-        result.completion = {status: r.status, content_bytes: (JSON.parse(body).content ?? "").length};
+        const answer = JSON.parse(body);
+        result.completion = {status: r.status, content_bytes: (answer.content ?? "").length};
+        if (nPredict > 1)
+            result.completion.timings = answer.timings ?? null;
         timings_ms.completion = Date.now() - t0 - timings_ms.ready;
+        if (probe)
+            result.probe = await probe(child.pid);
         result.ok = true;
     } catch (err) {
         result.error = String(err?.message ?? err);

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/headroom-llm/headroom/hw"
 )
 
 // Env is what a command may see of the process: its output streams and its
@@ -18,6 +20,27 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Probe takes this machine's snapshot; nil is hw.Probe. Tests give
+	// a machine of their own (a fixture, a fake bandwidth measurer).
+	Probe func(context.Context, hw.ProbeOptions) (*hw.Snapshot, error)
+}
+
+func (env Env) probe(ctx context.Context, o hw.ProbeOptions) (*hw.Snapshot, error) {
+	if env.Probe != nil {
+		return env.Probe(ctx, o)
+	}
+	return hw.Probe(ctx, o)
+}
+
+// probeOptions are the probe's options for this process: the llama-server
+// asked for its devices, the real bandwidth measurer, and the figures it
+// measured before, kept in the user's cache directory by hardware.
+func probeOptions(env Env, llamaServer string, remeasure bool) hw.ProbeOptions {
+	o := hw.ProbeOptions{LlamaServer: llamaServer, MeasureBandwidth: hw.MeasureBandwidth, Remeasure: remeasure}
+	if dir := cacheDir(env, "bandwidth"); dir != "" {
+		o.Bandwidth = bandwidthStore{dirCache{dir: dir}}
+	}
+	return o
 }
 
 type command struct {
@@ -38,6 +61,7 @@ func commands() []command {
 		{"serve", "assess, pull, admit and start llama-server with the plan; ready only after a real completion", runServe},
 		{"serve-api", "serve the HTTP API (fit, plan, recommend, /v1/models, load/unload) and the web panel", runServeAPI},
 		{"catalog", "catalog lock: pin every catalog variant to a Hub commit, sizes, sha256 and planner inputs", runCatalog},
+		{"version", "print the version and source revision this headroom was built from", runVersion},
 	}
 }
 
@@ -67,6 +91,9 @@ func Main(ctx context.Context, args []string, env Env) int {
 		}
 		printHelp(env.Stdout)
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands() {
 		if c.name != args[0] {
@@ -111,6 +138,21 @@ Run 'headroom <command> --help' for a command's flags and examples.
 `)
 }
 
+func runVersion(_ context.Context, env Env, args []string) error {
+	fs := newFlags(env, "version", "", `
+Prints the module version and the VCS revision this program was built
+from, as the Go toolchain recorded them (also: headroom --version).`)
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("version takes no arguments, got %q", pos)
+	}
+	fmt.Fprintln(env.Stdout, "headroom "+version())
+	return nil
+}
+
 // oneLine keeps an error message on one line, so scripts can grep it.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
@@ -138,9 +180,7 @@ func (f *flags) printHelp() {
 	f.VisitAll(func(*flag.Flag) { n++ })
 	if n > 0 {
 		fmt.Fprintf(w, "\nFlags:\n")
-		f.SetOutput(w)
-		f.PrintDefaults()
-		f.SetOutput(io.Discard)
+		f.printFlags(w)
 	}
 }
 
@@ -180,7 +220,7 @@ func (f *flags) parse(args []string) ([]string, error) {
 				f.printHelp()
 				return nil, err
 			}
-			return nil, usageError{err.Error()}
+			return nil, f.parseError(err)
 		}
 		args = f.Args()
 		if len(args) == 0 {

@@ -16,12 +16,20 @@ import (
 // run runs headroom with args and a clean environment (no cache, no token).
 func run(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runEnv(t, nil, args...)
+}
+
+// runEnv runs headroom with a home directory of the test's own and the
+// given environment variables.
+func runEnv(t testing.TB, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb bytes.Buffer
+	home := t.TempDir()
 	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
 		if k == "HOME" {
-			return t.TempDir()
+			return home
 		}
-		return ""
+		return vars[k]
 	}}
 	code = Main(context.Background(), args, env)
 	return code, out.String(), errb.String()
@@ -166,7 +174,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"inspect", "--help"}, 0, "--tensors", ""},
 		{[]string{"inspect"}, 2, "", "need exactly one MODEL"},
 		{[]string{"inspect", "a", "b"}, 2, "", "got 2 arguments"},
-		{[]string{"inspect", "--bogus", "x"}, 2, "", "flag provided but not defined: -bogus"},
+		{[]string{"inspect", "--bogus", "x"}, 2, "", "unknown flag -bogus"},
 		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{[]string{"synth", "--list"}, 0, "llama-3.1-70b", ""},
 		{[]string{"synth", "gpt-9", "/tmp/x.gguf"}, 2, "", `unknown shape "gpt-9"`},

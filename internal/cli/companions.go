@@ -5,14 +5,16 @@ import (
 	"fmt"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan"
 )
 
 // companionFlags registers llama-server's flags for a multimodal projector
 // and a speculative-decoding draft (shared by fit and plan), and returns a
 // function that opens what they name after parsing: nil when neither is
-// given.
-func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool) (*plan.Companions, error) {
+// given. A draft whose vocabulary llama.cpp would refuse beside target
+// (when its header is known) is refused here.
+func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, target *gguf.Model) (*plan.Companions, error) {
 	var mmproj, draft string
 	var noOffload bool
 	ngld := &gpuLayers{n: plan.GPULayersAuto}
@@ -24,9 +26,9 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool) (*
 		fs.StringVar(&draft, n, "", "a speculative-decoding draft model (a path, URL or hf: reference); its weights and one context per slot are counted, and the plan's flags pass it on as given (llama-server needs a local file)")
 	}
 	for _, n := range []string{"ngld", "gpu-layers-draft", "n-gpu-layers-draft"} {
-		fs.Var(ngld, n, "the draft's layers on the GPU: a number, auto or all (default: all)")
+		fs.Var(ngld, n, "the draft's layers on the GPU: a number, auto or all")
 	}
-	return func(ctx context.Context, env Env, quiet bool) (*plan.Companions, error) {
+	return func(ctx context.Context, env Env, quiet bool, target *gguf.Model) (*plan.Companions, error) {
 		if mmproj == "" && draft == "" {
 			if noOffload || ngld.n != plan.GPULayersAuto {
 				return nil, usagef("--no-mmproj-offload needs --mmproj, and -ngld needs -md")
@@ -56,6 +58,11 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool) (*
 			}
 			if c.Draft, err = arch.FromGGUF(h.Model); err != nil {
 				return nil, fmt.Errorf("-md %s: %w", draft, err)
+			}
+			if target != nil {
+				if err := arch.DraftCompatible(target, h.Model); err != nil {
+					return nil, fmt.Errorf("-md %s: %w", draft, err)
+				}
 			}
 			c.DraftName = draft
 		} else if ngld.n != plan.GPULayersAuto {

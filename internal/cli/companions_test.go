@@ -111,3 +111,22 @@ func TestPlanWithCompanions(t *testing.T) {
 		t.Errorf("the same context and slots with a draft and a projector as without: %v", flags)
 	}
 }
+
+// TestDraftVocabulary: a draft llama.cpp would refuse for its vocabulary
+// is refused before any plan is made; one of the target's family is not.
+func TestDraftVocabulary(t *testing.T) {
+	target := synthFile(t, "qwen3-0.6b")
+	for _, tt := range []struct {
+		draft string
+		code  int
+		want  string
+	}{
+		{synthFile(t, "qwen3-8b"), 0, ""},
+		{synthFile(t, "tinyllama-1.1b"), 1, "llama.cpp refuses this draft"},
+	} {
+		code, _, errs := run(t, "fit", target, "-md", tt.draft, "--machine", "cpu-32", "-c", "4096", "--quiet")
+		if code != tt.code || !strings.Contains(errs, tt.want) {
+			t.Errorf("-md %s: exit %d, want %d; stderr %q lacks %q", tt.draft, code, tt.code, errs, tt.want)
+		}
+	}
+}

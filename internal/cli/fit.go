@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
@@ -117,7 +117,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	var kvu, noMmap, mmapOn, nkvo bool
 	fa := string(plan.FlashAuto)
 	for _, n := range []string{"c", "ctx-size"} {
-		fs.IntVar(&p.Ctx, n, 0, "context size in cells across all sequences; 0 = the model's trained context (-c)")
+		fs.IntVar(&p.Ctx, n, 0, "context size in cells across all sequences; 0 = the model's trained context")
 	}
 	for _, n := range []string{"np", "parallel"} {
 		fs.IntVar(&np, n, -1, "parallel sequences (slots); -1 = llama-server's auto: 4 with a unified cache")
@@ -161,21 +161,27 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	ot := overrideFlags(fs)
 	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers")
 	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
-	for _, n := range []string{"sm", "split-mode", "fitt", "fit-target"} {
-		fs.Var(refused{"-" + n}, n, "not modeled yet (refused rather than ignored)")
+	for _, names := range [][]string{{"sm", "split-mode"}, {"fitt", "fit-target"}} {
+		r := refused{"-" + names[0]}
+		for _, n := range names {
+			fs.Var(r, n, "not modeled yet (refused rather than ignored)")
+		}
 	}
 	return func() (plan.Profile, error) {
 		switch plan.FlashAttn(fa) {
 		case plan.FlashOn, plan.FlashOff, plan.FlashAuto:
 			p.FlashAttn = plan.FlashAttn(fa)
 		default:
-			return p, usagef("-fa must be on, off or auto, not %q", fa)
+			return p, usagef("-fa, --flash-attn %q: want on, off or auto", fa)
 		}
-		if np < 0 {
+		switch {
+		case np == -1:
 			// llama-server's -np auto: 4 slots sharing one cache.
 			p.Parallel, p.KVUnified = 4, true
-		} else {
-			p.Parallel, p.KVUnified = max(np, 1), kvu
+		case np < 1 || np > maxSlots:
+			return p, usagef("-np, --parallel %d: want -1 (llama-server's auto) or 1 to %d slots", np, maxSlots)
+		default:
+			p.Parallel, p.KVUnified = np, kvu
 		}
 		p.GPULayers = ngl.n
 		if p.GPULayers == gpuLayersAll {
@@ -187,12 +193,22 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 			p.CPUMoE = 1 << 20 // every layer; the accountant needs no count
 		}
 		if p.CPUMoE < 0 {
-			return p, usagef("--n-cpu-moe must be 0 or more, not %d", p.CPUMoE)
+			return p, usagef("-ncmoe, --n-cpu-moe %d: want 0 or more layers", p.CPUMoE)
 		}
 		p.Mmap = !noMmap
 		p.NoKVOffload = nkvo
-		if p.Ctx < 0 || p.Batch <= 0 || p.UBatch <= 0 {
-			return p, usagef("-c must be 0 or more, -b and -ub more than 0")
+		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", p.CacheK}, {"-ctv, --cache-type-v", p.CacheV}} {
+			if !slices.Contains(cacheTypes, c.v) {
+				return p, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(cacheTypes, ", "))
+			}
+		}
+		switch {
+		case p.Ctx < 0:
+			return p, usagef("-c, --ctx-size %d: want 0 (the trained context) or more cells", p.Ctx)
+		case p.Batch <= 0:
+			return p, usagef("-b, --batch-size %d: want 1 or more", p.Batch)
+		case p.UBatch <= 0:
+			return p, usagef("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
 		}
 		return p, nil
 	}
@@ -202,11 +218,11 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 // llamaServer is the llama-server asked for its devices (--list-devices):
 // the one the user named with --llama-server, or "" for the one on PATH. A
 // GPU build given only by flag sees devices the one on PATH may not.
-func loadMachine(ctx context.Context, ref, llamaServer string) (*hw.Snapshot, error) {
+func loadMachine(ctx context.Context, env Env, ref, llamaServer string) (*hw.Snapshot, error) {
 	if ref != "" {
 		return hw.LoadMachine(ref)
 	}
-	return hw.Probe(ctx, hw.ProbeOptions{LlamaServer: llamaServer, MeasureBandwidth: hw.MeasureBandwidth})
+	return env.probe(ctx, probeOptions(env, llamaServer, false))
 }
 
 // llamaServerFlag is --llama-server for the commands that probe this
@@ -226,11 +242,11 @@ context or layer split that would fit.
 
 Compute buffers are replayed from llama.cpp's graph (across devices
 through a model of ggml's scheduler), for llama-server's own output rows
-(one per slot). They were measured against llama-server on the CPU and on
-Vulkan over Mesa llvmpipe (docs/accuracy.md), not yet on CUDA, Metal or
-ROCm; an architecture without a replay gets a rough estimate, and the
-buffer's note says so. 'headroom serve MODEL --check' compares a plan with
-your own llama-server and device.
+(one per slot). On the CPU and on Vulkan they match llama.cpp's own
+figures for every architecture headroom supports (docs/accuracy.md); on
+CUDA, Metal and ROCm they are estimates from the same model, not yet
+measured there. 'headroom serve MODEL --check' compares a plan with your
+own llama-server and device.
 
 A projector (--mmproj) and a draft model (-md) are counted as auxiliary
 memory: the projector's weights on the first GPU with a rough estimate of
@@ -256,28 +272,27 @@ Examples:
 	if err != nil {
 		return err
 	}
-	snap, err := loadMachine(ctx, *machine, *llama)
+	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
 	}
-	h, err := openModel(ctx, env, ref, *quiet)
+	in, err := openInputs(ctx, env, ref, *quiet)
 	if err != nil {
 		return err
 	}
-	if p.Companions, err = companions(ctx, env, *quiet); err != nil {
+	if p.Companions, err = companions(ctx, env, *quiet, in.header()); err != nil {
 		return err
 	}
-	m, archErr := arch.FromGGUF(h.Model)
-	a, err := plan.Assess(m, archErr, p, snap)
+	a, err := plan.Assess(in.Arch, in.ArchErr, p, snap)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(fitReport(h, a, p))
+		return enc.Encode(fitReport(in, a, p))
 	}
-	printFit(env.Stdout, h, a, p)
+	printFit(env.Stdout, in, a, p)
 	return nil
 }
 
@@ -287,6 +302,8 @@ type fitArtifact struct {
 	Commit       string                `json:"commit,omitempty"`
 	Files        []source.ArtifactFile `json:"files"`
 	SizeBytes    int64                 `json:"size_bytes"`
+	// Inputs is a catalog variant's provenance (derived or inspected).
+	Inputs string `json:"inputs,omitempty"`
 }
 
 type fitJSON struct {
@@ -295,26 +312,34 @@ type fitJSON struct {
 	*plan.Assessment
 }
 
-func fitReport(h *source.Header, a *plan.Assessment, p plan.Profile) fitJSON {
+func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {
 	if a.Resolved != nil {
 		p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
 	}
-	return fitJSON{
-		Artifact: fitArtifact{Ref: h.Artifact.Ref, Architecture: h.Model.Architecture(), Commit: h.Artifact.Commit,
-			Files: h.Artifact.Files, SizeBytes: h.Model.Size()},
-		Profile:    p,
-		Assessment: a,
+	art := fitArtifact{Ref: in.Ref, Architecture: in.Architecture, SizeBytes: in.Size, Files: []source.ArtifactFile{}, Inputs: in.Provenance}
+	if h := in.Header; h != nil {
+		art.Commit, art.Files = h.Artifact.Commit, h.Artifact.Files
 	}
+	return fitJSON{Artifact: art, Profile: p, Assessment: a}
 }
 
-func printFit(w io.Writer, h *source.Header, a *plan.Assessment, p plan.Profile) {
+func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s (%s), %s\n", h.Artifact.Ref, h.Model.Architecture(), bytesIEC(h.Model.Size()))
+	fmt.Fprintf(tw, "model\t%s (%s), %s\n", in.Ref, in.Architecture, bytesIEC(in.Size))
+	if note := in.inputsNote(); note != "" {
+		fmt.Fprintf(tw, "inputs\t%s\n", note)
+	}
 	if c := a.Resolved; c != nil {
 		fmt.Fprintf(tw, "context\t%d cells, %d per sequence x %d sequences%s, batch %d/%d, flash attention %v, K %s, V %s\n",
 			c.NCtx, c.NCtxSeq, c.NSeq, map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV)
 	}
 	fmt.Fprintf(tw, "verdict\t%s\n", a.Reason)
+	if st := a.LoadStaging; st != nil {
+		fmt.Fprintf(tw, "loading\t%s %.2f MiB on %s beside the buffers (%s)\n", st.Kind, float64(st.Bytes)/(1<<20), st.Device, st.Note)
+	}
+	for _, wn := range a.Warnings {
+		fmt.Fprintf(tw, "warning\t%s\n", wn)
+	}
 	tw.Flush()
 	if len(a.Domains) > 0 {
 		fmt.Fprintln(w)

@@ -37,6 +37,7 @@ type fitOut struct {
 		BufferType string `json:"buffer_type"`
 		Kind       string `json:"kind"`
 		Bytes      int64  `json:"bytes"`
+		Resident   int64  `json:"resident_bytes"`
 	} `json:"buffers"`
 	Fixes []struct {
 		Flags []string `json:"flags"`
@@ -69,12 +70,21 @@ func TestFitContract(t *testing.T) {
 		}
 	}
 	// The buffers are the ones llama.cpp logged for this file and profile
-	// (see plan's TestTinyLlamaCPU); the domain adds them up by kind.
+	// (see plan's TestTinyLlamaCPU); the domain adds up by kind what
+	// stays resident of them: of the mapped file, the 181 MiB used in
+	// place.
 	var total int64
 	kinds := map[string]bool{}
 	for _, b := range f.Buffers {
-		total += b.Bytes
+		if b.Resident > 0 {
+			total += b.Resident
+		} else {
+			total += b.Bytes
+		}
 		kinds[b.BufferType+"/"+b.Kind] = true
+		if b.BufferType == "CPU_Mapped" && b.Resident>>20 != 181 {
+			t.Errorf("CPU_Mapped keeps %d MiB resident, want 181", b.Resident>>20)
+		}
 	}
 	for _, want := range []string{"CPU_Mapped/model", "CPU_REPACK/model", "CPU/kv", "CPU/output", "CPU/compute"} {
 		if !kinds[want] {
@@ -135,10 +145,10 @@ func TestFitFlags(t *testing.T) {
 		{[]string{"-ot", "exps"}, "want PATTERN=BUFFER_TYPE"},
 		{[]string{"-ot", "exps(=CPU"}, "not a regular expression"},
 		{[]string{"-ot", "exps=CUDA7"}, `no device has buffer type "CUDA7"`},
-		{[]string{"--n-cpu-moe", "-3"}, "--n-cpu-moe must be 0 or more"},
-		{[]string{"-fa", "maybe"}, "-fa must be on, off or auto"},
+		{[]string{"--n-cpu-moe", "-3"}, "-ncmoe, --n-cpu-moe -3: want 0 or more layers"},
+		{[]string{"-fa", "maybe"}, `-fa, --flash-attn "maybe": want on, off or auto`},
 		{[]string{"-ngl", "lots"}, "want a number of layers"},
-		{[]string{"-ctk", "q9"}, "unknown K cache type"},
+		{[]string{"-ctk", "q9"}, `-ctk, --cache-type-k "q9": want one of f32, f16`},
 		{[]string{"-ctv", "q8_0", "-fa", "off"}, "needs flash attention"},
 		{[]string{"--machine", "no-such-box"}, "no-such-box"},
 		// llama.cpp's own fit would rewrite -c and -ngl at load.
@@ -224,7 +234,7 @@ func TestPlanCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "decode about ") || !strings.Contains(out, "llama-server -m ") {
 		t.Errorf("human plan output:\n%s", out)
 	}
-	if code, _, errs := run(t, "plan", "--quiet", "--goal", "fastest", path); code != 2 || !strings.Contains(errs, "--goal must be") {
+	if code, _, errs := run(t, "plan", "--quiet", "--goal", "fastest", path); code != 2 || !strings.Contains(errs, `--goal "fastest": want`) {
 		t.Errorf("bad goal: exit %d %s", code, errs)
 	}
 
@@ -233,7 +243,7 @@ func TestPlanCommand(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "-c 8192 -np 2 -ngl 20 --fit off -ctk q8_0" {
 		t.Errorf("fixed settings: exit %d, %q %s", code, out, errs)
 	}
-	if code, _, errs := run(t, "plan", "--quiet", "-c", "-5", path); code != 2 || !strings.Contains(errs, "-c must be") {
+	if code, _, errs := run(t, "plan", "--quiet", "-c", "-5", path); code != 2 || !strings.Contains(errs, "-c, --ctx-size -5: want 0") {
 		t.Errorf("negative -c: exit %d %s", code, errs)
 	}
 

@@ -50,3 +50,18 @@ func count(n uint64) string {
 	}
 	return strconv.FormatUint(n, 10)
 }
+
+// plural says n things in English: "1 slot", "2 slots".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// maxSlots is the most slots a command line may ask for, as the API
+// allows: llama-server takes more, but no plan for them would fit.
+const maxSlots = 256
+
+// errorRange writes a signed error range: "-12%..+7%".
+func errorRange(lo, hi float64) string { return fmt.Sprintf("%+.0f%%..%+.0f%%", lo, hi) }

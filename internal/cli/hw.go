@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/headroom-llm/headroom/hw"
 )
@@ -48,13 +49,15 @@ Examples:
   headroom hw --machine m4-max-128
   headroom hw --machine box.json
   headroom hw --presets
-  headroom hw --rpc 10.0.0.2:50052=gpu-box.json --json > joined.json`)
+  headroom hw --rpc 10.0.0.2:50052=gpu-box.json --json > joined.json
+  headroom hw --rpc 10.0.0.2:50052 --json > joined.json   # ask the rpc-server itself`)
 	asJSON := fs.Bool("json", false, "print the snapshot as JSON, the shape --machine FILE reads")
 	machine := fs.String("machine", "", "show a preset (see --presets) or a machine `FILE` instead of probing")
+	remeasure := fs.Bool("remeasure", false, "measure this machine's memory bandwidth again instead of using the figure kept from the first measurement")
 	presets := fs.Bool("presets", false, "list the built-in presets, one a line")
 	llama := fs.String("llama-server", "", "llama-server `program` asked for --list-devices (default: llama-server on PATH; - skips it)")
 	var remotes []string
-	fs.Func("rpc", "join a host running rpc-server: `HOST:PORT=FILE`, FILE its 'headroom hw --json' (repeat, in --rpc order)", func(v string) error {
+	fs.Func("rpc", "join a host running rpc-server: `HOST:PORT[=FILE]`, FILE its 'headroom hw --json'; without FILE the rpc-server is asked itself (repeat, in --rpc order)", func(v string) error {
 		remotes = append(remotes, v)
 		return nil
 	})
@@ -72,17 +75,20 @@ Examples:
 		}
 		return tw.Flush()
 	}
+	if *remeasure && *machine != "" {
+		return usagef("--remeasure measures this machine; --machine %s is described, not measured", *machine)
+	}
 	var s *hw.Snapshot
 	if *machine != "" {
 		s, err = hw.LoadMachine(*machine)
 	} else {
-		s, err = hw.Probe(ctx, hw.ProbeOptions{LlamaServer: *llama, MeasureBandwidth: hw.MeasureBandwidth})
+		s, err = env.probe(ctx, probeOptions(env, *llama, *remeasure))
 	}
 	if err != nil {
 		return err
 	}
 	if len(remotes) > 0 {
-		if s, err = joinRemotes(s, remotes); err != nil {
+		if s, err = joinRemotes(ctx, s, remotes); err != nil {
 			return err
 		}
 	}
@@ -164,13 +170,26 @@ func printHW(w io.Writer, s *hw.Snapshot) {
 	}
 }
 
-// joinRemotes reads each HOST:PORT=FILE and joins the hosts to s.
-func joinRemotes(s *hw.Snapshot, specs []string) (*hw.Snapshot, error) {
+// rpcProbeTimeout bounds one rpc-server's answers: it serves one client at
+// a time, and one busy with a llama-server does not answer at all.
+const rpcProbeTimeout = 10 * time.Second
+
+// joinRemotes reads each HOST:PORT=FILE, or asks each HOST:PORT's
+// rpc-server, and joins the hosts to s.
+func joinRemotes(ctx context.Context, s *hw.Snapshot, specs []string) (*hw.Snapshot, error) {
 	var remotes []hw.Remote
 	for _, spec := range specs {
 		endpoint, file, ok := strings.Cut(spec, "=")
-		if !ok || file == "" {
-			return nil, usagef("--rpc %q: expected HOST:PORT=FILE, FILE the host's 'headroom hw --json'", spec)
+		if !ok {
+			p, err := hw.ProbeRPC(ctx, endpoint, rpcProbeTimeout)
+			if err != nil {
+				return nil, fmt.Errorf("--rpc %s: %w", endpoint, err)
+			}
+			remotes = append(remotes, hw.Remote{Endpoint: endpoint, Probe: p})
+			continue
+		}
+		if file == "" {
+			return nil, usagef("--rpc %q: expected HOST:PORT or HOST:PORT=FILE, FILE the host's 'headroom hw --json'", spec)
 		}
 		r, err := hw.LoadMachine(file)
 		if err != nil {

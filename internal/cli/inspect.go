@@ -23,6 +23,7 @@ tensors and bytes each ggml type holds.
 MODEL is a local path, an https:// URL, or a Hugging Face reference:
   hf:owner/repo/file.gguf[@revision]   one file (all shards if it is split)
   hf:owner/repo:QUANT[@revision]       the file for a quant tag, as llama.cpp's -hf picks it
+  ENTRY/QUANT                          a catalog variant, as recommend lists it
 Remote headers are read with HTTP range requests (a few MiB) and cached by
 immutable commit, so a second look costs no download. HF_ENDPOINT and
 HF_TOKEN are honoured; the token is never printed.
@@ -38,6 +39,15 @@ Examples:
 	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
+	}
+	// A catalog variant is its file on the Hub (the locked commit when
+	// the lock pins it), as pull and serve read it.
+	_, lock, e, v, err := catalogVariant(ref)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		ref = lock.Source(e, *v)
 	}
 	h, err := openModel(ctx, env, ref, *quiet)
 	if err != nil {

@@ -42,8 +42,14 @@ flags are part of the plan's.
 Tensor overrides (-ot) are kept as given in every candidate and only
 checked, as llama.cpp's fit keeps them.
 
+MODEL is a file, a URL, a Hugging Face reference or a catalog variant
+(ENTRY/QUANT, as recommend lists them); a catalog variant is planned from
+the same inputs as its recommend row, with no download. Where nothing
+fits, --json still prints the verdict and why, and the exit status is 1.
+
 Examples:
   headroom plan model.gguf
+  headroom plan qwen3-8b/Q4_K_M --machine cpu-32
   headroom plan hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 --parallel 4
   headroom plan model.gguf --goal context --json
   headroom plan model.gguf -ngl all --parallel 1
@@ -55,6 +61,7 @@ Examples:
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
 	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
 	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
@@ -63,47 +70,100 @@ Examples:
 	if err != nil {
 		return err
 	}
-	snap, err := loadMachine(ctx, *machine, *llama)
+	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
 	}
-	h, err := openModel(ctx, env, ref, *quiet || *printArgs)
+	in, err := openInputs(ctx, env, ref, *quiet || *printArgs)
 	if err != nil {
 		return err
 	}
-	m, err := arch.FromGGUF(h.Model)
-	if err != nil {
-		return err
+	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}}
+	var p *plan.Plan
+	if in.ArchErr == nil {
+		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs, in.header()); err != nil {
+			return err
+		}
+		if p, err = plan.Search(in.Arch, snap, opts); err != nil {
+			return err
+		}
 	}
-	if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs); err != nil {
-		return err
+	switch {
+	case in.ArchErr != nil:
+		out.Verdict, out.Reason = plan.Incompatible, in.ArchErr.Error()
+		out.Plan = &plan.Plan{Candidates: []plan.Candidate{}, Explain: []string{in.ArchErr.Error()}}
+	case p.Chosen == nil:
+		out.Verdict, out.Reason, out.Plan = plan.DoesNotFit, strings.Join(p.Explain, "; "), p
+		if p.Candidates == nil {
+			p.Candidates = []plan.Candidate{}
+		}
+	default:
+		out.Verdict, out.Reason, out.Plan = plan.Fits, "fits", p
+		if r := p.Chosen.Result; r != nil && r.Reason != "" {
+			out.Reason = r.Reason
+		}
+		out.Speed = decodeEstimate(in.Arch, p.Chosen, snap)
+		if out.Network, err = networkEstimate(in.Arch, p.Chosen, snap, *netGbps); err != nil {
+			return err
+		}
 	}
-	p, err := plan.Search(m, snap, opts)
-	if err != nil {
-		return err
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
 	}
-	if p.Chosen == nil {
-		return fmt.Errorf("%s", strings.Join(p.Explain, "; "))
+	if out.Verdict != plan.Fits {
+		// The JSON above says why; the exit status says it to scripts.
+		return fmt.Errorf("%s", out.Reason)
 	}
-	est := decodeEstimate(m, p.Chosen, snap)
 	switch {
 	case *printArgs:
 		fmt.Fprintln(env.Stdout, strings.Join(p.Chosen.Flags, " "))
 	case *asJSON:
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			*plan.Plan
-			Speed []speed.Result `json:"speed"`
-		}{p, est})
 	default:
-		fmt.Fprintf(env.Stdout, "llama-server -m %s %s\n\n", h.Artifact.Ref, strings.Join(p.Chosen.Flags, " "))
+		model := "-m " + in.Ref
+		if in.Header == nil {
+			model = "-hf " + strings.TrimPrefix(catalogSource(in.Ref), "hf:")
+		}
+		fmt.Fprintf(env.Stdout, "llama-server %s %s\n\n", model, strings.Join(p.Chosen.Flags, " "))
+		if note := in.inputsNote(); note != "" {
+			fmt.Fprintln(env.Stdout, "  "+in.Ref+": "+note)
+		}
 		for _, line := range p.Explain {
 			fmt.Fprintln(env.Stdout, "  "+line)
 		}
-		fmt.Fprintln(env.Stdout, "  "+speedLine(est))
+		fmt.Fprintln(env.Stdout, "  "+speedLine(out.Speed))
+		if out.Network != nil {
+			fmt.Fprintln(env.Stdout, "  "+networkLine(out.Network))
+		}
 	}
 	return nil
+}
+
+// planReport is what 'headroom plan --json' prints: the verdict and why,
+// whether or not anything fits, and the search behind it.
+type planReport struct {
+	Model string `json:"model"`
+	// Inputs is a catalog variant's provenance (derived or inspected);
+	// empty for a file or Hub reference, read from its own header.
+	Inputs  string `json:"inputs,omitempty"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
+	*plan.Plan
+	Speed []speed.Result `json:"speed"`
+	// Network is the share of a token spent crossing to rpc-servers.
+	Network *speed.Network `json:"network,omitempty"`
+}
+
+// catalogSource is the reference a catalog variant's file is read from.
+func catalogSource(ref string) string {
+	cat, lock, e, v, err := catalogVariant(ref)
+	if err != nil || e == nil || cat == nil {
+		return ref
+	}
+	return lock.Source(e, *v)
 }
 
 // decodeEstimate estimates generation speed for the chosen plan with an
@@ -123,6 +183,22 @@ func decodeEstimate(m *arch.Model, c *plan.Candidate, s *hw.Snapshot) []speed.Re
 	return out
 }
 
+// networkEstimate is the network share of a token for a plan over
+// rpc-servers; nil for a plan on this machine alone.
+func networkEstimate(m *arch.Model, c *plan.Candidate, s *hw.Snapshot, gbps float64) (*speed.Network, error) {
+	cpu, gpus := plan.Devices(s)
+	r, err := plan.Account(m, c.Profile, cpu, gpus)
+	if err != nil {
+		return nil, nil
+	}
+	return speed.NetworkTraffic(m, r, s, gbps)
+}
+
+func networkLine(n *speed.Network) string {
+	return fmt.Sprintf("network: %.1f KiB per token across hosts (%s), %.2f ms per token at %g Gbit/s (%s), on top of the decode time above; per-message latency not counted; --network-gbps sets the link",
+		float64(n.BytesPerToken)/1024, strings.Join(n.Crossings, ", "), n.Ms, n.Gbps, n.GbpsSource)
+}
+
 func speedLine(est []speed.Result) string {
 	if len(est) != 2 || est[0].DecodeTPS == nil || est[1].DecodeTPS == nil {
 		var why []string
@@ -136,7 +212,7 @@ func speedLine(est []speed.Result) string {
 	}
 	line := fmt.Sprintf("decode about %.0f tokens/s per slot with an empty context, %.0f with a full one", *est[0].DecodeTPS, *est[1].DecodeTPS)
 	if est[0].Calibrated {
-		line += fmt.Sprintf(" (the backend's model is within %.0f%% of published llama-bench results for a 7B model)", est[0].ErrorPct)
+		line += fmt.Sprintf(" (off by %s on published llama-bench results of a 7B model it was not fitted on)", errorRange(est[0].ErrorLowPct, est[0].ErrorHighPct))
 	} else {
 		line += " (uncalibrated backend: rough)"
 	}

@@ -120,7 +120,7 @@ func launchDeps(env Env, machine, llamaServer string, quiet bool) (*launch.Deps,
 	}
 	client := source.NewClient(env.Getenv)
 	d := &launch.Deps{Client: client, Catalog: cat, Lock: lock,
-		Machine: func(ctx context.Context) (*hw.Snapshot, error) { return loadMachine(ctx, machine, llamaServer) }}
+		Machine: func(ctx context.Context) (*hw.Snapshot, error) { return loadMachine(ctx, env, machine, llamaServer) }}
 	if !quiet {
 		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, "  "+msg) }
 		d.Say = func(state, line string) { fmt.Fprintf(env.Stderr, "%-11s %s\n", state, line) }

@@ -3,14 +3,18 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 )
@@ -23,9 +27,12 @@ by --goal. Configurations that do not fit are listed after them, disabled,
 with the memory domain that is short and by how much; architectures
 headroom cannot model are listed last as incompatible.
 
-Every configuration is screened with a closed-form estimate of weights,
-KV cache and compute (its plan says "~"); the best --exact ones are then
-planned buffer by buffer with the same search as 'headroom plan'. Variants
+Every configuration is planned buffer by buffer with the same search and
+defaults as 'headroom plan', so a row and 'headroom plan ENTRY/QUANT'
+give the same context, layers, cache type and slots. The plans are kept
+in the cache directory ($XDG_CACHE_HOME/headroom/recommend, else
+~/.cache/headroom/recommend) for this build of headroom, this machine's
+memory and these options; a later run reads them instead. Variants
 whose lock was never resolved are planned from headers derived from their
 public configuration (provenance: derived); 'headroom catalog lock' makes
 them inspected.
@@ -47,12 +54,13 @@ Examples:
 	fs.StringVar(&o.Goal, "goal", catalog.GoalBalanced, "ranking: quality, speed, balanced or context")
 	caps := fs.String("capability", "", "comma-separated capabilities every entry must have: tools, vision, reasoning, embedding")
 	lic := fs.String("license", "", "comma-separated licenses to accept (e.g. apache-2.0,mit)")
-	fs.IntVar(&o.MinCtx, "min-ctx", 4096, "the least context per slot; entries trained on less are left out")
+	fs.IntVar(&o.MinCtx, "min-ctx", o.MinCtx, "the least context per slot; entries trained on less are left out")
 	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&o.Parallel, n, 1, "parallel conversations (slots)")
+		fs.IntVar(&o.Parallel, n, o.Parallel, "parallel conversations (slots); each gets its own context")
 	}
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain")
-	fs.IntVar(&o.Exact, "exact", o.Exact, "how many of the best-ranked fitting configurations get a full plan search (-1: all; slower)")
+
+	remeasure := fs.Bool("remeasure", false, "measure this machine's memory bandwidth again instead of using the figure kept from the first measurement")
 	all := fs.Bool("all", false, "list disabled and incompatible configurations too (the default lists the fitting ones and a count of the rest)")
 	asJSON := fs.Bool("json", false, "print every configuration as JSON")
 	pos, err := fs.parse(args)
@@ -62,13 +70,11 @@ Examples:
 	if len(pos) != 0 {
 		return usagef("recommend takes no arguments, got %q", pos)
 	}
-	switch o.Goal {
-	case catalog.GoalQuality, catalog.GoalSpeed, catalog.GoalBalanced, catalog.GoalContext:
-	default:
-		return usagef("--goal must be quality, speed, balanced or context, not %q", o.Goal)
+	if !slices.Contains(catalog.Goals(), o.Goal) {
+		return usagef("--goal %q: want %s", o.Goal, strings.Join(catalog.Goals(), ", "))
 	}
-	if o.Parallel < 1 || o.MinCtx < 256 || *target < 0 {
-		return usagef("--parallel must be 1 or more, --min-ctx 256 or more, --fit-target 0 or more")
+	if err := checkCounts(o.Parallel, o.MinCtx, *target); err != nil {
+		return err
 	}
 	o.FitTarget = *target << 20
 	o.Capabilities, o.Licenses = splitList(*caps), splitList(*lic)
@@ -76,11 +82,27 @@ Examples:
 	if err != nil {
 		return err
 	}
+	if err := cat.CheckFilters(o.Capabilities, o.Licenses); err != nil {
+		var fe *catalog.FilterError
+		if errors.As(err, &fe) {
+			return usagef("--%s %q: want %s (comma-separated)", fe.Filter, fe.Value, strings.Join(fe.Allowed, ", "))
+		}
+		return err
+	}
+	if dir := cacheDir(env, "recommend"); dir != "" {
+		o.Cache, o.Build = dirCache{dir, cacheMaxAge}, buildID()
+	}
 	lock, err := catalog.LoadLock()
 	if err != nil {
 		return err
 	}
-	snap, err := loadMachine(ctx, *machine, *llama)
+	if *remeasure && *machine != "" {
+		return usagef("--remeasure measures this machine; --machine %s is described, not measured", *machine)
+	}
+	snap, err := loadMachine(ctx, env, *machine, *llama)
+	if *remeasure {
+		snap, err = env.probe(ctx, probeOptions(env, *llama, true))
+	}
 	if err != nil {
 		return err
 	}
@@ -98,7 +120,7 @@ Examples:
 			Rows    []catalog.Row `json:"configurations"`
 		}{o.Goal, machineName(*machine), "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", rows})
 	}
-	printRecommend(env.Stdout, rows, o, machineName(*machine), *all)
+	printRecommend(env.Stdout, rows, o, snap, machineName(*machine), *all)
 	return nil
 }
 
@@ -119,25 +141,34 @@ func splitList(s string) []string {
 	return out
 }
 
-func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, machine string, all bool) {
-	fmt.Fprintf(w, "%s, goal %s, %d slot(s) of at least %d tokens\n\n", machine, o.Goal, o.Parallel, o.MinCtx)
+// shownRows is how many fitting configurations recommend lists without
+// --all: enough to choose from, short enough to read on one screen.
+const shownRows = 10
+
+func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw.Snapshot, machine string, all bool) {
+	fmt.Fprintln(w, machineLine(snap, machine))
+	fmt.Fprintf(w, "goal %s, %s of at least %d tokens each; sizes in GiB and MiB (powers of 1024)\n\n", o.Goal, plural(o.Parallel, "slot", "slots"), o.MinCtx)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tmodel\tquant\tclass\tsize\tctx/slot\tgpu layers\tkv\ttok/s\tquality\tinputs")
-	hidden := map[string]int{}
+	fit, notFit, incompatible, shown := 0, 0, 0, 0
 	for _, r := range rows {
-		if !r.Enabled && !all {
-			hidden[r.Verdict]++
+		switch {
+		case r.Enabled:
+			fit++
+		case r.Verdict == plan.Incompatible:
+			incompatible++
+		default:
+			notFit++
+		}
+		if !all && (!r.Enabled || shown == shownRows) {
 			continue
 		}
+		shown++
 		rank, ctxs, ngl, kv := "-", "-", "-", "-"
 		if r.Enabled {
 			rank = strconv.Itoa(r.Rank)
-			est := ""
-			if r.Plan.Source == "estimate" {
-				est = "~"
-			}
-			ctxs = est + strconv.Itoa(r.Plan.CtxPerSlot)
-			ngl = fmt.Sprintf("%s%d/%d", est, r.Plan.GPULayers, r.Plan.LayersTotal)
+			ctxs = strconv.Itoa(r.Plan.CtxPerSlot)
+			ngl = fmt.Sprintf("%d/%d", r.Plan.GPULayers, r.Plan.LayersTotal)
 			if r.Plan.CPUMoE > 0 {
 				ngl += fmt.Sprintf(" (moe %d cpu)", r.Plan.CPUMoE)
 			}
@@ -147,13 +178,11 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, machine 
 		if r.Quality != nil {
 			q = strconv.FormatFloat(r.Quality.Score, 'f', -1, 64)
 		}
-		class := r.Class
+		class := fmt.Sprintf("%s %.1fB", r.Class, r.ParamsB)
 		if r.ActiveB != nil {
 			class = fmt.Sprintf("moe %.0fB/%.1fB", r.ParamsB, *r.ActiveB)
-		} else {
-			class = fmt.Sprintf("%s %.1fB", r.Class, r.ParamsB)
 		}
-		size := bytesSI(r.SizeBytes)
+		size := bytesIEC(r.SizeBytes)
 		if r.SizeSource == "derived" {
 			size = "~" + size
 		}
@@ -163,16 +192,100 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, machine 
 		}
 	}
 	tw.Flush()
-	if n := hidden[plan.DoesNotFit] + hidden[plan.Incompatible]; n > 0 {
-		fmt.Fprintf(w, "\n%d more do not fit and %d are incompatible (--all lists them with the limiting resource).\n", hidden[plan.DoesNotFit], hidden[plan.Incompatible])
+	fmt.Fprintln(w)
+	switch {
+	case all:
+		fmt.Fprintf(w, "%d fit, %d do not fit, %d are incompatible.\n", fit, notFit, incompatible)
+	case fit > shown:
+		fmt.Fprintf(w, "%d more fit, %d do not fit and %d are incompatible (--all lists them all, with what is short and by how much).\n", fit-shown, notFit, incompatible)
+	default:
+		fmt.Fprintf(w, "%d do not fit and %d are incompatible (--all lists them, with what is short and by how much).\n", notFit, incompatible)
 	}
 	for _, r := range rows {
-		if r.Enabled && r.Plan.Source == "search" {
-			fmt.Fprintf(w, "\n#%d: llama-server -hf %s %s\n", r.Rank, strings.TrimPrefix(r.Ref, "hf:"), strings.Join(r.Plan.Flags, " "))
+		if !r.Enabled {
+			continue
+		}
+		fmt.Fprintf(w, "\nTo run #1, %s %s:\n", r.Entry, r.Quant)
+		serve := "headroom serve " + r.Entry + "/" + r.Quant
+		if o.Parallel != catalog.DefaultOptions().Parallel {
+			serve += " -np " + strconv.Itoa(o.Parallel)
+		}
+		fmt.Fprintf(w, "  %s\n", serve)
+		fmt.Fprintf(w, "  llama-server -hf %s %s\n", strings.TrimPrefix(r.Ref, "hf:"), strings.Join(r.Plan.Flags, " "))
+		break
+	}
+	fmt.Fprintln(w, "\n~ size derived from the public config and quant recipe (inputs: derived); inputs: inspected = from the locked GGUF header.")
+	fmt.Fprintln(w, "tok/s: estimated decode speed of one sequence at an empty context; "+speedCalibration(rows)+" (docs/speed.md).")
+}
+
+// machineLine says in one line what recommend planned for: each memory
+// domain's size and bandwidth, with where each figure came from.
+func machineLine(s *hw.Snapshot, name string) string {
+	var parts []string
+	gpus := 0
+	for _, d := range s.Domains {
+		size := bytesIEC(d.Capacity)
+		if d.Usable > 0 && d.Usable < d.Capacity {
+			size += ", " + bytesIEC(d.Usable) + " usable"
+		}
+		what, src := "RAM", shortSource(d.Source)
+		switch d.Kind {
+		case hw.KindDevice:
+			gpus++
+			name := deviceName(s, d.ID)
+			what = strings.TrimSpace("GPU " + name)
+			src = strings.TrimSpace(strings.TrimPrefix(src, name))
+		case hw.KindUnified:
+			what = "unified memory"
+		}
+		p := fmt.Sprintf("%s %s (%s)", what, size, src)
+		if d.BandwidthGBps > 0 {
+			p += fmt.Sprintf(", %g GB/s (%s)", d.BandwidthGBps, shortSource(d.BandwidthSource))
+		} else {
+			p += ", bandwidth unknown"
+		}
+		parts = append(parts, p)
+	}
+	if gpus == 0 && !slicesHasKind(s, hw.KindUnified) {
+		parts = append(parts, "no GPU")
+	}
+	return fmt.Sprintf("machine: %s: %s", name, strings.Join(parts, "; "))
+}
+
+func slicesHasKind(s *hw.Snapshot, kind string) bool {
+	for _, d := range s.Domains {
+		if d.Kind == kind {
+			return true
 		}
 	}
-	fmt.Fprintln(w, "\n~ estimate (closed form; --exact N plans more buffer by buffer). inputs: derived = from the public config and quant recipe, inspected = from the locked GGUF header.")
-	fmt.Fprintln(w, "tok/s: estimated decode speed of one sequence at an empty context (? uncalibrated backend; docs/speed.md).")
+	return false
+}
+
+// deviceName is the description of the first device drawing from a
+// domain, without the views' backend names.
+func deviceName(s *hw.Snapshot, domain string) string {
+	for _, d := range s.Devices {
+		if d.Domain == domain && d.Description != "" {
+			return d.Description
+		}
+	}
+	return ""
+}
+
+// sourceDate is the date a kept measurement was taken, as hw says it.
+var sourceDate = regexp.MustCompile(`\bon \d{4}-\d{2}-\d{2}\b`)
+
+// shortSource keeps a figure's source to its first clause: "assumption",
+// "/proc/meminfo MemTotal, MemAvailable", "measured here on 2026-01-02".
+func shortSource(src string) string {
+	if src == "" {
+		return "source unknown"
+	}
+	date := sourceDate.FindString(src)
+	if i := strings.Index(src, ":"); i > 0 {
+		src = src[:i]
+	}
+	return strings.TrimSpace(src + " " + date)
 }
 
 func disabledWhy(r catalog.Row) string {
@@ -233,6 +346,40 @@ standard output); commit it as catalog/lock.json to ship it.`)
 		return err
 	}
 	return f.Close()
+}
+
+// speedCalibration says how far the speed estimates of the rows shown
+// have been from published llama-bench results they were not fitted on,
+// and marks the uncalibrated ones.
+func speedCalibration(rows []catalog.Row) string {
+	lo, hi, calibrated, rough := 0.0, 0.0, false, false
+	for _, r := range rows {
+		if !r.Enabled || r.Speed == nil || r.Speed.DecodeTokensPerSec == nil {
+			continue
+		}
+		if !r.Speed.Calibrated {
+			rough = true
+			continue
+		}
+		if !calibrated || r.Speed.ErrorLowPct < lo {
+			lo = r.Speed.ErrorLowPct
+		}
+		if !calibrated || r.Speed.ErrorHighPct > hi {
+			hi = r.Speed.ErrorHighPct
+		}
+		calibrated = true
+	}
+	var parts []string
+	if calibrated {
+		parts = append(parts, "calibrated figures were "+errorRange(lo, hi)+" off published results they were not fitted on")
+	}
+	if rough {
+		parts = append(parts, "? uncalibrated backend, a rough figure with no error bound")
+	}
+	if len(parts) == 0 {
+		return "none estimated"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func decodeCell(s *catalog.Speed) string {

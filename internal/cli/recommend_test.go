@@ -34,7 +34,7 @@ func TestRecommendGolden(t *testing.T) {
 }
 
 func TestRecommendJSON(t *testing.T) {
-	code, out, errs := run(t, "recommend", "--machine", "m4-max-64", "--json", "--capability", "vision", "--goal", "quality", "--exact", "0")
+	code, out, errs := run(t, "recommend", "--machine", "m4-max-64", "--json", "--capability", "vision", "--goal", "quality")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -1,8 +1,28 @@
 package cli
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/headroom-llm/headroom/plan"
 )
+
+// cacheTypes are the K and V cache types llama-server accepts.
+var cacheTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+
+// checkCounts checks the slot count, minimum context and fit target that
+// plan, pull, serve and recommend share.
+func checkCounts(parallel, minCtx int, fitTarget int64) error {
+	switch {
+	case parallel < 1 || parallel > maxSlots:
+		return usagef("-np, --parallel %d: want 1 to %d slots", parallel, maxSlots)
+	case minCtx < 256:
+		return usagef("--min-ctx %d: want 256 or more cells", minCtx)
+	case fitTarget < 0:
+		return usagef("--fit-target %d: want 0 or more MiB", fitTarget)
+	}
+	return nil
+}
 
 // searchFlags registers the flags that steer a plan search (shared by
 // plan, pull and serve) and returns a function that checks them after
@@ -11,9 +31,9 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 	opts := plan.DefaultSearch()
 	fs.StringVar(&opts.Goal, "goal", plan.GoalBalanced, "what matters: balanced (GPU layers, then context), speed (GPU layers) or context")
 	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&opts.Parallel, n, 2, "parallel conversations (slots); each gets its own context")
+		fs.IntVar(&opts.Parallel, n, opts.Parallel, "parallel conversations (slots); each gets its own context")
 	}
-	fs.IntVar(&opts.MinCtx, "min-ctx", 4096, "the least context per slot worth running")
+	fs.IntVar(&opts.MinCtx, "min-ctx", opts.MinCtx, "the least context per slot worth running")
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
 	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
 	ngl := &gpuLayers{n: plan.GPULayersAuto}
@@ -35,10 +55,10 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 		switch opts.Goal {
 		case plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext:
 		default:
-			return opts, usagef("--goal must be balanced, speed or context, not %q", opts.Goal)
+			return opts, usagef("--goal %q: want balanced, speed or context", opts.Goal)
 		}
-		if opts.Parallel < 1 || opts.MinCtx < 256 || *target < 0 {
-			return opts, usagef("--parallel must be 1 or more, --min-ctx 256 or more, --fit-target 0 or more")
+		if err := checkCounts(opts.Parallel, opts.MinCtx, *target); err != nil {
+			return opts, err
 		}
 		switch ngl.n {
 		case plan.GPULayersAuto:
@@ -50,7 +70,12 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 			opts.Fixed.GPULayers = &n
 		}
 		if opts.Fixed.Ctx < 0 {
-			return opts, usagef("-c must be 0 (searched) or more, not %d", opts.Fixed.Ctx)
+			return opts, usagef("-c, --ctx-size %d: want 0 (searched) or more cells", opts.Fixed.Ctx)
+		}
+		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", opts.Fixed.CacheK}, {"-ctv, --cache-type-v", opts.Fixed.CacheV}} {
+			if c.v != "" && !slices.Contains(cacheTypes, c.v) {
+				return opts, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(cacheTypes, ", "))
+			}
 		}
 		opts.Base.Overrides = append([]plan.Override{}, *ot...)
 		opts.FitTarget = *target << 20

@@ -12,6 +12,7 @@ import (
 
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/store"
@@ -64,6 +65,11 @@ Examples:
 	showLog := fs.Bool("engine-log", false, "copy llama-server's own output to standard error")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	check := fs.Bool("check", false, "load, compare every logged buffer with the plan, stop; exit 0 only if all are within bounds")
+	var remotes []string
+	fs.Func("rpc", "spread the model over hosts running rpc-server: `HOST:PORT[,HOST:PORT...]` (each asked for its devices over the RPC protocol; HOST:PORT=FILE takes the host's 'headroom hw --json' instead); repeatable, in --rpc order", func(v string) error {
+		remotes = append(remotes, strings.Split(v, ",")...)
+		return nil
+	})
 	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
@@ -89,6 +95,18 @@ Examples:
 	d, err := launchDeps(env, *machine, path, *quiet)
 	if err != nil {
 		return err
+	}
+	if len(remotes) > 0 {
+		// The servers are asked before llama-server connects: each
+		// serves one client at a time.
+		local := d.Machine
+		d.Machine = func(ctx context.Context) (*hw.Snapshot, error) {
+			s, err := local(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return joinRemotes(ctx, s, remotes)
+		}
 	}
 	d.Engine = build.String()
 	d.Cache = &admission.Cache{}

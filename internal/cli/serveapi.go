@@ -92,7 +92,7 @@ Examples:
 	}
 	d.Cache = &admission.Cache{}
 	d.Engine = engineName
-	snapshots := &snapshotCache{machine: *machine, llamaServer: binPath, ttl: 2 * time.Second}
+	snapshots := &snapshotCache{env: env, machine: *machine, llamaServer: binPath, ttl: 2 * time.Second}
 	d.Machine = snapshots.fresh
 	st, err := openStore(env, *storeDir, true, d.Client)
 	if err != nil {
@@ -173,6 +173,7 @@ func isLoopback(a net.Addr) bool {
 // requests a second need not each run one. Admission asks for a fresh
 // one.
 type snapshotCache struct {
+	env         Env
 	machine     string
 	llamaServer string // asked for its devices; "" for the one on PATH
 	ttl         time.Duration
@@ -191,7 +192,7 @@ func (c *snapshotCache) probe(ctx context.Context) (*hw.Snapshot, error) {
 		return hw.LoadMachine(c.machine)
 	}
 	if c.measured == nil {
-		s, err := loadMachine(ctx, "", c.llamaServer)
+		s, err := loadMachine(ctx, c.env, "", c.llamaServer)
 		if err != nil {
 			return nil, err
 		}

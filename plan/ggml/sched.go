@@ -28,6 +28,11 @@ type Sched struct {
 	NoBroadcast3 map[string]bool
 	// Buffers are each device's compute buffer type, by device name.
 	Buffers map[string]BufferType
+	// Copies is the scheduler's n_copies (ggml_backend_sched_new's
+	// parallel: MaxCopies copies when it runs pipeline parallel, else 1
+	// or 0): every graph input and every input copied between backends is
+	// kept in that many copies (pipeline.go).
+	Copies int
 }
 
 // BufferType is what the allocator needs of a backend buffer type: its
@@ -127,12 +132,16 @@ func (o *Sched) assign(g *Graph) {
 		}
 		return true
 	}
+	// A tensor whose backend was set before (SetBackend) keeps it.
 	for _, t := range g.leafs {
-		if !t.external {
+		if !t.external && t.dev == "" {
 			t.dev = o.CPU // graph inputs are set by the host
 		}
 	}
 	for _, n := range g.nodes {
+		if n.dev != "" {
+			continue
+		}
 		if n.cls == view {
 			// A write into a cache (set_rows, cpy) or an op in place on
 			// one runs where the cache lives.
@@ -262,9 +271,16 @@ func (o *Sched) split(g *Graph) *Graph {
 		}
 	}
 	out := &Graph{leafs: g.leafs, nodes: o.Mem.split[:0]}
+	var inputs []*Tensor
 	for _, sp := range s.splits {
 		out.nodes = append(out.nodes, sp.inputs...)
 		out.nodes = append(out.nodes, g.nodes[sp.start:sp.end]...)
+		if o.Copies > 1 {
+			inputs = append(inputs, sp.inputs...)
+		}
+	}
+	if o.Copies > 1 {
+		out.leafs = o.pipelineLeafs(g.leafs, g.nodes, inputs)
 	}
 	o.Mem.split = out.nodes // its room serves the next split graph
 	return out

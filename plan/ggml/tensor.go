@@ -54,6 +54,15 @@ func (t *Tensor) Op() Op { return t.op }
 // Home is the device whose buffer holds an external tensor.
 func (t *Tensor) Home() string { return t.home }
 
+// SetBackend runs t on backend dev whatever the scheduler's passes would
+// choose (ggml_backend_sched_set_tensor_backend, which llama.cpp's graph
+// callback calls while the graph is built); "" leaves t to the scheduler.
+func (t *Tensor) SetBackend(dev string) { t.dev = dev }
+
+// Backend is the backend t runs on: the one SetBackend gave it, or the
+// scheduler's once it assigned the graph ("" before).
+func (t *Tensor) Backend() string { return t.dev }
+
 // SetOutput marks a graph output (ggml_set_output): the allocator never
 // frees it, nor lets an op reuse it.
 func (t *Tensor) SetOutput() *Tensor {

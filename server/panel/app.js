@@ -131,12 +131,44 @@ function fillSelect(rows, want) {
   sel.value = want || (first ? rowID(first) : "");
 }
 
+// renderLegend says what the table's figures are: the slots every plan
+// runs and how far the speed estimates have been from published results
+// they were not fitted on.
+function renderLegend(rows) {
+  const fit = rows.filter((r) => r.enabled && r.plan);
+  if (fit.length) el("rec-slots").textContent = String(fit[0].plan.slots);
+  const cal = fit.filter((r) => r.speed && r.speed.calibrated && r.speed.decode_tokens_per_sec != null);
+  const parts = ["estimated decode speed of one sequence at an empty context"];
+  if (cal.length) {
+    const lo = Math.min(...cal.map((r) => r.speed.error_low_pct || 0));
+    const hi = Math.max(...cal.map((r) => r.speed.error_high_pct || 0));
+    const pct = (x) => `${x >= 0 ? "+" : ""}${x.toFixed(0)}%`;
+    parts.push(`calibrated figures were ${pct(lo)}..${pct(hi)} off published llama-bench results they were not fitted on`);
+  }
+  if (fit.some((r) => r.speed && !r.speed.calibrated)) parts.push("? marks an uncalibrated backend: a rough figure with no error bound");
+  el("rec-speed").textContent = parts.join("; ");
+}
+
+// fillMachines offers this machine and every preset; choosing one reloads
+// the page for it, keeping the selected model.
+async function fillMachines() {
+  const sel = el("machine-pick");
+  const { presets } = await api("/api/presets");
+  for (const p of presets) sel.append(node("option", { value: p.name, title: p.summary }, `${p.name} — ${p.summary}`));
+  sel.value = machine;
+  sel.addEventListener("change", () => {
+    const q = new URLSearchParams(window.location.search);
+    if (sel.value) q.set("machine", sel.value); else q.delete("machine");
+    if (state.model) q.set("model", state.model);
+    window.location.search = q.toString();
+  });
+}
+
 function renderRecommend(rows) {
   const body = el("rec").tBodies[0];
   body.replaceChildren();
   for (const r of rows) {
     const p = r.plan;
-    const est = p && p.source === "estimate" ? "~" : "";
     let tps = "–";
     if (r.speed && r.speed.decode_tokens_per_sec != null) {
       tps = r.speed.decode_tokens_per_sec.toFixed(0) + (r.speed.calibrated ? "" : "?");
@@ -145,8 +177,8 @@ function renderRecommend(rows) {
       node("td", { class: "num" }, r.enabled ? String(r.rank) : "–"),
       node("td", {}, r.name),
       node("td", {}, r.quant),
-      node("td", { class: "num" }, p ? `${est}${p.ctx_per_slot}` : "–"),
-      node("td", { class: "num" }, p ? `${est}${p.gpu_layers}/${p.layers_total}` : "–"),
+      node("td", { class: "num" }, p ? `${p.ctx_per_slot}` : "–"),
+      node("td", { class: "num" }, p ? `${p.gpu_layers}/${p.layers_total}` : "–"),
       node("td", { class: "num" }, tps),
       node("td", {}, r.enabled ? "fits" : why(r)));
     tr.addEventListener("click", () => {
@@ -173,6 +205,7 @@ function ctxToSlider(n) {
 }
 
 function setControls(perSlot, slots, ngl) {
+  el("ctx").max = ctxMax();
   el("ctx").value = perSlot;
   el("ctx-range").value = ctxToSlider(perSlot);
   el("slots").value = slots;
@@ -184,9 +217,10 @@ function setControls(perSlot, slots, ngl) {
 async function selectModel(id) {
   state.model = id;
   state.profile = null;
-  let perSlot = Math.min(4096, ctxMax()), slots = 1, ngl = null;
+  // The slot count is the plan's: the API's default is the CLI's.
+  let perSlot = Math.min(4096, ctxMax()), slots = parseInt(el("slots").value, 10) || 2, ngl = null;
   try {
-    const p = await api("/api/plan", { model: id, parallel: 1 });
+    const p = await api("/api/plan", { model: id });
     if (p.chosen) {
       const c = p.chosen;
       perSlot = c.ctx_per_slot;
@@ -206,7 +240,8 @@ async function selectModel(id) {
 
 function fitParams() {
   const slots = Math.min(Math.max(parseInt(el("slots").value, 10) || 1, 1), 256);
-  const perSlot = Math.max(parseInt(el("ctx").value, 10) || 256, 256);
+  // Within the trained context, as headroom plan caps it.
+  const perSlot = Math.min(Math.max(parseInt(el("ctx").value, 10) || 256, 256), ctxMax());
   const params = { model: state.model, ctx: Math.min(slots * perSlot, 16 << 20), parallel: slots };
   const ngl = el("ngl").value.trim();
   params.ngl = ngl === "" ? "all" : ngl;
@@ -242,7 +277,7 @@ async function refit() {
 function renderAssessment(a) {
   const v = el("verdict");
   v.className = a.verdict;
-  v.textContent = a.reason;
+  v.textContent = a.warnings && a.warnings.length ? `${a.reason} (warning: ${a.warnings.join("; ")})` : a.reason;
   const box = el("assessment");
   box.replaceChildren();
   for (const d of a.domains) {
@@ -298,10 +333,11 @@ function wire() {
 async function main() {
   wire();
   try {
-    const [snap, rec] = await Promise.all([api("/api/hw"), api("/api/recommend")]);
+    const [snap, rec] = await Promise.all([api("/api/hw"), api("/api/recommend"), fillMachines()]);
     state.rows = rec.configurations;
     renderMachine(snap);
     renderRecommend(state.rows);
+    renderLegend(state.rows);
     fillSelect(state.rows, page.get("model"));
     if (el("model").value) await selectModel(el("model").value);
   } catch (err) {

@@ -1,0 +1,198 @@
+package public
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+// Status is how one buffer group of a case compares.
+type Status string
+
+// The statuses a compared group can have.
+const (
+	// Equal: a weights, KV, recurrent or output group whose planned
+	// bytes print as llama.cpp printed them.
+	Equal Status = "equal"
+	// Within: a compute group inside engine.ComputeWithin's bounds.
+	Within Status = "within"
+	// Miss: outside its bounds, or logged and not planned, or (in a
+	// complete case) planned and not logged.
+	Miss Status = "miss"
+	// QuantUnknown: a weights group of a file whose quant mix the log
+	// does not show; its error is shown but not held to exactness.
+	QuantUnknown Status = "quant mix unknown"
+	// NotInExcerpt: planned, while the case's lines are only part of
+	// the log, so its absence says nothing.
+	NotInExcerpt Status = "not in the excerpt"
+	// Partial: a group of which the lines hold only some.
+	Partial Status = "partial in the excerpt"
+	// NoShape: logged, with no shape to plan the case from.
+	NoShape Status = "no shape"
+)
+
+// Row is one buffer group of a case set against headroom's plan.
+type Row struct {
+	Case       string
+	BufferType string // headroom's name
+	Kind       string
+	// LoggedMiB is what llama.cpp printed (summed over the group's
+	// lines); Lines is how many it printed, 0 when none.
+	LoggedMiB float64
+	Lines     int
+	// PlannedBytes is headroom's figure; Planned says there is one.
+	PlannedBytes int64
+	Planned      bool
+	// BuildBytes is headroom's figure under the build's output rule
+	// (Case.BuildOutputs); BuildPlanned says there is one.
+	BuildBytes   int64
+	BuildPlanned bool
+	Status       Status
+	// Explanation says why a Miss misses.
+	Explanation string
+}
+
+// ErrorPct is (headroom - llama.cpp) / llama.cpp in percent: negative is
+// an under-estimate, the direction in which a plan that fits fails.
+// NaN when either side is missing.
+func (r Row) ErrorPct() float64 {
+	if !r.Planned || r.Lines == 0 || r.LoggedMiB == 0 {
+		return math.NaN()
+	}
+	return 100 * (float64(r.PlannedBytes)/(1<<20) - r.LoggedMiB) / r.LoggedMiB
+}
+
+// Devices are the CPU and GPUs of the case's machine, named as llama.cpp
+// names them for its backend.
+func (c *Case) Devices() (plan.Device, []plan.Device) {
+	cpu := plan.Device{Name: "CPU", Backend: "CPU", Features: c.Flags.CPUFeatures}
+	prefix := c.Backend
+	if c.Backend == "Metal" {
+		prefix = "MTL"
+	}
+	gpus := make([]plan.Device, len(c.GPUs))
+	for i := range c.GPUs {
+		gpus[i] = plan.Device{Name: prefix + strconv.Itoa(i), Backend: c.Backend}
+		if i < len(c.Flags.GPUFreeMiB) {
+			gpus[i].Free = c.Flags.GPUFreeMiB[i] << 20
+		}
+	}
+	return cpu, gpus
+}
+
+// Profile is the case's flags as headroom takes them.
+func (c *Case) Profile() plan.Profile {
+	f := c.Flags
+	p := plan.Defaults()
+	p.Ctx, p.Parallel, p.GPULayers = f.Ctx, f.Parallel, f.GPULayers
+	p.Batch, p.UBatch = f.Batch, f.UBatch
+	p.FlashAttn = plan.FlashAttn(f.FlashAttn)
+	if f.CacheK != "" {
+		p.CacheK = f.CacheK
+	}
+	if f.CacheV != "" {
+		p.CacheV = f.CacheV
+	}
+	p.CPUMoE = f.CPUMoE
+	if len(f.TensorSplit) > 0 {
+		p.TensorSplit = f.TensorSplit
+	}
+	p.Mmap = !f.NoMmap
+	return p
+}
+
+// Compare plans the case on its machine and sets every buffer group
+// against the log. A case without a shape lists its logged groups as
+// NoShape.
+func (c *Case) Compare() ([]Row, error) {
+	logged := make([]engine.Logged, len(c.Buffers))
+	for i, b := range c.Buffers {
+		b.Device = c.HeadroomName(b.Device)
+		logged[i] = b
+	}
+	var planned, underBuild []plan.Buffer
+	if c.Shape != nil {
+		s, err := c.Shape.Resolve()
+		if err != nil {
+			return nil, err
+		}
+		q, err := synth.ParseQuant(c.Model.Quant)
+		if err != nil {
+			return nil, err
+		}
+		m, err := synth.Model(s, q)
+		if err != nil {
+			return nil, err
+		}
+		cpu, gpus := c.Devices()
+		r, err := plan.Account(m, c.Profile(), cpu, gpus)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.ID, err)
+		}
+		planned = r.Buffers
+		if c.BuildOutputs > 0 {
+			p := c.Profile()
+			p.OutputsMax = c.BuildOutputs
+			rb, err := plan.Account(m, p, cpu, gpus)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.ID, err)
+			}
+			underBuild = rb.Buffers
+		}
+	}
+	byGroup := map[string]int64{}
+	for _, b := range underBuild {
+		byGroup[b.BufferType+" "+string(b.Kind)] += b.Bytes
+	}
+	rec := engine.Reconcile(planned, logged)
+	var rows []Row
+	add := func(er engine.Row, planned bool) {
+		row := Row{Case: c.ID, BufferType: er.BufferType, Kind: er.Kind, LoggedMiB: er.LoggedMiB,
+			Lines: er.Lines, PlannedBytes: er.PlannedBytes, Planned: planned}
+		if v, ok := byGroup[er.BufferType+" "+er.Kind]; ok {
+			row.BuildBytes, row.BuildPlanned = v, true
+		}
+		switch {
+		case c.Shape == nil:
+			row.Status = NoShape
+		case !planned:
+			row.Status = Miss
+		case er.Lines == 0 && !c.Complete:
+			row.Status = NotInExcerpt
+		case er.Lines == 0:
+			row.Status = Miss
+		case c.PartialGroups[er.BufferType+" "+er.Kind] != "":
+			row.Status = Partial
+			row.Explanation = c.PartialGroups[er.BufferType+" "+er.Kind]
+		case er.Kind == "model" && !c.Model.QuantKnown:
+			row.Status = QuantUnknown
+		case er.Within && er.Kind == "compute":
+			row.Status = Within
+		case er.Within:
+			row.Status = Equal
+		default:
+			row.Status = Miss
+		}
+		if row.Status == Miss {
+			row.Explanation = c.Explanations[row.BufferType+" "+row.Kind]
+			if row.Explanation == "" {
+				row.Explanation = "unexplained"
+			}
+		}
+		rows = append(rows, row)
+	}
+	for _, er := range rec.Rows {
+		add(er, true)
+	}
+	for _, er := range rec.LoggedOnly {
+		add(er, false)
+	}
+	for _, er := range rec.PlannedOnly {
+		add(er, true)
+	}
+	return rows, nil
+}

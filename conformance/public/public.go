@@ -1,0 +1,255 @@
+// Package public holds llama.cpp loads that people pasted into public
+// issues and discussions: CUDA, Metal and ROCm logs that headroom's own
+// conformance suite (CPU and Vulkan on llvmpipe) cannot produce. Each case
+// keeps the log lines as they were read at their source, what they say
+// about the model, flags and build, and the buffers engine.ParseLog reads
+// from them. Nothing in a case is filled in: a figure, flag or name the
+// source does not show is left out or listed in Inferred with how it was
+// worked out.
+package public
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/internal/synth"
+)
+
+// Case is one public load.
+type Case struct {
+	// ID names the case (the file's base name without .json).
+	ID     string `json:"id"`
+	Source Source `json:"source"`
+	// Backend is CUDA, Metal or ROCm.
+	Backend string `json:"backend"`
+	// GPUs are the devices as the log describes them, in device order.
+	GPUs []string `json:"gpus"`
+	// Build is llama.cpp's "build: N (commit)" or "version: N (commit)"
+	// as printed; "" when the source does not show it, and then
+	// BuildNote says what dates the log (its log format, the thread's
+	// date).
+	Build     string `json:"build"`
+	BuildNote string `json:"build_note,omitempty"`
+	Model     Model  `json:"model"`
+	// Shape is the architecture for synth, in the catalog's terms; nil
+	// when the model cannot be built honestly (the case is then listed
+	// as "no shape"). ShapeSource says where its figures come from.
+	Shape       *catalog.ShapeSpec `json:"shape,omitempty"`
+	ShapeSource string             `json:"shape_source,omitempty"`
+	Flags       Flags              `json:"flags"`
+	// BuildOutputs is the output rows the build's worst-case graph held,
+	// where it is not headroom's rule (one per slot): n_ubatch in builds
+	// whose llama_context reserved graph_reserve(n_tokens, n_seqs,
+	// n_tokens) before llama-server capped outputs. 0 when the build
+	// follows headroom's rule or it is not known. The comparison then
+	// also plans with that many rows, to show what the rule accounts for.
+	BuildOutputs int `json:"build_outputs,omitempty"`
+	// Inferred lists what was worked out from printed figures rather
+	// than read (a flag with no command line shown), one entry each,
+	// saying from what.
+	Inferred []string `json:"inferred,omitempty"`
+	// Complete says Lines hold every buffer line of the load. A public
+	// excerpt often holds only part of the log; a group headroom plans
+	// that an incomplete case lacks is then not a miss.
+	Complete bool `json:"complete"`
+	// DeviceNames maps a name the log prints to the one headroom gives
+	// the same buffer, where they differ (older Metal builds print
+	// "Metal" for what headroom and newer builds call MTL0).
+	DeviceNames map[string]string `json:"device_names,omitempty"`
+	// Lines are the log lines used, verbatim (prefixes and all).
+	Lines []string `json:"lines"`
+	// Buffers are engine.ParseLog(Lines), kept so a change in the parser
+	// shows up as a change in the data.
+	Buffers []engine.Logged `json:"buffers"`
+	// PartialGroups are groups, keyed like Explanations, of which the
+	// lines hold only some (one KV cache of two), with what is missing:
+	// their figures are shown and not compared.
+	PartialGroups map[string]string `json:"partial_groups,omitempty"`
+	// Explanations say why headroom misses a buffer group, keyed
+	// "BUFFER_TYPE kind" in headroom's names, each from reading
+	// llama.cpp's source (file and function named) or saying it is
+	// unexplained.
+	Explanations map[string]string `json:"explanations,omitempty"`
+
+	// Path is the file the case was read from.
+	Path string `json:"-"`
+}
+
+// Source is where the log was read.
+type Source struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+	// Date is the post's date (YYYY-MM-DD) where the source shows it.
+	Date string `json:"date,omitempty"`
+	// Where says which post of the thread holds the lines.
+	Where string `json:"where"`
+}
+
+// Model is what the log says about the model file.
+type Model struct {
+	// Name is the model as the log names it (general.name, the file
+	// name, the thread's title).
+	Name string `json:"name"`
+	// Repo and File name the GGUF where the log shows them.
+	Repo string `json:"repo,omitempty"`
+	File string `json:"file,omitempty"`
+	// Arch is general.architecture.
+	Arch string `json:"arch"`
+	// Quant is the synth recipe the comparison builds; QuantKnown says
+	// the log shows the file is that recipe's mix (a file type printed,
+	// a file named by it from a publisher that quantizes with stock
+	// llama-quantize). When it is false the weights are not held to
+	// exactness: QuantNote says what is known.
+	Quant      string `json:"quant"`
+	QuantKnown bool   `json:"quant_known"`
+	QuantNote  string `json:"quant_note,omitempty"`
+}
+
+// Flags are the load's settings in llama-server's terms.
+type Flags struct {
+	// Command is the command line as posted, "" when none was.
+	Command   string `json:"command,omitempty"`
+	Ctx       int    `json:"ctx"`
+	Parallel  int    `json:"parallel"`
+	GPULayers int    `json:"gpu_layers"`
+	// FlashAttn is on or off: what the log says was in effect.
+	FlashAttn string `json:"flash_attn"`
+	CacheK    string `json:"cache_type_k"`
+	CacheV    string `json:"cache_type_v"`
+	Batch     int    `json:"batch"`
+	UBatch    int    `json:"ubatch"`
+	CPUMoE    int    `json:"cpu_moe,omitempty"`
+	// TensorSplit is -ts, or the split the log's per-device lines show
+	// where the GPUs' free memory is not printed (listed in Inferred).
+	TensorSplit []float64 `json:"tensor_split,omitempty"`
+	NoMmap      bool      `json:"no_mmap,omitempty"`
+	// GPUFreeMiB is each GPU's free memory at load, which splits layers
+	// across several GPUs; from the log's "using device ... MiB free"
+	// lines, or, where those are not shown, worked out from the logged
+	// split and listed in Inferred.
+	GPUFreeMiB []int64 `json:"gpu_free_mib,omitempty"`
+	// CPUFeatures are the system_info flags the CPU backend printed
+	// (avx2, avx512, neon, ...), which decide what it repacks.
+	CPUFeatures []string `json:"cpu_features,omitempty"`
+}
+
+// Backends are the GPU backends a case may be from.
+var Backends = []string{"CUDA", "Metal", "ROCm"}
+
+// Load reads and validates every case (*.json) in dir, sorted by id.
+func Load(dir string) ([]Case, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("public: no cases in %s", dir)
+	}
+	sort.Strings(paths)
+	var cases []Case
+	var errs []error
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var c Case
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", filepath.Base(p), err))
+			continue
+		}
+		c.Path = p
+		if problems := c.validate(strings.TrimSuffix(filepath.Base(p), ".json")); len(problems) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %s", filepath.Base(p), strings.Join(problems, "; ")))
+			continue
+		}
+		cases = append(cases, c)
+	}
+	return cases, errors.Join(errs...)
+}
+
+// validate lists what is missing or inconsistent in a case.
+func (c *Case) validate(base string) []string {
+	var bad []string
+	if c.ID != base {
+		bad = append(bad, fmt.Sprintf("id %q is not the file name %q", c.ID, base))
+	}
+	if !strings.HasPrefix(c.Source.URL, "https://github.com/") || c.Source.Title == "" || c.Source.Where == "" {
+		bad = append(bad, "source needs a github.com url, a title and where in the thread")
+	}
+	if c.Build == "" && c.BuildNote == "" {
+		bad = append(bad, "no build and no build_note saying what dates the log")
+	}
+	if !slices.Contains(Backends, c.Backend) {
+		bad = append(bad, fmt.Sprintf("backend %q is not one of %v", c.Backend, Backends))
+	}
+	if len(c.GPUs) == 0 {
+		bad = append(bad, "no gpus")
+	}
+	if c.Model.Name == "" || c.Model.Arch == "" {
+		bad = append(bad, "model needs a name and an arch")
+	}
+	if c.Shape != nil {
+		if c.ShapeSource == "" {
+			bad = append(bad, "a shape needs shape_source")
+		}
+		if _, err := c.Shape.Resolve(); err != nil {
+			bad = append(bad, err.Error())
+		}
+		if _, err := synth.ParseQuant(c.Model.Quant); err != nil {
+			bad = append(bad, err.Error())
+		}
+		if !c.Model.QuantKnown && c.Model.QuantNote == "" {
+			bad = append(bad, "an unknown quant mix needs quant_note")
+		}
+	}
+	f := c.Flags
+	if f.Ctx <= 0 || f.Parallel <= 0 || f.Batch <= 0 || f.UBatch <= 0 || f.GPULayers < 0 {
+		bad = append(bad, "flags need ctx, parallel, batch, ubatch and a gpu_layers count")
+	}
+	if f.FlashAttn != "on" && f.FlashAttn != "off" {
+		bad = append(bad, "flash_attn must be on or off, as the log shows it in effect")
+	}
+	if len(f.GPUFreeMiB) != 0 && len(f.GPUFreeMiB) != len(c.GPUs) {
+		bad = append(bad, "gpu_free_mib needs one figure per GPU")
+	}
+	if len(c.Lines) == 0 {
+		bad = append(bad, "no log lines")
+	}
+	if got := engine.ParseLog(c.Lines); !reflect.DeepEqual(got, c.Buffers) && !(len(got) == 0 && len(c.Buffers) == 0) {
+		bad = append(bad, "buffers are not what engine.ParseLog reads from the lines")
+	}
+	for k, v := range c.PartialGroups {
+		if len(strings.Fields(k)) != 2 || strings.TrimSpace(v) == "" {
+			bad = append(bad, fmt.Sprintf("partial group %q needs a \"BUFFER_TYPE kind\" key and text", k))
+		}
+	}
+	for k, v := range c.Explanations {
+		if len(strings.Fields(k)) != 2 || strings.TrimSpace(v) == "" {
+			bad = append(bad, fmt.Sprintf("explanation %q needs a \"BUFFER_TYPE kind\" key and text", k))
+		}
+	}
+	return bad
+}
+
+// HeadroomName is the name headroom gives the buffer type a log line
+// names.
+func (c *Case) HeadroomName(logged string) string {
+	if n, ok := c.DeviceNames[logged]; ok {
+		return n
+	}
+	return logged
+}

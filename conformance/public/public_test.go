@@ -1,0 +1,96 @@
+package public
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/headroom-llm/headroom/engine"
+)
+
+var updatePublic = flag.Bool("update-public", false, "rewrite docs/accuracy-public.md from conformance/testdata/public")
+
+const (
+	casesDir = "../testdata/public"
+	docPath  = "../../docs/accuracy-public.md"
+)
+
+func loadCases(t *testing.T) []Case {
+	t.Helper()
+	cases, err := Load(casesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cases
+}
+
+// TestPublicParse holds every case's recorded buffers to what
+// engine.ParseLog reads from its verbatim lines now, so a parser change
+// that reads a public log differently fails here.
+func TestPublicParse(t *testing.T) {
+	for _, c := range loadCases(t) {
+		got := engine.ParseLog(c.Lines)
+		if !reflect.DeepEqual(got, c.Buffers) {
+			t.Errorf("%s: ParseLog reads\n%+v\nthe case records\n%+v", c.ID, got, c.Buffers)
+		}
+		if len(got) == 0 {
+			t.Errorf("%s: no buffer lines", c.ID)
+		}
+	}
+}
+
+// TestPublicLogs plans every case and compares each buffer group. A miss
+// does not fail (these backends are not measured here); the test fails
+// when docs/accuracy-public.md is not what the data gives now, and when an
+// explanation is stale: kept for a group that no longer misses.
+func TestPublicLogs(t *testing.T) {
+	cases := loadCases(t)
+	var rows []Row
+	for i := range cases {
+		c := &cases[i]
+		rs, err := c.Compare()
+		if err != nil {
+			t.Fatalf("%s: %v", c.ID, err)
+		}
+		missed := map[string]bool{}
+		for _, r := range rs {
+			if r.Status == Miss {
+				missed[r.BufferType+" "+r.Kind] = true
+			}
+		}
+		for k := range c.Explanations {
+			if !missed[k] {
+				t.Errorf("%s: explanation for %q, which is not a miss", c.ID, k)
+			}
+		}
+		rows = append(rows, rs...)
+	}
+	doc := Report(cases, rows)
+	if *updatePublic {
+		if err := os.WriteFile(docPath, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	have, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(have) != doc {
+		t.Errorf("%s is stale; run go test ./conformance/public -run TestPublicLogs -update-public", filepath.Base(docPath))
+	}
+}
+
+// TestLoadRejects checks validation catches a case whose buffers were
+// edited by hand.
+func TestLoadRejects(t *testing.T) {
+	cases := loadCases(t)
+	c := cases[0]
+	c.Buffers = append([]engine.Logged(nil), c.Buffers...)
+	c.Buffers[0].Printed = "1.23"
+	if problems := c.validate(c.ID); len(problems) == 0 {
+		t.Error("a hand-edited buffer passed validation")
+	}
+}

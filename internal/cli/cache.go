@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/headroom-llm/headroom/hw"
+)
+
+// cacheDir is headroom's directory under the user's cache directory
+// ($XDG_CACHE_HOME/headroom/SUB, else ~/.cache/headroom/SUB), as the header
+// cache finds it; "" when the environment names neither, and nothing is
+// cached.
+func cacheDir(env Env, sub string) string {
+	// XDG says a relative XDG_CACHE_HOME is invalid and must be ignored.
+	if x := env.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "headroom", sub)
+	}
+	if h := env.Getenv("HOME"); h != "" {
+		return filepath.Join(h, ".cache", "headroom", sub)
+	}
+	return ""
+}
+
+// dirCache keeps one file per key in a directory. Writes go to a
+// temporary file renamed into place, so a reader never sees half of one,
+// and two processes writing one key leave one whole file. Failures are
+// silent: a cache that cannot be written costs time, never an answer.
+type dirCache struct {
+	dir string
+	// maxAge is how long an entry no run has rewritten is kept; 0 keeps
+	// entries for good.
+	maxAge time.Duration
+}
+
+// cacheMaxAge is how long an entry no run has rewritten is kept: entries
+// are keyed by program build and machine, so old ones are for a program
+// or a machine that is gone.
+const cacheMaxAge = 30 * 24 * time.Hour
+
+func (c dirCache) path(key string) string { return filepath.Join(c.dir, key+".json") }
+
+func (c dirCache) Get(key string) ([]byte, bool) {
+	b, err := os.ReadFile(c.path(key))
+	return b, err == nil
+}
+
+func (c dirCache) Put(key string, data []byte) {
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return
+	}
+	f, err := os.CreateTemp(c.dir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), c.path(key)) != nil {
+		os.Remove(f.Name())
+		return
+	}
+	if c.maxAge > 0 {
+		c.prune(time.Now().Add(-c.maxAge))
+	}
+}
+
+// prune removes entries last written before cutoff.
+func (c dirCache) prune(cutoff time.Time) {
+	ents, err := os.ReadDir(c.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(c.dir, e.Name()))
+		}
+	}
+}
+
+// version is the module version and VCS revision this program was built
+// from, as the Go toolchain recorded them: "(devel)" for a build from a
+// work tree, with the commit and whether the tree had changes.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, when string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	parts := []string{v}
+	if rev != "" {
+		r := "revision " + rev
+		if dirty {
+			r += " with uncommitted changes"
+		}
+		parts = append(parts, r)
+	}
+	if when != "" {
+		parts = append(parts, "committed "+when)
+	}
+	return strings.Join(parts, ", ") + ", " + bi.GoVersion
+}
+
+// buildID names this program for cache keys: its version, and the size
+// and time of its executable, which change with every build even where
+// the version does not (a work tree with changes, go run).
+func buildID() string {
+	id := version()
+	if exe, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(exe); err == nil {
+			id += fmt.Sprintf(" %s %d %d", exe, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return id
+}
+
+// bandwidthStore keeps bandwidth measurements as files named by a hash
+// of the hardware they were taken on.
+type bandwidthStore struct{ c dirCache }
+
+func bandwidthKey(hardware string) string {
+	sum := sha256.Sum256([]byte(hardware))
+	return "bandwidth-" + hex.EncodeToString(sum[:16])
+}
+
+func (b bandwidthStore) Load(hardware string) (hw.Measured, bool) {
+	data, ok := b.c.Get(bandwidthKey(hardware))
+	if !ok {
+		return hw.Measured{}, false
+	}
+	var kept struct {
+		Hardware string `json:"hardware"`
+		hw.Measured
+	}
+	if json.Unmarshal(data, &kept) != nil || kept.Hardware != hardware {
+		return hw.Measured{}, false
+	}
+	return kept.Measured, true
+}
+
+func (b bandwidthStore) Save(hardware string, m hw.Measured) {
+	data, err := json.Marshal(struct {
+		Hardware string `json:"hardware"`
+		hw.Measured
+	}{hardware, m})
+	if err == nil {
+		b.c.Put(bandwidthKey(hardware), data)
+	}
+}
