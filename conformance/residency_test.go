@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
@@ -81,18 +82,7 @@ func TestResidency(t *testing.T) {
 	var b strings.Builder
 	writeResidencyHead(&b, rec)
 	for _, r := range rec.Runs {
-		s, ok := synth.Lookup(r.Shape)
-		if !ok {
-			t.Fatalf("no synth shape %s", r.Shape)
-		}
-		q, err := synth.ParseQuant(r.Quant)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := synth.Model(s, q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := synthModel(t, r.Shape, r.Quant)
 		p := plan.Defaults()
 		p.Ctx, p.Parallel, p.GPULayers, p.FlashAttn = r.Ctx, r.Parallel, 0, plan.FlashOn
 		snap := *base
@@ -248,4 +238,23 @@ func writeBreakdowns(b *strings.Builder, runs []residencyRun) {
 			fmt.Fprintf(b, "    %s\n", l)
 		}
 	}
+}
+
+// synthModel is the model of a synth shape in a quantization, as the
+// harness wrote its file.
+func synthModel(t *testing.T, shape, quant string) *arch.Model {
+	t.Helper()
+	s, ok := synth.Lookup(shape)
+	if !ok {
+		t.Fatalf("no synth shape %s", shape)
+	}
+	q, err := synth.ParseQuant(quant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Model(s, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
