@@ -12,7 +12,6 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
 )
 
@@ -91,18 +90,7 @@ func TestLlamaFitParams(t *testing.T) {
 	b.WriteString("headroom counts such a tensor as a max_alloc breach, so its plans stay within the limit.\n\n")
 	b.WriteString("| model | slots | build | llama-fit-params | headroom plan | headroom's verdict on the fit's flags |\n|---|---:|---|---|---|---|\n")
 	for _, r := range rec.Runs {
-		s, ok := synth.Lookup(r.Shape)
-		if !ok {
-			t.Fatalf("no synth shape %s", r.Shape)
-		}
-		q, err := synth.ParseQuant(r.Quant)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := synth.Model(s, q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := synthModel(t, r.Shape, r.Quant)
 		snap := machines[r.Backend]
 		o := plan.DefaultSearch()
 		o.Parallel, o.Base.FlashAttn = r.Parallel, plan.FlashOn

@@ -40,16 +40,24 @@ const models = [
     ["llama-3.1-8b", "Q4_K_M", 4096],
     ["qwen3-30b-a3b", "Q4_K_M", 4096]
 ].filter(([shape, quant]) => !only || new RegExp(only).test(`${shape}.${quant}`));
-// The machine's whole RAM first (the speed to compare with); above R but
-// below what charging the whole mapped span would ask; just
+// The machine's whole RAM first (the speed to compare with); R and the
+// 1024 MiB a plan leaves free; above R but below what charging the whole
+// mapped span would ask; just
 // below R, where the pages of tensors used in place compete with the
 // anonymous buffers; below the anonymous buffers alone.
 const limits = [
     ["unlimited", () => os.totalmem()],
+    ["resident+1024", (r) => r.resident + 1024 * MiB],
     ["resident+256", (r) => r.resident + 256 * MiB],
-    ["resident-256", (r) => r.resident - 256 * MiB],
+    [(r) => `resident-${below(r)}`, (r) => r.resident - below(r) * MiB],
     ["anonymous-256", (r) => r.anonymous - 256 * MiB]
 ];
+
+// below is how far under R the "just below" run goes, in MiB: 256, or
+// halfway to A where the weights used in place take less than 512 MiB.
+function below(r) {
+    return Math.min(256, Math.floor((r.resident - r.anonymous) / MiB / 2));
+}
 
 // cgroup is a fresh memory cgroup with a hard limit: v2 where the unified
 // hierarchy has the memory controller, else v1.
@@ -147,7 +155,8 @@ for (const [shape, quant, ctx] of models) {
     const anonymous = fit.buffers.filter((b) => b.buffer_type !== "CPU_Mapped").reduce((n, b) => n + b.bytes, 0);
     const mapped = fit.buffers.find((b) => b.buffer_type === "CPU_Mapped");
     const figures = {resident: ram.required, anonymous, mapped_span: mapped?.bytes ?? 0, mapped_resident: mapped?.resident_bytes ?? mapped?.bytes ?? 0};
-    for (const [name, at] of limits) {
+    for (const [named, at] of limits) {
+        const name = typeof named === "function" ? named(figures) : named;
         const limit = at(figures);
         const cg = cgroup(`headroom-residency-${process.pid}`, limit);
         spawnSync("sync");
@@ -166,6 +175,8 @@ for (const [shape, quant, ctx] of models) {
             answered: res.ok,
             tokens_per_second: res.completion?.timings?.predicted_per_second ?? null,
             error: res.error, exit: res.exit, process: res.probe ?? null, cgroup: stats,
+            // llama.cpp's own account, printed as it stops
+            breakdown: res.lines.filter((l) => l.text.includes("memory_breakdown_print")).map((l) => l.text.replace(/^.*memory_breakdown_print: /, "")),
             seconds: +((Date.now() - t0) / 1000).toFixed(1)
         };
         fs.rmdirSync(cg.dir);
