@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
@@ -264,6 +265,7 @@ Examples:
 	llama := llamaServerFlag(fs)
 	asJSON := fs.Bool("json", false, "print the assessment as JSON (the contract in DESIGN.md)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	verify := fs.Bool("verify", false, "also ask llama.cpp itself: run llama-fit-params (beside --llama-server, or on PATH) on the model file, which projects the load without reading weights or allocating, and compare its memory breakdown with headroom's, row by row")
 	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
@@ -287,12 +289,23 @@ Examples:
 	if err != nil {
 		return err
 	}
+	var check *engine.Check
+	if *verify && in.ArchErr == nil {
+		if check, err = engineCheck(ctx, in, p, snap, *llama); err != nil {
+			return fmt.Errorf("--verify: %w", err)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(fitReport(in, a, p))
+		rep := fitReport(in, a, p)
+		rep.EngineCheck = check
+		return enc.Encode(rep)
 	}
 	printFit(env.Stdout, in, a, p)
+	if check != nil {
+		printCheck(env.Stdout, check)
+	}
 	return nil
 }
 
@@ -310,6 +323,9 @@ type fitJSON struct {
 	Artifact fitArtifact  `json:"artifact"`
 	Profile  plan.Profile `json:"profile"`
 	*plan.Assessment
+	// EngineCheck is --verify's comparison with llama.cpp's own
+	// projection of the load.
+	EngineCheck *engine.Check `json:"engine_check,omitempty"`
 }
 
 func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {

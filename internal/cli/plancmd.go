@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/speed"
@@ -61,6 +62,7 @@ Examples:
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
 	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	verify := fs.Bool("verify", false, "also ask llama.cpp itself about the chosen flags: llama-fit-params (beside --llama-server, or on PATH) projects the load of the model file without allocating; its memory breakdown is compared with headroom's, row by row")
 	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
 	ref, err := fs.parseModel(args)
 	if err != nil {
@@ -106,6 +108,11 @@ Examples:
 		if out.Network, err = networkEstimate(in.Arch, p.Chosen, snap, *netGbps); err != nil {
 			return err
 		}
+		if *verify {
+			if out.EngineCheck, err = engineCheck(ctx, in, p.Chosen.Profile, snap, *llama); err != nil {
+				return fmt.Errorf("--verify: %w", err)
+			}
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
@@ -138,6 +145,9 @@ Examples:
 		if out.Network != nil {
 			fmt.Fprintln(env.Stdout, "  "+networkLine(out.Network))
 		}
+		if out.EngineCheck != nil {
+			printCheck(env.Stdout, out.EngineCheck)
+		}
 	}
 	return nil
 }
@@ -155,6 +165,9 @@ type planReport struct {
 	Speed []speed.Result `json:"speed"`
 	// Network is the share of a token spent crossing to rpc-servers.
 	Network *speed.Network `json:"network,omitempty"`
+	// EngineCheck is --verify's comparison with llama.cpp's own
+	// projection of the chosen flags.
+	EngineCheck *engine.Check `json:"engine_check,omitempty"`
 }
 
 // catalogSource is the reference a catalog variant's file is read from.

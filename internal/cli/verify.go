@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+// engineCheck runs the engine check for fit --verify: the user's
+// llama-fit-params projects the load of the model's own file without
+// allocating, and headroom's accounting of the same context is set beside
+// it. llama-fit-params creates its context as a library caller does, with
+// one output row per token of the batch, so headroom accounts that
+// context for the comparison (the model and context figures are the
+// server's; only compute differs).
+func engineCheck(ctx context.Context, in *modelInputs, p plan.Profile, snap *hw.Snapshot, llamaServer string) (*engine.Check, error) {
+	h := in.Header
+	if h == nil || len(h.Artifact.Files) != 1 || h.Artifact.Files[0].Path == "" {
+		return nil, errors.New("--verify needs a local GGUF file in one piece for now (a sparse twin of a remote header is not built yet)")
+	}
+	if c := p.Companions; c != nil && (c.Projector != nil || c.Draft != nil) {
+		return nil, errors.New("--verify checks the model alone: leave out --mmproj and -md")
+	}
+	server := llamaServer
+	if server == "" {
+		if s, err := engine.Find("", nil); err == nil {
+			server = s
+		}
+	}
+	bin, err := engine.FindFitParams(server, nil)
+	if err != nil {
+		return nil, err
+	}
+	q := p
+	q.OutputsMax = max(q.Batch, 1)
+	cpu, gpus := plan.Devices(snap)
+	r, err := plan.Account(in.Arch, q, cpu, gpus)
+	if err != nil {
+		return nil, err
+	}
+	rows, _, err := engine.Project(ctx, bin, h.Artifact.Files[0].Path, q.Args(), os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	c := engine.Compare(bin, rows, r.Buffers, cpu.Name)
+	return &c, nil
+}
+
+// printCheck prints the engine check's table.
+func printCheck(w io.Writer, c *engine.Check) {
+	verdict := "agrees"
+	if !c.Agrees {
+		// Not "llama.cpp is right": its projection can count what its
+		// real load does not (Gemma 3n's tied embedding twice, under
+		// mmap), and the load's own log is the final word.
+		verdict = "DIFFERS on the rows marked: llama.cpp's own --fit plans with its figures; 'headroom serve --check' compares with a real load"
+	}
+	fmt.Fprintf(w, "\nengine check: %s's projection of this load, beside headroom's (MiB, rounded down as llama.cpp prints them): %s\n", c.Engine, verdict)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "row\tpart\tllama.cpp\theadroom\t\t")
+	for _, cell := range c.Cells {
+		mark := ""
+		if !cell.Agrees {
+			mark = "differs"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t\n", cell.Row, cell.Part, cell.Engine, cell.Headroom, mark)
+	}
+	tw.Flush()
+}
