@@ -82,6 +82,11 @@ type Model struct {
 	// TiedOutput means there is no output.weight: llama.cpp reuses the
 	// token embedding as the output projection, loading it a second time.
 	TiedOutput bool
+	// OutputFirst means the loader creates the tied output before the
+	// embedding (gemma3n.cpp), so it finds no embedding to reuse and
+	// makes a tensor of its own even in the embedding's buffer type:
+	// the same file range under mmap, a second copy without it.
+	OutputFirst bool
 	// Tensors are the model's tensors with their layer assignment.
 	Tensors []Tensor
 }

@@ -338,6 +338,7 @@ const gemma3nKVLayers = 20
 // slides (llama_model::create_memory's reuse callback), and the engine
 // asserts that the layer it names holds a cache of that kind.
 func gemma3n(h hparams, m *Model) error {
+	m.OutputFirst = true
 	w, err := h.need("attention.sliding_window")
 	if err != nil {
 		return err

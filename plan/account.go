@@ -312,7 +312,11 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 			// it again (TENSOR_DUPLICATED) only when the output layer's
 			// buffer type differs from the embedding's, and then loads the
 			// weights a second time.
-			if dup, dk := ld.tiedOutput(t); !sameBuffer(dk, k) {
+			// A loader that creates the output first finds nothing to
+			// reuse: without mmap the weights are loaded twice even into
+			// one buffer (Gemma 3n: 5107.10 MiB logged for its 4562.56
+			// MiB of tensors).
+			if dup, dk := ld.tiedOutput(t); !sameBuffer(dk, k) || m.OutputFirst && !p.Mmap {
 				place(dup, dk)
 			}
 		}
