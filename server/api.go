@@ -211,6 +211,7 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	o.Cache, o.Build = &s.plans, "this server"
 	rows, err := catalog.Recommend(s.cfg.Catalog, s.cfg.Lock, m.snap, o)
 	if err != nil {
 		return fmt.Errorf("ranking the catalog: %w", err)

@@ -62,6 +62,8 @@ type Config struct {
 type server struct {
 	cfg    Config
 	opener *opener // nil when Config.Open is
+	// plans keeps the catalog's per-variant plans between requests.
+	plans outcomes
 }
 
 // New returns the API and panel as one handler.
