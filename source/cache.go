@@ -84,20 +84,26 @@ func (hc headerCache) storeHeader(k cacheKey, f *gguf.File, header []byte) error
 // loadHeader parses a cached header. A missing entry gives an error wrapping
 // fs.ErrNotExist; any other error means the entry is unusable.
 func (hc headerCache) loadHeader(k cacheKey) (*gguf.File, error) {
+	f, _, err := hc.loadEntry(k)
+	return f, err
+}
+
+// loadEntry is loadHeader that also gives the header's bytes.
+func (hc headerCache) loadEntry(k cacheKey) (*gguf.File, []byte, error) {
 	p := hc.headerPath(k)
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fi.Size() > hc.maxHeader+4096 {
-		return nil, fmt.Errorf("cache entry %s: %d bytes, more than a header of at most %d can take", p, fi.Size(), hc.maxHeader)
+		return nil, nil, fmt.Errorf("cache entry %s: %d bytes, more than a header of at most %d can take", p, fi.Size(), hc.maxHeader)
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	bad := func(format string, args ...any) (*gguf.File, error) {
-		return nil, fmt.Errorf("cache entry %s: %s", p, fmt.Sprintf(format, args...))
+	bad := func(format string, args ...any) (*gguf.File, []byte, error) {
+		return nil, nil, fmt.Errorf("cache entry %s: %s", p, fmt.Sprintf(format, args...))
 	}
 	r := bytes.NewReader(data)
 	var fixed struct {
@@ -141,7 +147,7 @@ func (hc headerCache) loadHeader(k cacheKey) (*gguf.File, error) {
 	if f.DataOffset != fixed.DataOffset {
 		return bad("parses with data offset %d, expected %d", f.DataOffset, fixed.DataOffset)
 	}
-	return f, nil
+	return f, header, nil
 }
 
 // headerBytes serves a cached header as the file it came from: the stored

@@ -291,7 +291,7 @@ Examples:
 	}
 	var check *engine.Check
 	if *verify && in.ArchErr == nil {
-		if check, err = engineCheck(ctx, in, p, snap, *llama); err != nil {
+		if check, err = engineCheck(ctx, env, in, p, snap, *llama); err != nil {
 			return fmt.Errorf("--verify: %w", err)
 		}
 	}

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/internal/hubtest"
 	"github.com/headroom-llm/headroom/internal/synth"
 )
 
@@ -53,5 +55,40 @@ func TestLiveFitVerify(t *testing.T) {
 		if d := cell.Engine - cell.Headroom; differs && (d < 543 || d > 545) {
 			t.Errorf("gemma-3n's projection counts %d MiB more, want the 544 MiB embedding", d)
 		}
+	}
+}
+
+// A Hub model is checked before any byte of its weights moves: the
+// projection runs on a sparse twin of its header, which is gone after.
+func TestLiveFitVerifyRemote(t *testing.T) {
+	bin := liveEngine(t)
+	hub := hubtest.New(t)
+	hub.AddGGUF(t, "test/tiny-GGUF", "TinyLlama-Q4_K_M.gguf", "tinyllama-1.1b", synth.Q4_K_M, true)
+	s := newSession(t, hub)
+	tmp := t.TempDir()
+	s.vars["TMPDIR"] = tmp
+	t.Setenv("TMPDIR", tmp)
+	// A plain fit reads the header (its first range request reads ahead
+	// by a window); the check must not read more than that.
+	if code, _, errs := s.run("fit", "--quiet", "--machine", "cpu-32", "hf:test/tiny-GGUF/TinyLlama-Q4_K_M.gguf", "-c", "4096", "-np", "1"); code != 0 {
+		t.Fatalf("plain fit: exit %d: %s", code, errs)
+	}
+	before, _, _ := hub.Served("test/tiny-GGUF", "TinyLlama-Q4_K_M.gguf")
+	code, out, errs := s.run("fit", "--quiet", "--json", "--verify", "--llama-server", bin, "--machine", "cpu-32",
+		"hf:test/tiny-GGUF/TinyLlama-Q4_K_M.gguf", "-c", "4096", "-np", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var f struct {
+		Check *engine.Check `json:"engine_check"`
+	}
+	if err := json.Unmarshal([]byte(out), &f); err != nil || f.Check == nil || !f.Check.Agrees {
+		t.Fatalf("check %+v (%v): %s", f.Check, err, out)
+	}
+	if after, _, _ := hub.Served("test/tiny-GGUF", "TinyLlama-Q4_K_M.gguf"); after != before {
+		t.Errorf("the check had %d more bytes of the file served (the header was cached)", after-before)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "headroom-twin-*")); len(left) != 0 {
+		t.Errorf("twins left behind: %q", left)
 	}
 }

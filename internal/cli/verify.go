@@ -11,6 +11,7 @@ import (
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/source"
 )
 
 // engineCheck runs the engine check for fit --verify: the user's
@@ -20,10 +21,13 @@ import (
 // one output row per token of the batch, so headroom accounts that
 // context for the comparison (the model and context figures are the
 // server's; only compute differs).
-func engineCheck(ctx context.Context, in *modelInputs, p plan.Profile, snap *hw.Snapshot, llamaServer string) (*engine.Check, error) {
+// A remote model is checked before any byte of its weights moves: the
+// projection runs on a sparse twin, its header bytes then a hole up to
+// its size, removed afterwards.
+func engineCheck(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap *hw.Snapshot, llamaServer string) (*engine.Check, error) {
 	h := in.Header
-	if h == nil || len(h.Artifact.Files) != 1 || h.Artifact.Files[0].Path == "" {
-		return nil, errors.New("--verify needs a local GGUF file in one piece for now (a sparse twin of a remote header is not built yet)")
+	if h == nil {
+		return nil, errors.New("a catalog variant is planned from derived inputs, with no header to give llama.cpp; verify its Hub file (hf:...) instead")
 	}
 	if c := p.Companions; c != nil && (c.Projector != nil || c.Draft != nil) {
 		return nil, errors.New("--verify checks the model alone: leave out --mmproj and -md")
@@ -45,7 +49,16 @@ func engineCheck(ctx context.Context, in *modelInputs, p plan.Profile, snap *hw.
 	if err != nil {
 		return nil, err
 	}
-	rows, _, err := engine.Project(ctx, bin, h.Artifact.Files[0].Path, q.Args(), os.Environ())
+	dir, err := os.MkdirTemp("", "headroom-twin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	paths, err := source.NewClient(env.Getenv).WriteTwin(ctx, h, dir)
+	if err != nil {
+		return nil, err
+	}
+	rows, _, err := engine.Project(ctx, bin, paths[0], q.Args(), os.Environ())
 	if err != nil {
 		return nil, err
 	}
