@@ -376,3 +376,40 @@ func TestGemma3nSharedKV(t *testing.T) {
 		}
 	}
 }
+
+// Granite is llama's cache under four multipliers; a file llama.cpp
+// refuses (no logit_scale) or whose graph graniteGraph does not replay
+// (deepstack, RoPE off) is refused.
+func TestGranite(t *testing.T) {
+	kv := func(extra map[string]gguf.Value) map[string]gguf.Value {
+		out := map[string]gguf.Value{
+			"block_count": u32(2), "embedding_length": u32(2048), "attention.head_count": u32(32),
+			"attention.head_count_kv": u32(8), "feed_forward_length": u32(8192),
+			"logit_scale": gguf.Float32Value(8), "embedding_scale": gguf.Float32Value(12),
+			"residual_scale": gguf.Float32Value(0.22), "attention.scale": gguf.Float32Value(0.015625),
+		}
+		maps.Copy(out, extra)
+		return out
+	}
+	m, err := build(t, "granite", kv(map[string]gguf.Value{"rope.scaling.finetuned": gguf.BoolValue(true)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := m.Layers[1]; l.Attention != Full || l.KDim != 8*64 || l.VDim != 8*64 {
+		t.Errorf("layer %+v", l)
+	}
+	noLogit := kv(nil)
+	delete(noLogit, "logit_scale")
+	for _, tc := range []struct {
+		kv   map[string]gguf.Value
+		says string
+	}{
+		{noLogit, "missing granite.logit_scale"},
+		{kv(map[string]gguf.Value{"deepstack_mapping": i32s(-1, 0)}), "deepstack"},
+		{kv(map[string]gguf.Value{"rope.scaling.finetuned": gguf.BoolValue(false)}), "without RoPE"},
+	} {
+		if _, err := build(t, "granite", tc.kv); !IsIncompatible(err) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v", tc.says, err)
+		}
+	}
+}

@@ -62,6 +62,9 @@ var families = map[string]family{
 	"qwen3moe":  {},
 	"deepseek2": {},
 	"phi3":      {},
+	// Granite 3 (src/models/granite.cpp): llama's cache, with multipliers
+	// that change no tensor (see granite).
+	"granite": {adjust: granite},
 	// Hybrid Mamba-2 / attention (src/models/<arch>.cpp load_arch_hparams
 	// and llama_model::create_memory's hybrid layer filters).
 	"granitehybrid": {adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 })},
@@ -356,6 +359,30 @@ func gemma3n(h hparams, m *Model) error {
 		}
 		if m.Layers[src].Attention != m.Layers[il].Attention {
 			return &Incompatible{Reason: fmt.Sprintf("layer %d would share layer %d's KV cache, which is %s, not %s (llama.cpp aborts)", il, src, m.Layers[src].Attention, m.Layers[il].Attention)}
+		}
+	}
+	return nil
+}
+
+// granite refuses what llama.cpp refuses or what graniteGraph does not
+// replay. llama.cpp requires logit_scale. Its other multipliers change no
+// tensor or cache: attention.scale is the softmax's own factor, and
+// embedding_scale and residual_scale add ggml_scale nodes that ggml-alloc
+// places in their dying source's memory. A deepstack mapping (Granite
+// Vision) adds inputs and nodes, and rope.scaling.finetuned false drops
+// RoPE and its positions; neither is replayed yet.
+func granite(h hparams, m *Model) error {
+	if v, ok := h.m.Lookup(h.prefix + "logit_scale"); !ok {
+		return &Incompatible{Reason: "missing " + h.prefix + "logit_scale (llama.cpp requires it)"}
+	} else if _, ok := v.AsFloat(); !ok {
+		return &Incompatible{Reason: fmt.Sprintf("%slogit_scale is %s %v, expected a number", h.prefix, v.Type(), v)}
+	}
+	if _, ok := h.m.Lookup(h.prefix + "deepstack_mapping"); ok {
+		return &Incompatible{Reason: "Granite Vision's deepstack inputs (" + h.prefix + "deepstack_mapping) are not modeled"}
+	}
+	if v, ok := h.m.Lookup(h.prefix + "rope.scaling.finetuned"); ok {
+		if on, _ := v.AsBool(); !on {
+			return &Incompatible{Reason: "Granite without RoPE (" + h.prefix + "rope.scaling.finetuned false) is not modeled"}
 		}
 	}
 	return nil

@@ -22,6 +22,8 @@ func graphFamilies(name string) func(m *arch.Model) graphBuilder {
 		return llamaLike(false)
 	case "olmo2":
 		return olmo2Builder
+	case "granite":
+		return graniteBuilder
 	case "gemma2":
 		return gemmaFamily(gemmaOpts{softcap: true})
 	case "gemma3":

@@ -217,6 +217,16 @@ export const cases = [
     ]),
     ...sweep("qwen1.5-moe-a2.7b", "Q4_K_M", bigMoE),
 
+    // Granite 3 (llama with embedding, residual and logit multipliers, tied
+    // embeddings): the architecture added by one registry line, one builder
+    // file, one arch entry and one synth shape.
+    ...sweep("granite-3.3-2b", "Q4_K_M", [
+        {contextSize: 4096},
+        {contextSize: 4096, flashAttention: true},
+        {contextSize: 4096, sequences: 4},
+        vk(4)
+    ]),
+
     // Hybrid Mamba-2 / attention: a KV cache for the attention layers and
     // recurrent state for the Mamba layers (both, on every Falcon-H1 layer).
     ...sweep("granite-4.0-h-micro", "Q8_0", recurrentSweep),

@@ -148,12 +148,13 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		u32("attention.key_length", headDim)
 		u32("attention.value_length", headDim)
 	}
+	// The granite converter is llama's, keys and all.
 	switch a {
-	case "llama", "mistral3", "deepseek2":
+	case "llama", "mistral3", "deepseek2", "granite":
 		u32("vocab_size", s.Vocab)
 	}
 	switch a {
-	case "llama", "mistral3", "phi3", "llama4":
+	case "llama", "mistral3", "phi3", "llama4", "granite":
 		u32("rope.dimension_count", headDim)
 	case "glm4moe":
 		// partial_rotary_factor 0.5
@@ -228,6 +229,9 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	}
 	optF32("attention.temperature_scale", s.AttnTemperature)
 	optF32("logit_scale", s.LogitScale)
+	optF32("embedding_scale", s.EmbeddingScale)
+	optF32("residual_scale", s.ResidualScale)
+	optF32("attention.scale", s.AttentionScale)
 	optF32("attn_logit_softcapping", s.AttnSoftcap)
 	optF32("final_logit_softcapping", s.FinalSoftcap)
 	if s.AltUp != nil {

@@ -127,6 +127,17 @@ var shapes = map[string]Shape{
 		MoE:    &MoE{Experts: 60, Used: 4, FF: 1408, SharedFF: 5632},
 		Source: "Qwen/Qwen1.5-MoE-A2.7B config.json"},
 
+	// Granite 3: the llama layout with four multipliers (embedding,
+	// residual, attention, logits) and tied embeddings. The config is
+	// ibm-granite/granite-3.3-2b-instruct's (GraniteForCausalLM: vocab 49159,
+	// rope_theta 1e7, embedding_multiplier 12, residual_multiplier 0.22,
+	// attention_multiplier 0.015625, logits_scaling 8, no biases); its
+	// tokenizer is StarCoder's, which llama.cpp's converter names "refact".
+	"granite-3.3-2b": {Name: "Granite-3.3-2B", Arch: "granite", Layers: 40, Embd: 2048, Heads: 32, HeadsKV: 8, FF: 8192,
+		Vocab: 49159, CtxTrain: 131072, RopeTheta: 10000000, NormEps: 1e-5, TiedOutput: true, Tokenizer: "gpt2", TokenizerPre: "refact",
+		EmbeddingScale: 12, ResidualScale: 0.22, AttentionScale: 0.015625, LogitScale: 8,
+		Source: "ibm-granite/granite-3.3-2b-instruct config.json"},
+
 	// Hybrid Mamba-2 / attention.
 	// Four attention layers among 40; every layer has a SwiGLU FFN
 	// (shared_intermediate_size 8192), no MoE, tied output. The positions

@@ -60,8 +60,13 @@ type Shape struct {
 	// LayerNorm writes attention.layer_norm_epsilon (cohere2's plain layer
 	// norm) instead of attention.layer_norm_rms_epsilon.
 	LayerNorm bool
-	// LogitScale is cohere2's logit_scale (required there); 0 leaves it out.
+	// LogitScale is cohere2's and granite's logit_scale (required by both);
+	// 0 leaves it out.
 	LogitScale float32
+	// EmbeddingScale, ResidualScale and AttentionScale are granite's
+	// embedding_scale, residual_scale and attention.scale (the config's
+	// multipliers); 0 leaves the key out.
+	EmbeddingScale, ResidualScale, AttentionScale float32
 	// AttnSoftcap and FinalSoftcap are gemma2's logit soft-capping values;
 	// 0 leaves the keys out.
 	AttnSoftcap, FinalSoftcap float32

@@ -47,6 +47,9 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// Computed from the config (no exact published count at hand).
 		{"command-r7b", 8028033024},
 		{"granite-4.0-h-micro", 3191396096},
+		// 40 x 60,821,504 per layer + the tied 49159 x 2048 embedding
+		// (published: 2.53B).
+		{"granite-3.3-2b", 2533539840},
 		{"nemotron-h-4b", 4489223040},
 		{"falcon-h1-0.5b", 521466400},
 		// Text model with the NextN block (the published 110B includes it).
