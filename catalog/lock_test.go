@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/internal/hubtest"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // publish puts the lock catalog's files on a Hub stand-in: two

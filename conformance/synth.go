@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-llm/headroom/gguf"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // Synth rebuilds the synthetic GGUF the case was measured on, with the
