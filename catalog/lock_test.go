@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/headroom-llm/headroom/internal/hubtest"
+	"github.com/headroom-llm/headroom/source/hubtest"
 	"github.com/headroom-llm/headroom/synth"
 )
 

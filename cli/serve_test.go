@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/engine/enginetest"
-	"github.com/headroom-llm/headroom/internal/hubtest"
+	"github.com/headroom-llm/headroom/source/hubtest"
 	"github.com/headroom-llm/headroom/synth"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/hubtest"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/source/hubtest"
 	"github.com/headroom-llm/headroom/store"
 	"github.com/headroom-llm/headroom/synth"
 )
