@@ -16,8 +16,9 @@ import (
 )
 
 // TestLayout holds the README's Layout table to the code: every package of
-// the module has a row, every row is a package, and no package imports one
-// listed below it. Only the packages' own files count; tests may import
+// the module has a row, every row is a package, no package imports one
+// listed below it, and the packages under internal/ import none of the
+// module. Only the packages' own files count; tests may import
 // from anywhere. Every .go file is read whatever its build constraints, so
 // an import on another platform counts too.
 func TestLayout(t *testing.T) {
@@ -47,6 +48,9 @@ func TestLayout(t *testing.T) {
 		rp, ok := rank[p]
 		if !ok {
 			continue
+		}
+		if strings.HasPrefix(p, "internal/") && len(imports[p]) > 0 {
+			t.Errorf("%s imports %v: the README says internal/ holds only helpers that import nothing of the module", p, slices.Sorted(maps.Keys(imports[p])))
 		}
 		for _, d := range slices.Sorted(maps.Keys(imports[p])) {
 			rd, ok := rank[d]
