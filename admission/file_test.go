@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // Two Ledgers on one file stand for two headroom processes: each sees the

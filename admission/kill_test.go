@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // TestLedgerSurvivesKill fills the ledger with as many models as the GPU

@@ -8,8 +8,8 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // accounting returns the accounting of a Llama-3.1-8B file at 8192 cells

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // deadPID is the id of a process that has exited and been reaped.

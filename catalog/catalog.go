@@ -19,8 +19,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/source"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 //go:embed catalog.json

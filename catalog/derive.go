@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-llm/headroom/gguf"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // Derived planner inputs. An entry whose variant has never been locked is

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/headroom-llm/headroom/internal/hubtest"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/source/hubtest"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // publish puts the lock catalog's files on a Hub stand-in: two

@@ -3,7 +3,7 @@ package catalog
 import (
 	"fmt"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // ShapeSpec is an entry's architecture in synth's terms. Base names one of

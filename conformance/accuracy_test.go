@@ -181,7 +181,7 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 	{"server", filepath.Join("testdata", "server"), "accuracy.md",
 		"cases in `conformance/testdata/server`, each a real load by llama-server itself (built by\n" +
 			"`conformance/engine.sh` from the llama.cpp source node-llama-cpp 3.21.1 ships, CPU\n" +
-			"backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written by `internal/synth`,\n" +
+			"backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written by `synth`,\n" +
 			"started with exactly the flags headroom emits for the profile. Figures are MiB as\n" +
 			"llama.cpp prints them. Library contexts of the same llama.cpp are in\n" +
 			"[accuracy-library.md](accuracy-library.md); CUDA, Metal and ROCm loads from public\n" +
@@ -190,7 +190,7 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 	{"library", filepath.Join("testdata", "golden"), "accuracy-library.md",
 		"cases in `conformance/testdata/golden`, each a real llama.cpp load through its library API\n" +
 			"(node-llama-cpp 3.21.1, CPU backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written\n" +
-			"by `internal/synth`. A library context keeps n_batch output rows where llama-server keeps\n" +
+			"by `synth`. A library context keeps n_batch output rows where llama-server keeps\n" +
 			"one per slot, so its compute buffers are larger; llama-server's own loads are in\n" +
 			"[accuracy.md](accuracy.md). Figures are MiB as llama.cpp prints them.\n\n"},
 }

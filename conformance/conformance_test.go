@@ -44,7 +44,7 @@ func TestGoldenFilesAreConsistent(t *testing.T) {
 }
 
 // A golden file is evidence only about the header it was measured on. When
-// internal/synth changes a shape, this fails until the goldens are
+// synth changes a shape, this fails until the goldens are
 // regenerated (conformance/regen.sh).
 func TestGoldenFilesMatchCurrentSynth(t *testing.T) {
 	cases := loadGolden(t)

@@ -1,6 +1,6 @@
 // Package conformance holds measurements of the real llama.cpp engine and
 // the types to read them. Each golden file under testdata/golden records one
-// load of a synthetic GGUF (internal/synth) under one serving profile, with
+// load of a synthetic GGUF (synth) under one serving profile, with
 // every buffer llama.cpp allocated as its own log printed it.
 //
 // The files are written by the Node harness in harness/ (see regen.sh); this
@@ -43,9 +43,9 @@ type Case struct {
 
 // Inputs say what was loaded and how.
 type Inputs struct {
-	Shape  string `json:"shape"` // internal/synth shape name
+	Shape  string `json:"shape"` // synth shape name
 	Arch   string `json:"arch"`
-	Quant  string `json:"quant"` // internal/synth recipe
+	Quant  string `json:"quant"` // synth recipe
 	Source string `json:"source"`
 	File   File   `json:"file"`
 	// Profile is what the harness asked node-llama-cpp for. Figures.Context

@@ -12,8 +12,8 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 var updateResidency = flag.Bool("update-residency", false, "rewrite docs/residency.md from conformance/testdata/residency.json")

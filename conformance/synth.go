@@ -7,11 +7,11 @@ import (
 	"fmt"
 
 	"github.com/headroom-llm/headroom/gguf"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // Synth rebuilds the synthetic GGUF the case was measured on, with the
-// current internal/synth. Its header is all a prediction needs (the file's
+// current synth. Its header is all a prediction needs (the file's
 // data region is a hole); Layout gives every tensor's name, type, shape and
 // offset. Check CheckSynth first: a golden file measured on another header
 // says nothing about this one.

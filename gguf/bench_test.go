@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/gguf"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 func headerOf(tb testing.TB, shape string) (io.ReaderAt, int64) {

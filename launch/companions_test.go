@@ -13,8 +13,8 @@ import (
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/engine/enginetest"
 	"github.com/headroom-llm/headroom/gguf"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // A model the Hub lists with a projector beside it: the plan counts the

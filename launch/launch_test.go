@@ -12,10 +12,10 @@ import (
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/hubtest"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/source/hubtest"
 	"github.com/headroom-llm/headroom/store"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // fixture is a Hub with a small model that fits every preset (Mamba2-130M,

@@ -18,9 +18,9 @@ import (
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/engine/enginetest"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // goldenLog writes the log llama.cpp printed for a recorded conformance

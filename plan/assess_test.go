@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // Every preset gets a verdict for models of several sizes, and every fix

@@ -6,7 +6,7 @@ import (
 
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 func TestProjectorBuffers(t *testing.T) {

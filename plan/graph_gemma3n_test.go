@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // The CPU compute buffers ("compute_exact") and graph node counts of the

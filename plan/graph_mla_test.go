@@ -3,7 +3,7 @@ package plan
 import (
 	"testing"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // mlaCase is one golden load's profile (conformance/testdata/golden,

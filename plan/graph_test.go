@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 func shapeModel(t *testing.T, s synth.Shape) *arch.Model {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 var updatePlan = flag.Bool("update-plan", false, "rewrite docs/plan.md")

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 func TestParseOverrides(t *testing.T) {

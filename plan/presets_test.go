@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // For every model shape the conformance suite measures (and the others

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // TestPlanOverRPC plans Llama-3.1-70B Q4_K_M on a 24 GB card joined by a

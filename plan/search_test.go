@@ -8,7 +8,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 func TestSearch(t *testing.T) {

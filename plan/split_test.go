@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // unequalCards is a 24 GB and a 12 GB card beside 64 GB of RAM.

@@ -3,7 +3,7 @@ package speed
 import (
 	"testing"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // BenchmarkEstimate is one speed estimate for Llama-3.1-70B Q4_K_M on the

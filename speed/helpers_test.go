@@ -7,8 +7,8 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // shapeModel reads the header synth writes for a shape as a sparse file:

@@ -9,8 +9,8 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // expectBytes recomputes, tensor by tensor, what one token reads when every

@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/headroom-llm/headroom/internal/cli"
+	"github.com/headroom-llm/headroom/cli"
 )
 
 func main() {

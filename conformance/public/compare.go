@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/headroom-llm/headroom/engine"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // Status is how one buffer group of a case compares.

@@ -1,4 +1,4 @@
-// Command quantcheck compares internal/synth's quantization recipes with
+// Command quantcheck compares synth's quantization recipes with
 // llama.cpp's own quantizer. For each shape it writes the F16 synth file (a
 // sparse hole, no disk), asks llama-quantize which type it gives every
 // tensor under each quant, and compares with the header synth.Build writes
@@ -7,7 +7,7 @@
 //
 //	go run ./conformance/cmd/quantcheck qwen3-8b llama-3.2-1b
 //	go run ./conformance/cmd/quantcheck -quants Q4_K_M,Q8_0 -json report.json all
-//	go run ./conformance/cmd/quantcheck -golden internal/synth/testdata/quantizer.txt all
+//	go run ./conformance/cmd/quantcheck -golden synth/testdata/quantizer.txt all
 //
 // By default llama-quantize runs with --dry-run: it decides every type as a
 // real run does (the same llama_tensor_get_type pass) but writes nothing,
@@ -27,7 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func main() {
 	write := flag.Bool("write", false, "quantize for real and read the output header, instead of --dry-run")
 	dir := flag.String("dir", "", "folder for the temporary files (default: a new temp folder, removed at the end)")
 	jsonOut := flag.String("json", "", "write the full report as JSON to this file")
-	golden := flag.String("golden", "", "write the quantizer's types as internal/synth's golden file to this path")
+	golden := flag.String("golden", "", "write the quantizer's types as synth's golden file to this path")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: quantcheck [flags] SHAPE... (or all)\n\n")
 		flag.PrintDefaults()

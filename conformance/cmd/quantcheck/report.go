@@ -103,14 +103,14 @@ func summary(w io.Writer, rs []result) {
 }
 
 // writeGolden writes the quantizer's types in the compact form
-// internal/synth's TestRecipesMatchQuantizer reads: a section per shape
+// synth's TestRecipesMatchQuantizer reads: a section per shape
 // and quant, one line per tensor outside the blocks ("NAME TYPE") and one
 // per block tensor name with the layer index replaced by '*', followed by
 // runs of consecutive layers that share a type ("blk.*.attn_v.weight
 // 0-2:Q6_K 3:Q4_K"). Refused quants are left out: there is nothing to pin.
 func writeGolden(out io.Writer, bin string, rs []result) error {
 	w := bufio.NewWriter(out)
-	fmt.Fprintf(w, "# Tensor types llama-quantize (%s) chose for internal/synth's F16 files.\n", filepath.Base(filepath.Dir(filepath.Dir(bin))))
+	fmt.Fprintf(w, "# Tensor types llama-quantize (%s) chose for synth's F16 files.\n", filepath.Base(filepath.Dir(filepath.Dir(bin))))
 	fmt.Fprintf(w, "# Written by go run ./conformance/cmd/quantcheck -golden; see docs/quantizer.md.\n")
 	for _, r := range rs {
 		if r.Error != "" {

@@ -23,7 +23,7 @@ import (
 	"strings"
 
 	"github.com/headroom-llm/headroom/gguf"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // entry describes one written file; the field names are what the Node

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/conformance"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // synthgen's digest must be the one conformance.CheckSynth recomputes, or

@@ -9,10 +9,10 @@ import (
 
 	"github.com/headroom-llm/headroom/engine/enginetest"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/server"
 	"github.com/headroom-llm/headroom/store"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // TestAPILoadsUnderConcurrency sends 50 loads at once of a model that fits

@@ -35,7 +35,7 @@ func TestRecommendStable(t *testing.T) {
 				return ""
 			},
 			Probe: func(ctx context.Context, o hw.ProbeOptions) (*hw.Snapshot, error) {
-				o.Root, o.Runner, o.GOOS, o.Host, o.LlamaServer = os.DirFS("../../hw/testdata/probe/cpu-cgroup2/root"), noPrograms{}, "linux", "t", "-"
+				o.Root, o.Runner, o.GOOS, o.Host, o.LlamaServer = os.DirFS("../hw/testdata/probe/cpu-cgroup2/root"), noPrograms{}, "linux", "t", "-"
 				o.MeasureBandwidth = func(context.Context) (float64, string, error) {
 					measured++
 					return []float64{20, 200, 2}[(measured-1)%3], "measured here: fake", nil

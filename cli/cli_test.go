@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // run runs headroom with args and a clean environment (no cache, no token).

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/engine"
-	"github.com/headroom-llm/headroom/internal/hubtest"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/source/hubtest"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // fit --verify asks the engine's own llama-fit-params for its projection

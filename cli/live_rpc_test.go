@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // rpcServerNextTo finds the rpc-server built beside llama-server

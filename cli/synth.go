@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 func runSynth(ctx context.Context, env Env, args []string) error {

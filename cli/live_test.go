@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // The live tests run headroom against the real llama-server: the one

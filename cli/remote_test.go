@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // TestInspectRemote70B reads a Llama-3.1-70B header (7 MiB, longer than the

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/engine/enginetest"
-	"github.com/headroom-llm/headroom/internal/hubtest"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/source/hubtest"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // session runs a command with its own environment: a Hub, a store, a

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/gguf"
-	"github.com/headroom-llm/headroom/internal/synth"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 func projectorFile(t *testing.T) string {

@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/source"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // Hub serves repositories over HTTP. Create it with New.

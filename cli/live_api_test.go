@@ -10,10 +10,10 @@ import (
 
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/server"
 	"github.com/headroom-llm/headroom/store"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // TestLiveAPITwoAdmittedThirdRefused loads one model three times through

@@ -4,6 +4,11 @@
 // weights left as a sparse hole. A "70B" file costs a few MiB of disk, and
 // llama.cpp loads it (its buffer sizes depend on the header, not the weights),
 // which is what the tests and the conformance harness need.
+//
+// The header alone is also a production input: package catalog plans every
+// entry that has no locked file from the header Build makes for the
+// entry's shape and quantization (catalog.DeriveModel), so a shape or
+// recipe here is a size the catalog reports.
 package synth
 
 import (

@@ -14,12 +14,12 @@ import (
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/internal/synth"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/server"
 	"github.com/headroom-llm/headroom/source"
 	"github.com/headroom-llm/headroom/store"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // storedShape writes a sparse synthetic GGUF where the API accepts files:

@@ -249,7 +249,7 @@ func TestPlanCommand(t *testing.T) {
 
 	// A desktop session holds 2415 MiB of this 4090: the plan says so and
 	// what headless would allow; --headless plans for it.
-	desktop := filepath.Join("..", "..", "hw", "testdata", "probe", "rtx4090-desktop", "want.json")
+	desktop := filepath.Join("..", "hw", "testdata", "probe", "rtx4090-desktop", "want.json")
 	code, out, errs = run(t, "plan", "--quiet", "--machine", desktop, path)
 	if code != 0 || !strings.Contains(out, "a desktop session holds 2415 MiB of GPU memory") {
 		t.Errorf("desktop plan: exit %d %s\n%s", code, errs, out)
