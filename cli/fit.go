@@ -265,6 +265,7 @@ Examples:
 	llama := llamaServerFlag(fs)
 	asJSON := fs.Bool("json", false, "print the assessment as JSON (the contract in DESIGN.md)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	eng := engineFlag(fs)
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself: run llama-fit-params (beside --llama-server, or on PATH) on the model file, which projects the load without reading weights or allocating, and compare its memory breakdown with headroom's, row by row")
 	ref, err := fs.parseModel(args)
 	if err != nil {
@@ -289,6 +290,10 @@ Examples:
 	if err != nil {
 		return err
 	}
+	note, err := engineNote(ctx, *eng, *llama)
+	if err != nil {
+		return err
+	}
 	var check *engine.Check
 	if *verify && in.ArchErr == nil {
 		if check, err = engineCheck(ctx, env, in, p, snap, *llama); err != nil {
@@ -299,10 +304,11 @@ Examples:
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		rep := fitReport(in, a, p)
-		rep.EngineCheck = check
+		rep.EngineCheck, rep.Engine = check, &note
 		return enc.Encode(rep)
 	}
 	printFit(env.Stdout, in, a, p)
+	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)
 	if check != nil {
 		printCheck(env.Stdout, check)
 	}
@@ -326,6 +332,8 @@ type fitJSON struct {
 	// EngineCheck is --verify's comparison with llama.cpp's own
 	// projection of the load.
 	EngineCheck *engine.Check `json:"engine_check,omitempty"`
+	// Engine says which llama.cpp build the figures are for.
+	Engine *engine.EngineNote `json:"engine,omitempty"`
 }
 
 func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {

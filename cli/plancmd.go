@@ -62,6 +62,7 @@ Examples:
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
 	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	eng := engineFlag(fs)
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself about the chosen flags: llama-fit-params (beside --llama-server, or on PATH) projects the load of the model file without allocating; its memory breakdown is compared with headroom's, row by row")
 	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
 	ref, err := fs.parseModel(args)
@@ -80,7 +81,11 @@ Examples:
 	if err != nil {
 		return err
 	}
-	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}}
+	note, err := engineNote(ctx, *eng, *llama)
+	if err != nil {
+		return err
+	}
+	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note}
 	var p *plan.Plan
 	if in.ArchErr == nil {
 		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs, in.header()); err != nil {
@@ -145,6 +150,7 @@ Examples:
 		if out.Network != nil {
 			fmt.Fprintln(env.Stdout, "  "+networkLine(out.Network))
 		}
+		fmt.Fprintln(env.Stdout, "  engine: "+note.Says)
 		if out.EngineCheck != nil {
 			printCheck(env.Stdout, out.EngineCheck)
 		}
@@ -168,6 +174,8 @@ type planReport struct {
 	// EngineCheck is --verify's comparison with llama.cpp's own
 	// projection of the chosen flags.
 	EngineCheck *engine.Check `json:"engine_check,omitempty"`
+	// Engine says which llama.cpp build the figures are for.
+	Engine engine.EngineNote `json:"engine"`
 }
 
 // catalogSource is the reference a catalog variant's file is read from.

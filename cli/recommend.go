@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
@@ -51,6 +52,7 @@ Examples:
 	o := catalog.DefaultOptions()
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
 	llama := llamaServerFlag(fs)
+	eng := engineFlag(fs)
 	fs.StringVar(&o.Goal, "goal", catalog.GoalBalanced, "ranking: quality, speed, balanced or context")
 	caps := fs.String("capability", "", "comma-separated capabilities every entry must have: tools, vision, reasoning, embedding")
 	lic := fs.String("license", "", "comma-separated licenses to accept (e.g. apache-2.0,mit)")
@@ -110,17 +112,23 @@ Examples:
 	if err != nil {
 		return err
 	}
+	note, err := engineNote(ctx, *eng, *llama)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Goal    string        `json:"goal"`
-			Machine string        `json:"machine"`
-			Speed   string        `json:"speed"`
-			Rows    []catalog.Row `json:"configurations"`
-		}{o.Goal, machineName(*machine), "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", rows})
+			Goal    string            `json:"goal"`
+			Machine string            `json:"machine"`
+			Engine  engine.EngineNote `json:"engine"`
+			Speed   string            `json:"speed"`
+			Rows    []catalog.Row     `json:"configurations"`
+		}{o.Goal, machineName(*machine), note, "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", rows})
 	}
 	printRecommend(env.Stdout, rows, o, snap, machineName(*machine), *all)
+	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)
 	return nil
 }
 

@@ -112,6 +112,9 @@ Examples:
 	d.Cache = &admission.Cache{}
 	if !*quiet {
 		d.Say("resolving", fmt.Sprintf("llama-server %s at %s", build, path))
+		// serve's own check (--check) reconciles the real load; this
+		// says up front whether the plan's figures are for this build.
+		d.Say("resolving", engine.Note(build.Commit, build.String()).Says)
 	}
 	st, err := openStore(env, *storeDir, *quiet, d.Client)
 	if err != nil {

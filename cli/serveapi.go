@@ -85,6 +85,7 @@ Examples:
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
 	} else {
 		binPath, engineName = path, build.String()
+		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", engine.Note(build.Commit, build.String()).Says)
 	}
 	d, err := launchDeps(env, *machine, binPath, true)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/headroom-llm/headroom/engine"
@@ -86,4 +87,34 @@ func printCheck(w io.Writer, c *engine.Check) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t\n", cell.Row, cell.Part, cell.Engine, cell.Headroom, mark)
 	}
 	tw.Flush()
+}
+
+// engineFlag is --engine: the llama.cpp build the user will run, to be
+// told which build the figures are for and what is known to differ.
+func engineFlag(fs *flags) *string {
+	return fs.String("engine", "", "the llama.cpp `build` you will run: a llama-server program (asked for --version) or a commit; the figures are for the build headroom models, and the output says what is known to differ for yours; default: --llama-server's build when given")
+}
+
+// engineNote resolves --engine (or --llama-server) into the note every
+// result carries.
+func engineNote(ctx context.Context, engineArg, llamaServer string) (engine.EngineNote, error) {
+	switch {
+	case engineArg == "" && llamaServer == "":
+		return engine.Note("", ""), nil
+	case engineArg == "":
+		return engine.AskNote(ctx, llamaServer), nil
+	}
+	if st, err := os.Stat(engineArg); err == nil && !st.IsDir() {
+		return engine.AskNote(ctx, engineArg), nil
+	}
+	c := strings.ToLower(strings.TrimSpace(engineArg))
+	switch {
+	case len(c) >= 7 && strings.Trim(c, "0123456789abcdef") == "":
+		return engine.Note(c, c), nil
+	case len(c) > 1 && c[0] == 'b' && strings.Trim(c[1:], "0123456789") == "":
+		// A release tag names a commit headroom cannot look up offline:
+		// said as a build it has not measured, not guessed.
+		return engine.Note("", c), nil
+	}
+	return engine.EngineNote{}, usagef("--engine %q: want a llama-server program, a commit (seven or more hex digits) or a release tag bNNNN", engineArg)
 }
