@@ -117,6 +117,11 @@ func TestLiveServeCheck(t *testing.T) {
 					t.Errorf("the comparison lacks %q", want)
 				}
 			}
+			// Before the load, llama.cpp's own projection of the plan
+			// (llama-fit-params beside the engine) was asked and agreed.
+			if !strings.Contains(errOut.String(), "llama.cpp's own projection") {
+				t.Errorf("no engine check before the load:\n%s", errOut.String())
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/source"
@@ -47,6 +48,7 @@ Examples:
 	storeDir := fs.String("store", "", "the store directory (default: see above)")
 	noDraft := fs.Bool("no-draft", false, "do not pull the speculative-decoding draft the catalog reviewed for this variant")
 	asJSON := fs.Bool("json", false, "print the installed manifest as JSON")
+	verify := fs.Bool("verify", true, "before downloading, ask llama.cpp itself (llama-fit-params beside llama-server, or on PATH) to project the planned load on a sparse twin of the header and compare it with the plan; --verify=false skips it")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	ref, err := fs.parseModel(args)
 	if err != nil {
@@ -72,7 +74,18 @@ Examples:
 		// Not pulled, so not counted.
 		m.Companions.Draft, m.Draft = nil, nil
 	}
-	_, aerr := d.Assess(ctx, m, opts)
+	a, aerr := d.Assess(ctx, m, opts)
+	if aerr == nil && *verify {
+		server := *llama
+		if server == "" {
+			server, _ = engine.Find("", nil)
+		}
+		preflight(ctx, env, a, server, func(state, line string) {
+			if !*quiet {
+				fmt.Fprintf(env.Stderr, "%s: %s\n", state, line)
+			}
+		})
+	}
 	p, err := d.Pull(ctx, m, aerr, st, *force)
 	if err != nil {
 		return err

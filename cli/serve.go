@@ -64,6 +64,7 @@ Examples:
 	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long the load and the first completion may take")
 	showLog := fs.Bool("engine-log", false, "copy llama-server's own output to standard error")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
+	verify := fs.Bool("verify", true, "before anything is downloaded, ask llama.cpp itself: llama-fit-params beside llama-server projects the planned load without allocating (on a sparse twin of a Hub model's header) and is compared with the plan; --verify=false skips it")
 	check := fs.Bool("check", false, "load, compare every logged buffer with the plan, stop; exit 0 only if all are within bounds")
 	var remotes []string
 	fs.Func("rpc", "spread the model over hosts running rpc-server: `HOST:PORT[,HOST:PORT...]` (each asked for its devices over the RPC protocol; HOST:PORT=FILE takes the host's 'headroom hw --json' instead); repeatable, in --rpc order", func(v string) error {
@@ -122,6 +123,10 @@ Examples:
 	}
 	run, err := prepareAndLoad(ctx, d, st, ref, opts, *noPull, launch.LoadOptions{
 		Bin: path, Ledger: sharedLedger(st), Records: filepath.Join(st.Root, "runs"), Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog),
+	}, func(a *launch.Assessed) {
+		if *verify && len(remotes) == 0 {
+			preflight(ctx, env, a, path, func(state, line string) { say(d, state, line) })
+		}
 	})
 	if err != nil {
 		say(d, "failed", failureKind(err))
@@ -161,7 +166,8 @@ Examples:
 
 // prepareAndLoad is serve's chain: resolve, assess, pull (unless it is
 // local or noPull), load.
-func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref string, opts plan.SearchOptions, noPull bool, lo launch.LoadOptions) (*launch.Running, error) {
+// pre, when set, sees the assessment before anything is downloaded.
+func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref string, opts plan.SearchOptions, noPull bool, lo launch.LoadOptions, pre func(*launch.Assessed)) (*launch.Running, error) {
 	m, err := d.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -169,6 +175,9 @@ func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref st
 	a, err := d.Assess(ctx, m, opts)
 	if err != nil {
 		return nil, err
+	}
+	if pre != nil {
+		pre(a)
 	}
 	var path string
 	var man *store.Manifest
