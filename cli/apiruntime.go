@@ -120,7 +120,7 @@ func (rt *apiRuntime) Load(ctx context.Context, req server.LoadRequest) (*server
 	if err := rt.d.CompanionFiles(ctx, m, man, rt.st, false); err != nil {
 		return nil, err
 	}
-	run, err := rt.d.Load(ctx, a, path, launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Port: 0, ReadyTimeout: rt.ready})
+	run, err := rt.d.Load(ctx, a, path, launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Observations: filepath.Join(rt.st.Root, "observed"), Port: 0, ReadyTimeout: rt.ready})
 	var refusal *admission.Refusal
 	if errors.As(err, &refusal) {
 		return nil, &server.Refused{Reason: refusal.Error()}

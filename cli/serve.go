@@ -122,7 +122,7 @@ Examples:
 		return err
 	}
 	run, err := prepareAndLoad(ctx, d, st, ref, opts, *noPull, launch.LoadOptions{
-		Bin: path, Ledger: sharedLedger(st), Records: filepath.Join(st.Root, "runs"), Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog),
+		Bin: path, Ledger: sharedLedger(st), Records: filepath.Join(st.Root, "runs"), Observations: filepath.Join(st.Root, "observed"), Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog),
 	}, func(a *launch.Assessed) {
 		if *verify && len(remotes) == 0 {
 			preflight(ctx, env, a, path, func(state, line string) { say(d, state, line) })

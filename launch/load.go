@@ -28,6 +28,10 @@ type LoadOptions struct {
 	Extra []string
 	// Env holds variables added to llama-server's environment.
 	Env []string
+	// Observations, when set, is the directory where what a load
+	// allocated beyond its plan is kept by key, and read back when the
+	// same key loads again.
+	Observations string
 	// Records, when set, is the directory each ready load writes its
 	// Record to.
 	Records string
@@ -46,6 +50,9 @@ type Running struct {
 	Reused bool
 	// Recorded is the path of the load's Record, when one was written.
 	Recorded string
+	// Observed is what an earlier load of the same key allocated beyond
+	// its plan, added to this load's admission; nil when nothing was.
+	Observed *Observed
 }
 
 // Stop stops the server and gives its memory back to the ledger.
@@ -80,6 +87,16 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		}
 		if d.Cache != nil {
 			d.Cache.Put(key, r)
+		}
+	}
+	var seen *Observed
+	if o.Observations != "" {
+		if seen, err = observed(o.Observations, key); err != nil {
+			d.say(string(engine.StateLoading), "ignoring an unreadable observation: %v", err)
+		} else if seen != nil {
+			cpu, _ := plan.Devices(fresh)
+			r = seen.apply(r, cpu.Name)
+			d.say(string(engine.StateLoading), "admitting with what an earlier load of the same key allocated beyond the plan (%s)", seen.Record)
 		}
 	}
 	ledger := o.Ledger
@@ -145,12 +162,23 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		loads = 2
 	}
 	logged := engine.LastLoads(srv.Logged(), loads)
-	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused, Reconciliation: engine.Reconcile(r.Buffers, logged)}
+	// The reconciliation is with the plan itself, not with what an
+	// earlier run added to it.
+	planned := r.Buffers
+	if seen != nil {
+		planned = planned[:len(planned)-len(seen.Rows)]
+	}
+	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused, Reconciliation: engine.Reconcile(planned, logged), Observed: seen}
 	if o.Records != "" {
 		rec := Record{Time: time.Now().UTC(), Ref: a.Model.Ref, Artifacts: key.Artifacts, Engine: key.Engine, Machine: key.Topology,
-			Flags: flags, Planned: r.Buffers, Logged: logged, Diff: run.Reconciliation, Summary: run.Reconciliation.Summary()}
+			Flags: flags, Planned: planned, Logged: logged, Diff: run.Reconciliation, Summary: run.Reconciliation.Summary()}
 		if run.Recorded, err = writeRecord(o.Records, rec); err != nil {
 			d.say(string(engine.StateReady), "could not record the engine's buffers: %v", err)
+		}
+	}
+	if o.Observations != "" {
+		if err := observe(o.Observations, key, run.Reconciliation, run.Recorded); err != nil {
+			d.say(string(engine.StateReady), "could not keep what the engine allocated: %v", err)
 		}
 	}
 	return run, nil

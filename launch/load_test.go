@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,5 +235,77 @@ func TestLoadAdmissionUnderConcurrency(t *testing.T) {
 	run.Stop(context.Background())
 	if !slices.Contains(run.Flags, "-ngl") {
 		t.Errorf("flags %v carry no -ngl", run.Flags)
+	}
+}
+
+// What a load allocated beyond its plan is kept under its key, and the
+// next load of the same key is admitted with it added; a load that stays
+// within the plan forgets it.
+func TestLoadLearnsFromTheLastRun(t *testing.T) {
+	bin := enginetest.BuildFake(t)
+	f, a, path := cpuMamba(t)
+	// llama.cpp's own log of this profile, with a KV buffer 24 MiB larger
+	// than it printed: a build that allocates more than the plan.
+	golden := goldenLog(t, "mamba2-130m.Q8_0.cpu.c4096x1.nofa.b512")
+	data, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	bigger := false
+	for i, l := range lines {
+		if strings.Contains(l, "RS buffer size") && !bigger {
+			j := strings.Index(l, "= ")
+			var mib float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(l[j+2:]), "%f MiB", &mib); err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+			lines[i] = l[:j+2] + fmt.Sprintf("%8.2f MiB", mib+24)
+			bigger = true
+		}
+	}
+	if !bigger {
+		t.Fatal("no RS line in the golden log")
+	}
+	more := filepath.Join(t.TempDir(), "more.log")
+	if err := os.WriteFile(more, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obs := t.TempDir()
+	load := func(log string) *Running {
+		t.Helper()
+		var ledger admission.Ledger
+		run, err := f.deps.Load(context.Background(), a, path, LoadOptions{Bin: bin, Ledger: &ledger, ReadyTimeout: 20 * time.Second,
+			Records: t.TempDir(), Observations: obs, Env: []string{"FAKE_LLAMA_MODE=good", "FAKE_LLAMA_LOG=" + log}})
+		if err != nil {
+			t.Fatalf("load: %v\nsaid:\n%s", err, f.said)
+		}
+		if err := run.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	first := load(more)
+	if first.Observed != nil || first.Reconciliation.OK() {
+		t.Fatalf("first load: observed %+v, reconciliation %s", first.Observed, first.Reconciliation.Summary())
+	}
+	second := load(more)
+	if second.Observed == nil || len(second.Observed.Rows) != 1 || second.Observed.Rows[0].Kind != "rs" ||
+		second.Observed.Rows[0].DiffBytes < 23<<20 || second.Observed.Record != first.Recorded {
+		t.Fatalf("second load: observed %+v", second.Observed)
+	}
+	if !strings.Contains(f.said.String(), "admitting with what an earlier load of the same key allocated beyond the plan") {
+		t.Errorf("the second load did not say it used the observation:\n%s", f.said)
+	}
+	// The same reconciliation: against the plan, not the plan plus what
+	// was observed.
+	if second.Reconciliation.Summary() != first.Reconciliation.Summary() {
+		t.Errorf("reconciled %q, then %q", first.Reconciliation.Summary(), second.Reconciliation.Summary())
+	}
+	if third := load(golden); third.Observed == nil || !third.Reconciliation.OK() {
+		t.Fatalf("third load (as planned): observed %v, %s", third.Observed, third.Reconciliation.Summary())
+	}
+	if fourth := load(golden); fourth.Observed != nil {
+		t.Errorf("an observation outlived a load within the plan: %+v", fourth.Observed)
 	}
 }
