@@ -82,6 +82,9 @@ type Model struct {
 	// TiedOutput means there is no output.weight: llama.cpp reuses the
 	// token embedding as the output projection, loading it a second time.
 	TiedOutput bool
+	// NextN is how many of the last blocks are NextN (multi-token
+	// prediction) heads: counted in NLayer, their weights never loaded.
+	NextN int
 	// OutputFirst means the loader creates the tied output before the
 	// embedding (gemma3n.cpp), so it finds no embedding to reuse and
 	// makes a tensor of its own even in the embedding's buffer type:
@@ -235,6 +238,7 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 	// they get a KV cache is the architecture's memory filter (glm4moe
 	// has none, so its cache covers every block).
 	nextn, _ := h.opt("nextn_predict_layers", 0)
+	a.NextN = int(nextn)
 	for i := range a.Tensors {
 		if slices.Contains(fam.outputTensors, a.Tensors[i].Name) {
 			a.Tensors[i].Layer = a.NLayer

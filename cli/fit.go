@@ -286,11 +286,12 @@ Examples:
 	if p.Companions, err = companions(ctx, env, *quiet, in.header()); err != nil {
 		return err
 	}
-	a, err := plan.Assess(in.Arch, in.ArchErr, p, snap)
+	note, err := engineNote(ctx, *eng, *llama)
 	if err != nil {
 		return err
 	}
-	note, err := engineNote(ctx, *eng, *llama)
+	p.Rules = note.Rules
+	a, err := plan.Assess(in.Arch, in.ArchErr, p, snap)
 	if err != nil {
 		return err
 	}

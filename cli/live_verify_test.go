@@ -97,33 +97,43 @@ func TestLiveFitVerifyRemote(t *testing.T) {
 // Given a build whose rules differ, the check says where: llama.cpp
 // de3ff81 leaves GLM-4.5-Air's NextN layer out of its KV cache (46 cache
 // layers, not 47), so its projection's host context is 736 MiB at 4096
-// cells where headroom, modelling 80fb11a, counts 752, and every other
-// row agrees. It runs where HEADROOM_LLAMA_SERVER_DE3FF81 names that
-// build (conformance/engine.sh cpu --node-llama-cpp 3.22.1).
+// cells. Told that build (its llama-server asked for --version), headroom
+// applies its rule and agrees on every row; told 80fb11a's rules
+// (--engine 80fb11a) beside that build, it counts 752 and the check says
+// the context row differs, and only that row. It runs where
+// HEADROOM_LLAMA_SERVER_DE3FF81 names that build (conformance/engine.sh
+// cpu --node-llama-cpp 3.22.1).
 func TestLiveFitVerifyOtherBuild(t *testing.T) {
 	bin := os.Getenv("HEADROOM_LLAMA_SERVER_DE3FF81")
 	if bin == "" {
 		t.Skip("HEADROOM_LLAMA_SERVER_DE3FF81 names no llama-server of llama.cpp de3ff81")
 	}
 	path := writeShape(t, t.TempDir(), "glm-4.5-air", synth.Q4_K_M)
-	code, out, errs := run(t, "fit", "--quiet", "--json", "--verify", "--llama-server", bin, "--machine", "cpu-32", path, "-c", "4096", "-np", "1")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
+	check := func(extra ...string) (engine.Check, engine.EngineNote) {
+		t.Helper()
+		args := append([]string{"fit", "--quiet", "--json", "--verify", "--llama-server", bin, "--machine", "cpu-32", path, "-c", "4096", "-np", "1"}, extra...)
+		code, out, errs := run(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var f struct {
+			Check  *engine.Check      `json:"engine_check"`
+			Engine *engine.EngineNote `json:"engine"`
+		}
+		if err := json.Unmarshal([]byte(out), &f); err != nil || f.Check == nil || f.Engine == nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return *f.Check, *f.Engine
 	}
-	var f struct {
-		Check  *engine.Check      `json:"engine_check"`
-		Engine *engine.EngineNote `json:"engine"`
+	c, note := check()
+	if !c.Agrees || !note.Rules.NextNWithoutKV || note.Exact {
+		t.Errorf("de3ff81's rules: %+v, %+v", c.Cells, note)
 	}
-	if err := json.Unmarshal([]byte(out), &f); err != nil || f.Check == nil || f.Engine == nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if f.Engine.Exact || len(f.Engine.Drift) == 0 {
-		t.Errorf("engine note for de3ff81: %+v", f.Engine)
-	}
-	for _, cell := range f.Check.Cells {
+	c, _ = check("--engine", "80fb11a")
+	for _, cell := range c.Cells {
 		differs := cell.Row == "Host" && cell.Part == "context"
 		if cell.Agrees == differs || differs && (cell.Engine != 736 || cell.Headroom != 752) {
-			t.Errorf("%+v", cell)
+			t.Errorf("80fb11a's rules beside de3ff81: %+v", cell)
 		}
 	}
 }

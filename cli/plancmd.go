@@ -73,15 +73,16 @@ Examples:
 	if err != nil {
 		return err
 	}
+	note, err := engineNote(ctx, *eng, *llama)
+	if err != nil {
+		return err
+	}
+	opts.Base.Rules = note.Rules
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
 	}
 	in, err := openInputs(ctx, env, ref, *quiet || *printArgs)
-	if err != nil {
-		return err
-	}
-	note, err := engineNote(ctx, *eng, *llama)
 	if err != nil {
 		return err
 	}

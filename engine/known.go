@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/headroom-llm/headroom/plan"
 )
 
 // Known is a llama.cpp build headroom knows: the one its accounting
@@ -23,6 +25,8 @@ type Known struct {
 	// Drift is what differs from the modeled build, each with where it
 	// was seen.
 	Drift []Drift `json:"drift,omitempty"`
+	// Rules are the accounting rules of this build that headroom models.
+	Rules plan.Rules `json:"rules"`
 }
 
 // Drift is one kind of buffer known to differ between a build and the
@@ -30,6 +34,9 @@ type Known struct {
 type Drift struct {
 	Buffers string `json:"buffers"`
 	What    string `json:"what"`
+	// Modeled says headroom applies this build's rule (plan.Rules) when
+	// told the build; otherwise its figures keep the modeled build's.
+	Modeled bool `json:"modeled"`
 }
 
 // KnownEngines lists the builds headroom knows, the modeled one first.
@@ -47,9 +54,10 @@ func KnownEngines() []Known {
 		Commit: "de3ff81",
 		Source: "llama.cpp as node-llama-cpp 3.22.1 ships it (v0.5.0, 28 Sep 2026), sixteen days newer",
 		Drift: []Drift{
-			{Buffers: "KV", What: "NextN (multi-token prediction) layers are left out of the KV cache for every architecture: GLM-4.5-Air keeps 46 cache layers, not 47 (issue #12's re-measurement)"},
-			{Buffers: "Vulkan compute", What: "the Vulkan graph reorder keeps new fusion patterns together: Qwen3-Next 88.50 -> 68.12 MiB, Gemma 3n 144.79 -> 123.75 MiB, TinyLlama with flash attention 66.50 -> 70.50 MiB (issue #12's re-measurement)"},
+			{Buffers: "KV", Modeled: true, What: "NextN (multi-token prediction) layers are left out of the KV cache for every architecture: GLM-4.5-Air keeps 46 cache layers, not 47 (752 -> 736 MiB at 4096 cells, llama-fit-params of both builds)"},
+			{Buffers: "Vulkan compute", Modeled: false, What: "the Vulkan graph reorder keeps new fusion patterns together: Qwen3-Next 88.50 -> 68.12 MiB, Gemma 3n 144.79 -> 123.75 MiB, TinyLlama with flash attention 66.50 -> 70.50 MiB (issue #12's re-measurement)"},
 		},
+		Rules: plan.Rules{NextNWithoutKV: true},
 	}}
 }
 
@@ -84,6 +92,8 @@ type EngineNote struct {
 	Says  string `json:"says"`
 	// Drift is what is known to differ for the user's build.
 	Drift []Drift `json:"drift,omitempty"`
+	// Rules are the user's build's rules the accounting applies.
+	Rules plan.Rules `json:"rules"`
 }
 
 // Note describes figures for the user's build: commit is the commit its
@@ -104,12 +114,20 @@ func Note(commit, printed string) EngineNote {
 		n.Exact = true
 		n.Says = fmt.Sprintf("figures for llama.cpp %s: your build (%s) is the one the accounting was measured against", m.Commit, printed)
 	case ok:
-		n.Drift = k.Drift
-		var kinds []string
+		n.Drift, n.Rules = k.Drift, k.Rules
+		var applied, kept []string
 		for _, d := range k.Drift {
-			kinds = append(kinds, d.Buffers)
+			if d.Modeled {
+				applied = append(applied, d.Buffers)
+			} else {
+				kept = append(kept, d.Buffers)
+			}
 		}
-		n.Says = fmt.Sprintf("figures for llama.cpp %s, not for your build (%s, %s): known to differ in %s; fit and plan --verify ask your build itself", m.Commit, printed, k.Source, strings.Join(kinds, " and "))
+		n.FiguresFor = fmt.Sprintf("llama.cpp %s's rules for %s, %s's for the rest", k.Commit, strings.Join(applied, " and "), m.Commit)
+		n.Says = fmt.Sprintf("figures for your build (%s, %s) where its rules are known (%s), llama.cpp %s's elsewhere: it is known to differ in %s too, which is not modeled; estimates, not measured against this build; fit and plan --verify ask your build itself", printed, k.Source, strings.Join(applied, ", "), m.Commit, strings.Join(kept, " and "))
+		if len(applied) == 0 {
+			n.FiguresFor = "llama.cpp " + m.Commit
+		}
 	default:
 		n.Says = fmt.Sprintf("figures for llama.cpp %s, not for your build (%s), which headroom has not measured: llama.cpp moves buffers between builds (KV layers and compute buffers have drifted within sixteen days); fit and plan --verify ask your build itself", m.Commit, printed)
 	}

@@ -32,6 +32,9 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, l
 		if l.Attention == arch.NoAttention {
 			continue
 		}
+		if p.Rules.NextNWithoutKV && i >= m.NLayer-m.NextN {
+			continue
+		}
 		dev := layerDev[i]
 		if p.NoKVOffload {
 			dev = cpu.Name

@@ -58,6 +58,9 @@ type Profile struct {
 	// 0 means llama-server's rule (ServerOutputsMax); a library context
 	// made with llama_context_default_params has n_batch.
 	OutputsMax int `json:"outputs_max,omitempty"`
+	// Rules are the llama.cpp build's own rules where it differs from
+	// the one the accounting was measured against; zero for that one.
+	Rules Rules `json:"-"`
 }
 
 // DraftTokens is llama-server's default --draft-max (common_params_
