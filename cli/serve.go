@@ -93,6 +93,9 @@ Examples:
 	if err != nil {
 		return err
 	}
+	// The plan follows the rules of the build that will load it, where
+	// headroom knows them.
+	opts.Base.Rules = engine.Note(build.Commit, build.String()).Rules
 	d, err := launchDeps(env, *machine, path, *quiet)
 	if err != nil {
 		return err
