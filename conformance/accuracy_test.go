@@ -107,6 +107,15 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 func profileOf(c *conformance.Case) plan.Profile {
 	pr := c.Inputs.Profile
 	p := plan.Defaults()
+	// A case measured with another build is accounted with that build's
+	// rules, where headroom knows them (engine.KnownEngines).
+	if c.Engine.Version != "" {
+		if b, err := engine.ParseVersion(c.Engine.Version); err == nil {
+			if k, ok := engine.Identify(b.Commit); ok {
+				p.Rules = k.Rules
+			}
+		}
+	}
 	p.Ctx, p.Parallel, p.KVUnified = pr.NCtx(), pr.Sequences, c.Figures.Context.KVUnified
 	if c.Server() {
 		// The flags: llama-server's -b 2048 unless the micro-batch is
@@ -187,6 +196,13 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 			"[accuracy-library.md](accuracy-library.md); CUDA, Metal and ROCm loads from public\n" +
 			"llama.cpp issues, with their sources and every miss explained, are in\n" +
 			"[accuracy-public.md](accuracy-public.md).\n\n"},
+	{"server-de3ff81", filepath.Join("testdata", "server-de3ff81"), "accuracy-de3ff81.md",
+		"cases in `conformance/testdata/server-de3ff81`: the CPU cases of the llama-server set,\n" +
+			"loaded again by llama-server built from the llama.cpp node-llama-cpp 3.22.1 ships\n" +
+			"(de3ff81, sixteen days newer than the modeled 80fb11a; `conformance/engine.sh cpu\n" +
+			"--node-llama-cpp 3.22.1`), accounted with that build's rules where headroom knows them\n" +
+			"(plan.Rules: NextN blocks without KV cache, --load-mode none for --no-mmap). Its Vulkan\n" +
+			"cases are not measured yet. The modeled build's own report is [accuracy.md](accuracy.md).\n\n"},
 	{"library", filepath.Join("testdata", "golden"), "accuracy-library.md",
 		"cases in `conformance/testdata/golden`, each a real llama.cpp load through its library API\n" +
 			"(node-llama-cpp 3.21.1, CPU backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written\n" +

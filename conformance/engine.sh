@@ -52,9 +52,12 @@ fi
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/headroom/engine"
 mkdir -p "$cache"
 
-# The bundle of this node-llama-cpp version, kept beside the builds.
+# The bundle of this node-llama-cpp version, kept beside the builds, and
+# its llama.cpp.info.json (the release tag it names), which the harness
+# records with every measurement of a build.
 bundle="$cache/node-llama-cpp-$version.bundle"
-if [[ ! -s $bundle ]]; then
+info="$cache/node-llama-cpp-$version.info.json"
+if [[ ! -s $bundle || ! -s $info ]]; then
 	tmp="$(mktemp -d)"
 	trap 'rm -rf "$tmp"' EXIT
 	log "fetching node-llama-cpp $version's llama.cpp source (npm pack)"
@@ -63,7 +66,8 @@ if [[ ! -s $bundle ]]; then
 		[[ $try == 3 ]] && { log "npm pack node-llama-cpp@$version failed three times"; exit 1; }
 		sleep $((try * 10))
 	done
-	tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle
+	tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json
+	mv "$tmp/package/llama/llama.cpp.info.json" "$info"
 	mv "$tmp/package/llama/gitRelease.bundle" "$bundle.part"
 	mv "$bundle.part" "$bundle"
 fi

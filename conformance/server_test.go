@@ -15,10 +15,18 @@ import (
 // in JavaScript (harness/serve.mjs), and a drift between the two would
 // make the goldens measure something headroom never plans.
 func TestServerCommands(t *testing.T) {
-	dir := filepath.Join("testdata", "server")
+	dirs := []string{filepath.Join("testdata", "server"), filepath.Join("testdata", "server-de3ff81")}
 	if d := os.Getenv("HEADROOM_GOLDEN_DIR"); d != "" {
-		dir = d
+		dirs = []string{d}
 	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) { checkServerCommands(t, dir) })
+	}
+}
+
+// checkServerCommands holds the commands of the server cases in dir to
+// what headroom emits for their profiles, with their build's rules.
+func checkServerCommands(t *testing.T, dir string) {
 	cases, err := conformance.Load(dir)
 	if err != nil {
 		t.Fatal(err)

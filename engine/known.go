@@ -55,9 +55,10 @@ func KnownEngines() []Known {
 		Source: "llama.cpp as node-llama-cpp 3.22.1 ships it (v0.5.0, 28 Sep 2026), sixteen days newer",
 		Drift: []Drift{
 			{Buffers: "KV", Modeled: true, What: "NextN (multi-token prediction) layers are left out of the KV cache for every architecture: GLM-4.5-Air keeps 46 cache layers, not 47 (752 -> 736 MiB at 4096 cells, llama-fit-params of both builds)"},
+			{Buffers: "flags", Modeled: true, What: "llama-server refuses --no-mmap (\"error: invalid argument\"): headroom writes --load-mode none for this build (seen loading with it)"},
 			{Buffers: "Vulkan compute", Modeled: false, What: "the Vulkan graph reorder keeps new fusion patterns together: Qwen3-Next 88.50 -> 68.12 MiB, Gemma 3n 144.79 -> 123.75 MiB, TinyLlama with flash attention 66.50 -> 70.50 MiB (issue #12's re-measurement)"},
 		},
-		Rules: plan.Rules{NextNWithoutKV: true},
+		Rules: plan.Rules{NextNWithoutKV: true, LoadMode: true},
 	}}
 }
 

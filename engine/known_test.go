@@ -18,7 +18,7 @@ func TestNote(t *testing.T) {
 		{"", true, "figures for llama.cpp 80fb11a, the build the accounting was measured against", 0},
 		{"80fb11a", true, "your build (x) is the one the accounting was measured against", 0},
 		{"80fb11a3c2", true, "is the one", 0},
-		{"de3ff81", false, "where its rules are known (KV), llama.cpp 80fb11a's elsewhere: it is known to differ in Vulkan compute too, which is not modeled", 2},
+		{"de3ff81", false, "where its rules are known (KV, flags), llama.cpp 80fb11a's elsewhere: it is known to differ in Vulkan compute too, which is not modeled", 3},
 		{"1234567", false, "which headroom has not measured", 0},
 		{"80fb", false, "which headroom has not measured", 0}, // too short to name a build
 	} {
@@ -29,7 +29,7 @@ func TestNote(t *testing.T) {
 		n := Note(tt.commit, printed)
 		figures := "llama.cpp 80fb11a"
 		if tt.drift > 0 {
-			figures = "llama.cpp de3ff81's rules for KV, 80fb11a's for the rest"
+			figures = "llama.cpp de3ff81's rules for KV and flags, 80fb11a's for the rest"
 		}
 		if n.Exact != tt.exact || !strings.Contains(n.Says, tt.says) || len(n.Drift) != tt.drift || n.FiguresFor != figures || n.Rules.NextNWithoutKV != (tt.drift > 0) {
 			t.Errorf("%q: %+v", tt.commit, n)

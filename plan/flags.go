@@ -67,7 +67,11 @@ func (p Profile) Args() []string {
 		f = append(f, "-ot", overrideFlag(p.Overrides))
 	}
 	if !p.Mmap {
-		f = append(f, "--no-mmap")
+		if p.Rules.LoadMode {
+			f = append(f, "--load-mode", "none")
+		} else {
+			f = append(f, "--no-mmap")
+		}
 	}
 	if p.KVUnified {
 		f = append(f, "-kvu")

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/synth"
@@ -34,5 +35,19 @@ func TestNextNWithoutKV(t *testing.T) {
 		if kv != tt.mib<<20 {
 			t.Errorf("%+v: KV %d bytes, want %d MiB", tt.rules, kv, tt.mib)
 		}
+	}
+}
+
+// de3ff81's llama-server refuses --no-mmap; for it headroom writes
+// --load-mode none, which 80fb11a takes too.
+func TestLoadModeFlag(t *testing.T) {
+	p := Defaults()
+	p.Mmap = false
+	if a := argsString(p.Args()); !strings.Contains(a, "--no-mmap") || strings.Contains(a, "--load-mode") {
+		t.Errorf("80fb11a: %s", a)
+	}
+	p.Rules.LoadMode = true
+	if a := argsString(p.Args()); strings.Contains(a, "--no-mmap") || !strings.Contains(a, "--load-mode none") {
+		t.Errorf("de3ff81: %s", a)
 	}
 }

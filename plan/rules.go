@@ -11,4 +11,8 @@ type Rules struct {
 	// glm4moe's in the cache. Measured with llama-fit-params of both
 	// builds: GLM-4.5-Air keeps 752 and 736 MiB of KV at 4096 cells.
 	NextNWithoutKV bool `json:"nextn_without_kv,omitempty"`
+	// LoadMode: de3ff81's llama-server no longer takes --no-mmap ("error:
+	// invalid argument"); loading without mapping is --load-mode none,
+	// which 80fb11a already takes beside the deprecated --no-mmap.
+	LoadMode bool `json:"load_mode,omitempty"`
 }

@@ -192,7 +192,31 @@ function serverEngine(backend) {
     } catch {
         // not installed: no release name
     }
-    return {bin, version: line.trim(), built: text.split("\n").find((l) => l.startsWith("built with "))?.trim() ?? null, nlcVersion, release};
+    // Whether this build still takes --no-mmap, from its own help.
+    const help = spawnSync(bin, ["--help"], {encoding: "utf8", maxBuffer: 1 << 24});
+    const loadMode = !`${help.stdout}${help.stderr}`.includes("--no-mmap");
+    const eng = {loadMode, bin, version: line.trim(), built: text.split("\n").find((l) => l.startsWith("built with "))?.trim() ?? null, nlcVersion, release, sourceCommit: engineCommit};
+    // A build of engine.sh names its source in its stamp ("COMMIT backend
+    // node-llama-cpp@VERSION recipe R"): a build of another release than
+    // the pinned one is recorded as what it is.
+    for (const stamp of [path.join(dir, ".built"), path.join(dir, "..", ".built")]) {
+        const m = /^([0-9a-f]{40}) \S+ node-llama-cpp@(\S+) /.exec(fs.existsSync(stamp) ? fs.readFileSync(stamp, "utf8") : "");
+        if (m) {
+            if (m[2] !== nlcVersion) {
+                // The installed package's tag names another release:
+                // take the one engine.sh kept beside that release's bundle.
+                const info = [path.join(path.dirname(stamp), ".."), path.join(path.dirname(stamp), "..", "..")]
+                    .map((d) => path.join(d, `node-llama-cpp-${m[2]}.info.json`)).find((f) => fs.existsSync(f));
+                eng.release = info ? JSON.parse(fs.readFileSync(info, "utf8")).tag : null;
+                if (!eng.release)
+                    fail(`${bin} is node-llama-cpp ${m[2]}'s llama.cpp, whose release tag is not beside its bundle (rerun conformance/engine.sh with --node-llama-cpp ${m[2]})`);
+            }
+            eng.sourceCommit = m[1];
+            eng.nlcVersion = m[2];
+            break;
+        }
+    }
+    return eng;
 }
 
 async function measureServer(c, file) {
@@ -200,7 +224,7 @@ async function measureServer(c, file) {
     const env = {...process.env};
     if (c.backend === "vulkan")
         env.GGML_VK_VISIBLE_DEVICES = "0";
-    const flags = serverArgs(c);
+    const flags = serverArgs(c, {loadMode: eng.loadMode});
     let servers = null;
     if (c.rpc) {
         servers = await startRPCServers(rpcServerBin(path.dirname(eng.bin)), c.rpc, {env});
@@ -235,7 +259,7 @@ async function measureServer(c, file) {
             node_llama_cpp: eng.nlcVersion,
             llama_cpp_repo: "ggml-org/llama.cpp",
             llama_cpp_release: eng.release,
-            llama_cpp_source_commit: engineCommit,
+            llama_cpp_source_commit: eng.sourceCommit,
             backend: c.backend,
             gpu_devices: gpuNames.map((name) => ({name, total_bytes: null})),
             system_info: (/CPU : .*$/.exec(sysLine)?.[0] ?? sysLine).trim(),

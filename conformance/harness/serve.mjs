@@ -11,7 +11,7 @@ import net from "node:net";
 // serverArgs renders a case's profile as the llama-server flags headroom
 // emits for it (plan.Profile.Args; conformance's TestServerCommands checks
 // that every golden's recorded command is exactly that).
-export function serverArgs(c) {
+export function serverArgs(c, opts = {}) {
     const nCtx = c.contextSize * c.sequences;
     // An RPC case offloads to the rpc-servers' devices from the CPU build.
     const ngl = c.backend === "cpu" && !c.rpc ? "0" : c.gpuLayers >= 999 ? "all" : String(c.gpuLayers);
@@ -34,8 +34,10 @@ export function serverArgs(c) {
         f.push("-ctv", c.cacheV);
     if (c.tensorSplit)
         f.push("-ts", c.tensorSplit.join(","));
+    // A build that dropped --no-mmap (de3ff81) takes --load-mode none, as
+    // headroom writes for it (plan.Rules.LoadMode).
     if (!c.mmap)
-        f.push("--no-mmap");
+        f.push(...(opts.loadMode ? ["--load-mode", "none"] : ["--no-mmap"]));
     if (c.swaFull)
         f.push("--swa-full");
     return f;
