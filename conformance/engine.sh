@@ -94,6 +94,15 @@ if [[ $backend == vulkan ]]; then
 	if ((hv < 261)); then
 		patches=("$here"/engine-patches/vulkan-*.patch)
 	fi
+	# A build's own patches (COMMIT-vulkan-*.patch) are for a glslc
+	# without cooperative-matrix support (bookworm's), which that
+	# build's shader generator does not check for everywhere.
+	if ! printf '#version 450\n#extension GL_KHR_cooperative_matrix : require\nvoid main() {}\n' |
+		glslc -fshader-stage=compute --target-env=vulkan1.3 -o /dev/null - 2>/dev/null; then
+		for p in "$here"/engine-patches/"$short"-vulkan-*.patch; do
+			[[ -e $p ]] && patches+=("$p")
+		done
+	fi
 fi
 targets=(llama-server llama-fit-params llama-bench llama-quantize ggml-rpc-server)
 
