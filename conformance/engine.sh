@@ -128,7 +128,7 @@ if [[ "$(cat "$work/.recipe" 2>/dev/null)" != "$recipe" ]]; then
 	git -C "$work/src" -c advice.detachedHead=false checkout -q "$commit"
 	for p in "${patches[@]}"; do
 		git -C "$work/src" apply "$p" || { log "patch $(basename "$p") does not apply to $short"; exit 1; }
-		log "applied $(basename "$p") (Vulkan headers $hv < 261)"
+		log "applied $(basename "$p") (engine-patches/README.md says when and why)"
 	done
 	cmake -S "$work/src" -B "$work/build" "${flags[@]}" >"$work/cmake.log" 2>&1 || { tail -30 "$work/cmake.log" >&2; exit 1; }
 	echo "$recipe" >"$work/.recipe"
