@@ -43,9 +43,13 @@ const (
 )
 
 // knownComputeGaps are replayed compute buffers outside the accounting
-// bounds whose cause is not found yet. Each must still be out of bounds, so
-// the list cannot outlive the gap.
-var knownComputeGaps = map[string]string{}
+// bounds, by golden set, case and buffer, each with its cause or the lack
+// of one. Each must still be out of bounds, so the list cannot outlive the
+// gap, and none may be an under-estimate.
+var knownComputeGaps = map[string]string{
+	"server-de3ff81/qwen3-next-80b-a3b.Q5_K_M.vk0.c8192x1.nofa.b512/Vulkan0": "de3ff81's Vulkan backend reorders its graph to keep new fusion patterns together; headroom replays 80fb11a's reorder (engine.KnownEngines: not modeled)",
+	"server-de3ff81/gemma-3n-e2b.Q8_0.vkall.c4096x1.nofa.b512/Vulkan0":     "de3ff81's Vulkan backend reorders its graph to keep new fusion patterns together; headroom replays 80fb11a's reorder (engine.KnownEngines: not modeled)",
+}
 
 // row is one compared buffer group: all buffers of one buffer type and kind.
 type row struct {
@@ -201,8 +205,11 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 			"loaded again by llama-server built from the llama.cpp node-llama-cpp 3.22.1 ships\n" +
 			"(de3ff81, sixteen days newer than the modeled 80fb11a; `conformance/engine.sh cpu\n" +
 			"--node-llama-cpp 3.22.1`), accounted with that build's rules where headroom knows them\n" +
-			"(plan.Rules: NextN blocks without KV cache, --load-mode none for --no-mmap). Its Vulkan\n" +
-			"cases are not measured yet. The modeled build's own report is [accuracy.md](accuracy.md).\n\n"},
+			"(plan.Rules: NextN blocks without KV cache, --load-mode none for --no-mmap), and four of\n" +
+			"its Vulkan cases over Mesa llvmpipe (the build needs engine-patches' de3ff81 patch on a\n" +
+			"glslc without cooperative matrices). Two Vulkan compute buffers are larger in headroom:\n" +
+			"de3ff81's Vulkan reorder, which headroom does not model for this build, lowered them.\n" +
+			"The modeled build's own report is [accuracy.md](accuracy.md).\n\n"},
 	{"library", filepath.Join("testdata", "golden"), "accuracy-library.md",
 		"cases in `conformance/testdata/golden`, each a real llama.cpp load through its library API\n" +
 			"(node-llama-cpp 3.21.1, CPU backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written\n" +
@@ -262,8 +269,10 @@ func checkAccuracy(t *testing.T, dir, doc, about string) {
 				if !strings.HasPrefix(g.note, "rough") && g.engine > 0 {
 					ours := float64(g.ours) / (1 << 20)
 					bad := !g.computeWithin()
-					why, known := knownComputeGaps[c.ID+"/"+g.buft]
+					why, known := knownComputeGaps[filepath.Base(dir)+"/"+c.ID+"/"+g.buft]
 					switch {
+					case bad && known && ours < g.engine:
+						t.Errorf("%s: %s compute: replay %.2f MiB, llama.cpp %.2f MiB: an under-estimate is never a known gap (%s)", c.ID, g.buft, ours, g.engine, why)
 					case bad && known:
 						t.Logf("%s: %s compute: replay %.2f MiB, llama.cpp %.2f MiB (known: %s)", c.ID, g.buft, ours, g.engine, why)
 					case bad:

@@ -51,12 +51,13 @@ func KnownEngines() []Known {
 		Modeled:  true,
 		Measured: "llama-server on the CPU and on Vulkan (Mesa llvmpipe), node-llama-cpp library contexts, rpc-server over loopback (conformance/testdata, docs/accuracy.md)",
 	}, {
-		Commit: "de3ff81",
-		Source: "llama.cpp as node-llama-cpp 3.22.1 ships it (v0.5.0, 28 Sep 2026), sixteen days newer",
+		Commit:   "de3ff81",
+		Source:   "llama.cpp as node-llama-cpp 3.22.1 ships it (v0.5.0, 28 Sep 2026), sixteen days newer",
+		Measured: "llama-server on the CPU (98 cases) and four Vulkan cases over llvmpipe (conformance/testdata/server-de3ff81, docs/accuracy-de3ff81.md)",
 		Drift: []Drift{
 			{Buffers: "KV", Modeled: true, What: "NextN (multi-token prediction) layers are left out of the KV cache for every architecture: GLM-4.5-Air keeps 46 cache layers, not 47 (752 -> 736 MiB at 4096 cells, llama-fit-params of both builds)"},
 			{Buffers: "flags", Modeled: true, What: "llama-server refuses --no-mmap (\"error: invalid argument\"): headroom writes --load-mode none for this build (seen loading with it)"},
-			{Buffers: "Vulkan compute", Modeled: false, What: "the Vulkan graph reorder keeps new fusion patterns together: Qwen3-Next 88.50 -> 68.12 MiB, Gemma 3n 144.79 -> 123.75 MiB, TinyLlama with flash attention 66.50 -> 70.50 MiB (issue #12's re-measurement)"},
+			{Buffers: "Vulkan compute", Modeled: false, What: "the Vulkan graph reorder keeps new fusion patterns together: Qwen3-Next with no layer offloaded 88.50 -> 68.12 MiB, Gemma 3n with every layer 144.01 -> 123.01 MiB (llama-server over llvmpipe, conformance/testdata/server-de3ff81); headroom's 80fb11a figure is the larger, and other splits moved both ways in issue #12's re-measurement (TinyLlama with flash attention 66.50 -> 70.50 MiB)"},
 		},
 		Rules: plan.Rules{NextNWithoutKV: true, LoadMode: true},
 	}}
@@ -125,7 +126,11 @@ func Note(commit, printed string) EngineNote {
 			}
 		}
 		n.FiguresFor = fmt.Sprintf("llama.cpp %s's rules for %s, %s's for the rest", k.Commit, strings.Join(applied, " and "), m.Commit)
-		n.Says = fmt.Sprintf("figures for your build (%s, %s) where its rules are known (%s), llama.cpp %s's elsewhere: it is known to differ in %s too, which is not modeled; estimates, not measured against this build; fit and plan --verify ask your build itself", printed, k.Source, strings.Join(applied, ", "), m.Commit, strings.Join(kept, " and "))
+		measured := "not measured against this build"
+		if k.Measured != "" {
+			measured = "measured against it: " + k.Measured
+		}
+		n.Says = fmt.Sprintf("figures for your build (%s, %s) where its rules are known (%s), llama.cpp %s's elsewhere: it is known to differ in %s too, which is not modeled (%s); fit and plan --verify ask your build itself", printed, k.Source, strings.Join(applied, ", "), m.Commit, strings.Join(kept, " and "), measured)
 		if len(applied) == 0 {
 			n.FiguresFor = "llama.cpp " + m.Commit
 		}
