@@ -48,7 +48,7 @@ const (
 // gap, and none may be an under-estimate.
 var knownComputeGaps = map[string]string{
 	"server-de3ff81/qwen3-next-80b-a3b.Q5_K_M.vk0.c8192x1.nofa.b512/Vulkan0": "de3ff81's Vulkan backend reorders its graph to keep new fusion patterns together; headroom replays 80fb11a's reorder (engine.KnownEngines: not modeled)",
-	"server-de3ff81/gemma-3n-e2b.Q8_0.vkall.c4096x1.nofa.b512/Vulkan0":     "de3ff81's Vulkan backend reorders its graph to keep new fusion patterns together; headroom replays 80fb11a's reorder (engine.KnownEngines: not modeled)",
+	"server-de3ff81/gemma-3n-e2b.Q8_0.vkall.c4096x1.nofa.b512/Vulkan0":       "de3ff81's Vulkan backend reorders its graph to keep new fusion patterns together; headroom replays 80fb11a's reorder (engine.KnownEngines: not modeled)",
 }
 
 // row is one compared buffer group: all buffers of one buffer type and kind.
