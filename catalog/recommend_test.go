@@ -3,7 +3,6 @@ package catalog
 import (
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/headroom-llm/headroom/hw"
@@ -141,7 +140,7 @@ func BenchmarkRecommendCPU(b *testing.B) { benchRecommend(b, "cpu-32", nil) }
 
 // BenchmarkRecommendCached is a second run on one machine: every outcome
 // comes from the cache.
-func BenchmarkRecommendCached(b *testing.B) { benchRecommend(b, "cpu-32", newMemCache()) }
+func BenchmarkRecommendCached(b *testing.B) { benchRecommend(b, "cpu-32", &MemoryCache{}) }
 
 func benchRecommend(b *testing.B, preset string, c Cache) {
 	cat, lock := mustLoad(b), emptyLock(b)
@@ -160,27 +159,6 @@ func benchRecommend(b *testing.B, preset string, c Cache) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// memCache is a Cache in memory.
-type memCache struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func newMemCache() *memCache { return &memCache{m: map[string][]byte{}} }
-
-func (c *memCache) Get(k string) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b, ok := c.m[k]
-	return b, ok
-}
-
-func (c *memCache) Put(k string, b []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[k] = b
 }
 
 // TestRecommendTopPicks pins the balanced goal's first choice on five kinds

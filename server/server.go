@@ -62,8 +62,12 @@ type Config struct {
 type server struct {
 	cfg    Config
 	opener *opener // nil when Config.Open is
-	// plans keeps the catalog's per-variant plans between requests.
-	plans outcomes
+	// plans keeps the catalog's per-variant plans between requests: a
+	// plan depends only on the machine and the search options, which are
+	// in its key, so a panel that reloads, or two pages asking at once,
+	// plan each variant once instead of every time. The bound is a few
+	// machines' worth of catalog plans.
+	plans catalog.MemoryCache
 }
 
 // New returns the API and panel as one handler.
@@ -85,7 +89,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		cfg.Lock = l
 	}
-	s := &server{cfg: cfg}
+	s := &server{cfg: cfg, plans: catalog.MemoryCache{Max: 4096}}
 	if cfg.Open != nil {
 		s.opener = newOpener(cfg.Open, cfg.MaxOpens)
 	}
