@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/headroom-llm/headroom/catalog"
-	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/source"
@@ -76,11 +75,7 @@ Examples:
 	}
 	a, aerr := d.Assess(ctx, m, opts)
 	if aerr == nil && *verify {
-		server := *llama
-		if server == "" {
-			server, _ = engine.Find("", nil)
-		}
-		preflight(ctx, env, a, server, func(state, line string) {
+		preflight(ctx, env, a, *llama, func(state, line string) {
 			if !*quiet {
 				fmt.Fprintf(env.Stderr, "%s: %s\n", state, line)
 			}

@@ -22,13 +22,7 @@ func engineCheck(ctx context.Context, env Env, in *modelInputs, p plan.Profile, 
 	if in.Header == nil {
 		return nil, errors.New("a catalog variant is planned from derived inputs, with no header to give llama.cpp; verify its Hub file (hf:...) instead")
 	}
-	server := llamaServer
-	if server == "" {
-		if s, err := engine.Find("", nil); err == nil {
-			server = s
-		}
-	}
-	bin, err := engine.FindFitParams(server, nil)
+	bin, err := engine.FindFitParams(llamaServer, nil)
 	if err != nil {
 		return nil, err
 	}

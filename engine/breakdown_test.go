@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -102,5 +105,32 @@ func TestCompare(t *testing.T) {
 	planned = append(planned, plan.Buffer{Device: "Vulkan0", BufferType: "Vulkan0", Kind: plan.KindModel, Bytes: 10 * mib})
 	if c := Compare("x", rows, planned, "CPU"); c.Agrees {
 		t.Error("a device only headroom has agrees")
+	}
+}
+
+// llama-fit-params is the one beside the llama-server given, or beside
+// the one on PATH, before any other on PATH.
+func TestFindFitParams(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"llama-server", "llama-fit-params"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := filepath.Join(dir, "llama-fit-params")
+	onPath := func(name string) (string, error) {
+		if name == "llama-server" {
+			return filepath.Join(dir, "llama-server"), nil
+		}
+		return "/elsewhere/" + name, nil
+	}
+	for _, server := range []string{filepath.Join(dir, "llama-server"), ""} {
+		if got, err := FindFitParams(server, onPath); err != nil || got != want {
+			t.Errorf("beside %q: %q %v, want %q", server, got, err, want)
+		}
+	}
+	none := func(string) (string, error) { return "", errors.New("not found") }
+	if _, err := FindFitParams("", none); !errors.Is(err, ErrNotFound) {
+		t.Errorf("nothing installed: %v", err)
 	}
 }

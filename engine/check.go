@@ -27,11 +27,14 @@ import (
 const CheckTimeout = 60 * time.Second
 
 // FindFitParams returns the llama-fit-params that belongs to llamaServer
-// (the program beside it, as llama.cpp's builds install them together),
-// else the one on PATH.
+// (the program beside it, as llama.cpp's builds install them together;
+// "" is the llama-server on PATH), else the one on PATH.
 func FindFitParams(llamaServer string, lookPath func(string) (string, error)) (string, error) {
 	if lookPath == nil {
 		lookPath = exec.LookPath
+	}
+	if llamaServer == "" {
+		llamaServer, _ = lookPath("llama-server")
 	}
 	if llamaServer != "" {
 		p := filepath.Join(filepath.Dir(llamaServer), "llama-fit-params")
