@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/headroom-llm/headroom/plan"
@@ -145,12 +144,6 @@ func Note(commit, printed string) EngineNote {
 func AskNote(ctx context.Context, bin string) EngineNote {
 	if bin == "" {
 		return Note("", "")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		n := Note("", "")
-		n.Exact = false
-		n.Says = fmt.Sprintf("figures for llama.cpp %s; %s could not be asked for its build: %v", Modeled().Commit, bin, err)
-		return n
 	}
 	b, err := Version(ctx, bin)
 	if err != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -42,5 +43,13 @@ func TestNote(t *testing.T) {
 		if k.Modeled || len(k.Drift) == 0 {
 			t.Errorf("%s: a build other than the modeled one must say what drifts", k.Commit)
 		}
+	}
+}
+
+// A build that cannot be asked is said, and nothing is called exact.
+func TestAskNoteUnanswered(t *testing.T) {
+	n := AskNote(context.Background(), "/nonexistent/llama-server")
+	if n.Exact || !strings.Contains(n.Says, "did not say its build") {
+		t.Errorf("%+v", n)
 	}
 }
