@@ -12,18 +12,10 @@
 // its fit succeeds; a failure (or an abort inside llama.cpp) is recorded
 // with its last log lines.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import {execFileSync, spawnSync} from "node:child_process";
-import {fileURLToPath} from "node:url";
+import {buildTools, flag, repo} from "./tools.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.resolve(here, "../..");
-const args = process.argv.slice(2);
-const flag = (name, dflt) => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : dflt;
-};
 const out = path.resolve(flag("--out", path.join(repo, "conformance/testdata/fitparams.json")));
 const only = flag("--only", null);
 const backends = flag("--backends", "cpu,vulkan").split(",");
@@ -38,14 +30,7 @@ const models = [
     ["qwen3-30b-a3b", "Q4_K_M", 1], ["llama-3.1-70b", "Q4_K_M", 1]
 ].filter(([shape, quant, np]) => !only || new RegExp(only).test(`${shape}.${quant}.np${np}`));
 
-const work = path.join(os.tmpdir(), "headroom-fitparams");
-fs.mkdirSync(work, {recursive: true});
-const synthBin = path.join(work, "synthgen");
-execFileSync("go", ["build", "-o", synthBin, "./conformance/cmd/synthgen"], {cwd: repo, stdio: "inherit"});
-const headroomBin = path.join(work, "headroom");
-execFileSync("go", ["build", "-o", headroomBin, "./cmd/headroom"], {cwd: repo, stdio: "inherit"});
-const specs = [...new Set(models.map(([s, q]) => `${s}:${q}`))];
-const files = JSON.parse(execFileSync(synthBin, ["-dir", path.join(work, "gguf"), ...specs], {cwd: repo, maxBuffer: 1 << 26}).toString());
+const {headroomBin, files} = buildTools([...new Set(models.map(([s, q]) => `${s}:${q}`))]);
 
 const record = {
     note: "llama-fit-params of conformance/engine.sh's builds, run by conformance/harness/fitparams.mjs; NOT edited by hand",

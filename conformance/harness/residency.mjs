@@ -19,16 +19,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import {execFileSync, spawnSync} from "node:child_process";
-import {fileURLToPath} from "node:url";
+import {buildTools, flag, repo} from "./tools.mjs";
 import {serveOnce} from "./serve.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.resolve(here, "../..");
-const argv = process.argv.slice(2);
-const flag = (name, dflt) => {
-    const i = argv.indexOf(name);
-    return i >= 0 ? argv[i + 1] : dflt;
-};
 const out = path.resolve(flag("--out", path.join(repo, "conformance/testdata/residency.json")));
 const only = flag("--only", null);
 const MiB = 1 << 20;
@@ -125,13 +118,7 @@ function procStatus(pid) {
     return o;
 }
 
-const work = path.join(os.tmpdir(), "headroom-fitparams");
-fs.mkdirSync(work, {recursive: true});
-const synthBin = path.join(work, "synthgen");
-execFileSync("go", ["build", "-o", synthBin, "./conformance/cmd/synthgen"], {cwd: repo, stdio: "inherit"});
-const headroomBin = path.join(work, "headroom");
-execFileSync("go", ["build", "-o", headroomBin, "./cmd/headroom"], {cwd: repo, stdio: "inherit"});
-const files = JSON.parse(execFileSync(synthBin, ["-dir", path.join(work, "gguf"), ...models.map(([s, q]) => `${s}:${q}`)], {cwd: repo, maxBuffer: 1 << 26}).toString());
+const {headroomBin, files} = buildTools(models.map(([s, q]) => `${s}:${q}`));
 const engine = flag("--engine", null) ?? execFileSync("bash", [path.join(repo, "conformance/engine.sh"), "cpu"], {stdio: ["ignore", "pipe", "inherit"]}).toString().trim();
 const bin = path.join(engine, "llama-server");
 const version = spawnSync(bin, ["--version"], {encoding: "utf8"});
