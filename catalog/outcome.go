@@ -140,9 +140,12 @@ func cacheKey(build string, snap *hw.Snapshot, so plan.SearchOptions) string {
 		RPC     any
 	}{snap.Domains, snap.Devices, snap.RPC})
 	opts, _ := json.Marshal(so)
+	rules, _ := json.Marshal(so.Base.Rules) // not in the profile's JSON
 	h.Write(machine)
 	h.Write([]byte{0})
 	h.Write(opts)
+	h.Write([]byte{0})
+	h.Write(rules)
 	return "recommend-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 

@@ -47,6 +47,8 @@ type Options struct {
 	// its executable's identity); a change of program is a change of
 	// answers, so it is part of every cache key.
 	Build string
+	// Rules are the llama.cpp build's the plans follow (engine.Note).
+	Rules plan.Rules
 }
 
 // DefaultOptions ranks by balanced with plan.DefaultSearch's slots,
@@ -292,6 +294,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 func SearchOptions(o Options) plan.SearchOptions {
 	so := plan.DefaultSearch()
 	so.Goal, so.FitTarget = planGoal(o.Goal), o.FitTarget
+	so.Base.Rules = o.Rules
 	if o.Parallel > 0 {
 		so.Parallel = o.Parallel
 	}

@@ -16,10 +16,10 @@ func TestEngineFlag(t *testing.T) {
 		exact  bool
 		says   string
 	}{
-		{"", true, "the build the accounting was measured against"},
-		{"80fb11a", true, "is the one the accounting was measured against"},
-		{"de3ff81", false, "known to differ in Vulkan compute too, which is not modeled"},
-		{"b7000", false, "which headroom has not measured"},
+		{"", true, "figures for llama.cpp de3ff81, the newest build headroom has measured"},
+		{"80fb11a", true, "figures for llama.cpp 80fb11a: your build (80fb11a) is one headroom has measured"},
+		{"de3ff81", true, "figures for llama.cpp de3ff81: your build (de3ff81) is one headroom has measured"},
+		{"b7000", false, "figures for llama.cpp de3ff81, not for your build (b7000), which headroom has not measured"},
 	} {
 		args := []string{"fit", "--quiet", "--json", path, "-c", "4096", "--machine", "cpu-32"}
 		if tt.engine != "" {

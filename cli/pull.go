@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/source"
@@ -60,6 +61,9 @@ Examples:
 	d, err := launchDeps(env, *machine, *llama, *quiet)
 	if err != nil {
 		return err
+	}
+	if *llama != "" {
+		opts.Base.Rules = engine.AskNote(ctx, *llama).Rules
 	}
 	st, err := openStore(env, *storeDir, *quiet, d.Client)
 	if err != nil {

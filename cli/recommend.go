@@ -108,11 +108,12 @@ Examples:
 	if err != nil {
 		return err
 	}
-	rows, err := catalog.Recommend(cat, lock, snap, o)
+	note, err := engineNote(ctx, *eng, *llama)
 	if err != nil {
 		return err
 	}
-	note, err := engineNote(ctx, *eng, *llama)
+	o.Rules = note.Rules
+	rows, err := catalog.Recommend(cat, lock, snap, o)
 	if err != nil {
 		return err
 	}

@@ -79,14 +79,17 @@ Examples:
 	// The llama-server the API loads with is also the one asked for this
 	// machine's devices.
 	binPath, engineName := "", ""
+	note := engine.Note("", "")
 	if path, err := engine.Find(*bin, exec.LookPath); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
 	} else if build, err := engine.Version(ctx, path); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
 	} else {
 		binPath, engineName = path, build.String()
-		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", engine.Note(build.Commit, build.String()).Says)
+		note = engine.Note(build.Commit, build.String())
+		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", note.Says)
 	}
+	opts.Base.Rules = note.Rules
 	d, err := launchDeps(env, *machine, binPath, true)
 	if err != nil {
 		return err
@@ -110,7 +113,7 @@ Examples:
 			fmt.Fprintf(env.Stderr, "headroom serve-api: stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed\n", b.ChildPID, b.Model, b.PID)
 		}
 	}
-	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Runtime: rt}
+	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Runtime: rt, Rules: note.Rules}
 	h, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -123,7 +123,7 @@ func printCheck(w io.Writer, c *engine.Check) {
 // engineFlag is --engine: the llama.cpp build the user will run, to be
 // told which build the figures are for and what is known to differ.
 func engineFlag(fs *flags) *string {
-	return fs.String("engine", "", "the llama.cpp `build` you will run: a llama-server program (asked for --version) or a commit; the figures are for the build headroom models, and the output says what is known to differ for yours; default: --llama-server's build when given")
+	return fs.String("engine", "", "the llama.cpp `build` you will run: a llama-server program (asked for --version) or a commit; the figures follow its rules where headroom measured it, and the output says what is known to differ where not; default: --llama-server's build when given, else the newest build headroom measured")
 }
 
 // engineNote resolves --engine (or --llama-server) into the note every

@@ -3,42 +3,44 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/headroom-llm/headroom/plan"
 )
 
-// Known is a llama.cpp build headroom knows: the one its accounting
-// models, measured against, or one whose differences from it were
-// measured.
+// Known is a llama.cpp build headroom knows: one whose golden cases were
+// measured, with the rules that set it apart from the build before it.
 type Known struct {
 	// Commit is the short commit hash llama.cpp's --version prints.
 	Commit string `json:"commit"`
 	// Source says where the build came from.
 	Source string `json:"source"`
-	// Modeled is true for the build headroom's accounting reproduces.
+	// Modeled is true for a build the accounting reproduces: every rule
+	// that differs from the builds before it is in Rules, and its measured
+	// cases agree under them.
 	Modeled bool `json:"modeled"`
 	// Measured says what the golden cases of this build cover; empty for
 	// a build whose cases are not in this repository.
 	Measured string `json:"measured,omitempty"`
-	// Drift is what differs from the modeled build, each with where it
+	// Drift is what differs from the build before it, each with where it
 	// was seen.
 	Drift []Drift `json:"drift,omitempty"`
-	// Rules are the accounting rules of this build that headroom models.
+	// Rules are the accounting rules of this build.
 	Rules plan.Rules `json:"rules"`
 }
 
 // Drift is one kind of buffer known to differ between a build and the
-// modeled one.
+// one before it.
 type Drift struct {
 	Buffers string `json:"buffers"`
 	What    string `json:"what"`
 	// Modeled says headroom applies this build's rule (plan.Rules) when
-	// told the build; otherwise its figures keep the modeled build's.
+	// told the build; otherwise its figures keep the earlier build's.
 	Modeled bool `json:"modeled"`
 }
 
-// KnownEngines lists the builds headroom knows, the modeled one first.
+// KnownEngines lists the builds headroom knows, oldest first.
 // Adding a build: build it (conformance/engine.sh --node-llama-cpp
 // VERSION), measure the golden cases with it (conformance/regen.sh
 // --engine DIR --golden DIR), compare with TestAccuracy, and list here
@@ -52,18 +54,32 @@ func KnownEngines() []Known {
 	}, {
 		Commit:   "de3ff81",
 		Source:   "llama.cpp as node-llama-cpp 3.22.1 ships it (v0.5.0, 28 Sep 2026), sixteen days newer",
-		Measured: "llama-server on the CPU (98 cases) and four Vulkan cases over llvmpipe (conformance/testdata/server-de3ff81, docs/accuracy-de3ff81.md)",
+		Modeled:  true,
+		Measured: deMeasured,
 		Drift: []Drift{
 			{Buffers: "KV", Modeled: true, What: "NextN (multi-token prediction) layers are left out of the KV cache for every architecture: GLM-4.5-Air keeps 46 cache layers, not 47 (752 -> 736 MiB at 4096 cells, llama-fit-params of both builds)"},
 			{Buffers: "flags", Modeled: true, What: "llama-server refuses --no-mmap (\"error: invalid argument\"): headroom writes --load-mode none for this build (seen loading with it)"},
-			{Buffers: "Vulkan compute", Modeled: false, What: "the Vulkan graph reorder keeps new fusion patterns together: Qwen3-Next with no layer offloaded 88.50 -> 68.12 MiB, Gemma 3n with every layer 144.01 -> 123.01 MiB (llama-server over llvmpipe, conformance/testdata/server-de3ff81); headroom's 80fb11a figure is the larger, and other splits moved both ways in issue #12's re-measurement (TinyLlama with flash attention 66.50 -> 70.50 MiB)"},
+			{Buffers: "Vulkan compute", Modeled: true, What: "the Vulkan graph reorder keeps the runs the backend fuses together, pulls a MUL after the UNARY it reads and keeps a top-k MoE selection's inputs alive until it ends (plan.Rules.VulkanFusion): Qwen3-Next with no layer offloaded 88.50 -> 68.12 MiB, Gemma 3n with every layer 144.01 -> 123.01 MiB (llama-server over llvmpipe, conformance/testdata/server-de3ff81, equal under this build's rules)"},
+			{Buffers: "compute", Modeled: true, What: "the scheduler no longer starts a split when one holds 30 inputs (plan.Rules.SplitInputsGrow), and the gated delta net's L2 norms are an RMS norm and a scale (plan.Rules.GDNNormAsRMS; Qwen3-Next's graph 5059 -> 5131 nodes)"},
 		},
-		Rules: plan.Rules{NextNWithoutKV: true, LoadMode: true},
+		Rules: plan.Rules{NextNWithoutKV: true, LoadMode: true, VulkanFusion: true, SplitInputsGrow: true, GDNNormAsRMS: true},
 	}}
 }
 
-// Modeled is the build headroom's accounting reproduces.
-func Modeled() Known { return KnownEngines()[0] }
+// deMeasured is what de3ff81's golden cases cover.
+const deMeasured = "llama-server on the CPU (98 cases) and on Vulkan over llvmpipe (conformance/testdata/server-de3ff81, docs/accuracy-de3ff81.md)"
+
+// Default is the build figures are for when the user names none: the
+// newest one the accounting reproduces.
+func Default() Known {
+	ks := KnownEngines()
+	for i := len(ks) - 1; i > 0; i-- {
+		if ks[i].Modeled {
+			return ks[i]
+		}
+	}
+	return ks[0]
+}
 
 // Identify finds a build among the known ones by its commit (a prefix of
 // at least seven characters matches either way).
@@ -83,17 +99,18 @@ func Identify(commit string) (Known, bool) {
 // EngineNote says which build a result's figures are for and, where the
 // user's build is another one, what is known to differ.
 type EngineNote struct {
-	// FiguresFor is the modeled build: every figure is its.
+	// FiguresFor is the build whose rules the figures follow.
 	FiguresFor string `json:"figures_for"`
 	// Build is the user's build as asked or given, "" when none was.
 	Build string `json:"build,omitempty"`
-	// Exact is true where the user's build is the modeled one, or none
-	// was given.
+	// Exact is true where the figures are for a build headroom measured
+	// and reproduces: the user's, or the default when none was given.
 	Exact bool   `json:"exact"`
 	Says  string `json:"says"`
-	// Drift is what is known to differ for the user's build.
+	// Drift is what is known to differ for the user's build, or, for a
+	// build headroom does not know, what moved between the measured ones.
 	Drift []Drift `json:"drift,omitempty"`
-	// Rules are the user's build's rules the accounting applies.
+	// Rules are the rules the accounting applies.
 	Rules plan.Rules `json:"rules"`
 }
 
@@ -101,42 +118,63 @@ type EngineNote struct {
 // --version printed and printed the build as the user knows it; both ""
 // when no build was given, commit "" for a build known only by name.
 func Note(commit, printed string) EngineNote {
-	m := Modeled()
-	n := EngineNote{FiguresFor: "llama.cpp " + m.Commit}
+	d := Default()
+	n := EngineNote{FiguresFor: "llama.cpp " + d.Commit, Rules: d.Rules}
 	if commit == "" && printed == "" {
 		n.Exact = true
-		n.Says = fmt.Sprintf("figures for llama.cpp %s, the build the accounting was measured against; fit and plan --verify ask your own llama.cpp", m.Commit)
+		n.Says = fmt.Sprintf("figures for llama.cpp %s, the newest build headroom has measured; --engine or --llama-server names yours, and fit and plan --verify ask it", d.Commit)
 		return n
 	}
 	n.Build = printed
 	k, ok := Identify(commit)
 	switch {
 	case ok && k.Modeled:
-		n.Exact = true
-		n.Says = fmt.Sprintf("figures for llama.cpp %s: your build (%s) is the one the accounting was measured against", m.Commit, printed)
+		n.Exact, n.Rules, n.FiguresFor = true, k.Rules, "llama.cpp "+k.Commit
+		n.Says = fmt.Sprintf("figures for llama.cpp %s: your build (%s) is one headroom has measured (%s)", k.Commit, printed, k.Measured)
 	case ok:
 		n.Drift, n.Rules = k.Drift, k.Rules
 		var applied, kept []string
-		for _, d := range k.Drift {
-			if d.Modeled {
-				applied = append(applied, d.Buffers)
+		for _, dr := range k.Drift {
+			if dr.Modeled {
+				applied = append(applied, dr.Buffers)
 			} else {
-				kept = append(kept, d.Buffers)
+				kept = append(kept, dr.Buffers)
 			}
 		}
-		n.FiguresFor = fmt.Sprintf("llama.cpp %s's rules for %s, %s's for the rest", k.Commit, strings.Join(applied, " and "), m.Commit)
+		prev := previous(k.Commit)
+		n.FiguresFor = fmt.Sprintf("llama.cpp %s's rules for %s, %s's for the rest", k.Commit, strings.Join(applied, " and "), prev)
 		measured := "not measured against this build"
 		if k.Measured != "" {
 			measured = "measured against it: " + k.Measured
 		}
-		n.Says = fmt.Sprintf("figures for your build (%s, %s) where its rules are known (%s), llama.cpp %s's elsewhere: it is known to differ in %s too, which is not modeled (%s); fit and plan --verify ask your build itself", printed, k.Source, strings.Join(applied, ", "), m.Commit, strings.Join(kept, " and "), measured)
+		n.Says = fmt.Sprintf("figures for your build (%s, %s) where its rules are known (%s), llama.cpp %s's elsewhere: it is known to differ in %s too, which is not modeled (%s); fit and plan --verify ask your build itself", printed, k.Source, strings.Join(applied, ", "), prev, strings.Join(kept, " and "), measured)
 		if len(applied) == 0 {
-			n.FiguresFor = "llama.cpp " + m.Commit
+			n.FiguresFor = "llama.cpp " + prev
 		}
 	default:
-		n.Says = fmt.Sprintf("figures for llama.cpp %s, not for your build (%s), which headroom has not measured: llama.cpp moves buffers between builds (KV layers and compute buffers have drifted within sixteen days); fit and plan --verify ask your build itself", m.Commit, printed)
+		var kinds []string
+		for _, b := range KnownEngines() {
+			for _, dr := range b.Drift {
+				n.Drift = append(n.Drift, dr)
+				if !slices.Contains(kinds, dr.Buffers) {
+					kinds = append(kinds, dr.Buffers)
+				}
+			}
+		}
+		n.Says = fmt.Sprintf("figures for llama.cpp %s, not for your build (%s), which headroom has not measured: between the builds it measured, %s changed within sixteen days; fit and plan --verify ask your build itself", d.Commit, printed, strings.Join(kinds, ", "))
 	}
 	return n
+}
+
+// previous is the commit of the known build before commit.
+func previous(commit string) string {
+	ks := KnownEngines()
+	for i := 1; i < len(ks); i++ {
+		if ks[i].Commit == commit {
+			return ks[i-1].Commit
+		}
+	}
+	return ks[0].Commit
 }
 
 // AskNote runs bin --version and describes figures for that build; a
@@ -149,7 +187,7 @@ func AskNote(ctx context.Context, bin string) EngineNote {
 	if err != nil {
 		n := Note("", "")
 		n.Exact = false
-		n.Says = fmt.Sprintf("figures for llama.cpp %s; %s did not say its build: %v", Modeled().Commit, bin, err)
+		n.Says = fmt.Sprintf("figures for llama.cpp %s; %s did not say its build: %v", Default().Commit, bin, err)
 		return n
 	}
 	return Note(b.Commit, b.String())

@@ -4,44 +4,51 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/headroom-llm/headroom/plan"
 )
 
-// Figures are said to be for the modeled build, exact only for it, with
-// what is known to drift for a known other build and a plain "not
-// measured" for an unknown one.
+// Figures are for the newest measured build unless the user names
+// another measured one; exact only for a measured build, with what moved
+// between measured builds for one headroom does not know.
 func TestNote(t *testing.T) {
+	de, old := plan.Rules{NextNWithoutKV: true, LoadMode: true, VulkanFusion: true, SplitInputsGrow: true, GDNNormAsRMS: true}, plan.Rules{}
 	for _, tt := range []struct {
-		commit string
-		exact  bool
-		says   string
-		drift  int
+		commit  string
+		exact   bool
+		says    string
+		figures string
+		rules   plan.Rules
+		drift   int
 	}{
-		{"", true, "figures for llama.cpp 80fb11a, the build the accounting was measured against", 0},
-		{"80fb11a", true, "your build (x) is the one the accounting was measured against", 0},
-		{"80fb11a3c2", true, "is the one", 0},
-		{"de3ff81", false, "where its rules are known (KV, flags), llama.cpp 80fb11a's elsewhere: it is known to differ in Vulkan compute too, which is not modeled", 3},
-		{"1234567", false, "which headroom has not measured", 0},
-		{"80fb", false, "which headroom has not measured", 0}, // too short to name a build
+		{"", true, "figures for llama.cpp de3ff81, the newest build headroom has measured", "llama.cpp de3ff81", de, 0},
+		{"80fb11a", true, "your build (x) is one headroom has measured", "llama.cpp 80fb11a", old, 0},
+		{"80fb11a3c2", true, "is one headroom has measured", "llama.cpp 80fb11a", old, 0},
+		{"de3ff81", true, "your build (x) is one headroom has measured", "llama.cpp de3ff81", de, 0},
+		{"1234567", false, "which headroom has not measured: between the builds it measured, KV, flags, Vulkan compute, compute changed", "llama.cpp de3ff81", de, 4},
+		{"80fb", false, "which headroom has not measured", "llama.cpp de3ff81", de, 4}, // too short to name a build
 	} {
 		printed := "x"
 		if tt.commit == "" {
 			printed = ""
 		}
 		n := Note(tt.commit, printed)
-		figures := "llama.cpp 80fb11a"
-		if tt.drift > 0 {
-			figures = "llama.cpp de3ff81's rules for KV and flags, 80fb11a's for the rest"
-		}
-		if n.Exact != tt.exact || !strings.Contains(n.Says, tt.says) || len(n.Drift) != tt.drift || n.FiguresFor != figures || n.Rules.NextNWithoutKV != (tt.drift > 0) {
+		if n.Exact != tt.exact || !strings.Contains(n.Says, tt.says) || len(n.Drift) != tt.drift || n.FiguresFor != tt.figures || n.Rules != tt.rules {
 			t.Errorf("%q: %+v", tt.commit, n)
 		}
 	}
-	if m := Modeled(); !m.Modeled || m.Measured == "" {
-		t.Errorf("modeled %+v", m)
+	if d := Default(); !d.Modeled || d.Measured == "" || d.Commit != "de3ff81" {
+		t.Errorf("default %+v", d)
 	}
-	for _, k := range KnownEngines()[1:] {
-		if k.Modeled || len(k.Drift) == 0 {
-			t.Errorf("%s: a build other than the modeled one must say what drifts", k.Commit)
+	ks := KnownEngines()
+	for i, k := range ks[1:] {
+		if len(k.Drift) == 0 {
+			t.Errorf("%s: a build after %s must say what drifts", k.Commit, ks[i].Commit)
+		}
+		for _, d := range k.Drift {
+			if k.Modeled && !d.Modeled {
+				t.Errorf("%s is called modeled but its %s drift is not", k.Commit, d.Buffers)
+			}
 		}
 	}
 }

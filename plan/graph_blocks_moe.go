@@ -2,6 +2,7 @@ package plan
 
 import (
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
 // moeGating is how build_moe_ffn turns router logits into expert weights
@@ -45,7 +46,7 @@ func (b *gb) moeFFN(m *arch.Model, blk string, cur *tensor, o moeSpec) *tensor {
 	case moeSoftmax:
 		probs = b.SoftMax(logits, nil, nil)
 	case moeSigmoid:
-		probs = b.Unary(logits)
+		probs = b.UnaryOf(ggml.UnarySigmoid, logits)
 	}
 	sel := probs
 	if o.selectRaw {

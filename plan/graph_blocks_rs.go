@@ -196,7 +196,7 @@ func (r *rsGraph) mamba2Layer(il int, cur *tensor, d recurrentSSM) *tensor {
 	dt := r.columns(zx, 1, d.heads)[0]
 	convX := r.convState(il, d.conv, channels, xBC)
 	xBC = b.SSMConv(convX, b.weight(blk+"ssm_conv1d.weight"))
-	xBC = b.Unary(b.Add(xBC, b.weight(blk+"ssm_conv1d.bias")))
+	xBC = b.UnaryOf(ggml.UnarySiLU, b.Add(xBC, b.weight(blk+"ssm_conv1d.bias")))
 	x := r.columns(xBC, 1, headDim, d.heads)[0]
 	bc := r.columns(xBC, 2, d.state, d.groups)
 	dt = b.Add(b.Cont(dt), b.weight(blk+"ssm_dt.bias"))

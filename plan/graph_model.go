@@ -25,7 +25,9 @@ type gb struct {
 	// pinNorms: the graph callback pins each layer's norms to the
 	// layer's device (cbNorm).
 	pinNorms bool
-	weights  map[string]*tensor // by name, see weight
+	// rules are the llama.cpp build's, where its graphs differ.
+	rules   Rules
+	weights map[string]*tensor // by name, see weight
 	// shapes are the model's tensor shapes by name; builderFor builds
 	// them once for every graph a builder describes.
 	shapes map[string][]uint64

@@ -185,7 +185,7 @@ func (b *gb) gemma3nLayer(m *arch.Model, c Context, il int, l arch.Layer, kv *kv
 	if il < gemma3nSparseLayers {
 		gate = b.gaussianTopK(gate)
 	}
-	cur = mm("ffn_down", b.Mul(up, b.Unary(gate)))
+	cur = mm("ffn_down", b.Mul(up, b.UnaryOf(ggml.UnaryGELU, gate)))
 	gated := b.Add(b.norm(cur, blk+"post_ffw_norm.weight"), attnLaurel)
 
 	// altup_correct
@@ -196,7 +196,7 @@ func (b *gb) gemma3nLayer(m *arch.Model, c Context, il int, l arch.Layer, kv *kv
 
 	// the first prediction, gated by this layer's per-layer input
 	fp := b.Mul(b.altSlice(corr, 0), b.weight(blk+"altup_correct_scale.weight"))
-	fp = b.Mul(b.Unary(mm("inp_gate", fp)), b.altSlice(perLayerIn, int64(il)))
+	fp = b.Mul(b.UnaryOf(ggml.UnaryGELU, mm("inp_gate", fp)), b.altSlice(perLayerIn, int64(il)))
 	fp = b.norm(mm("proj", fp), blk+"post_norm.weight")
 
 	// corrected[1:] += first_prediction

@@ -23,7 +23,7 @@ func qwen2moeGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 			// the shared expert scaled by sigmoid(x·g), computed as silu(v)/v
 			sh := b.ffn(blk, "_shexp", cur, ffnSwiGLU)
 			gin := b.MulMat(b.weight(blk+"ffn_gate_inp_shexp.weight"), cur)
-			return b.Add(b.moeFFN(m, blk, cur, moeSpec{gating: moeSoftmax}), b.Mul(sh, b.Div(b.Unary(gin), gin)))
+			return b.Add(b.moeFFN(m, blk, cur, moeSpec{gating: moeSoftmax}), b.Mul(sh, b.Div(b.UnaryOf(ggml.UnarySiLU, gin), gin)))
 		})
 	return b.finish(b.output(m, inpL, b.norm))
 }

@@ -96,7 +96,7 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 		res := b.Add(cur, inpL)
 		cur = b.norm(res, blk+"post_attention_norm.weight")
 		experts := b.moeFFN(m, blk, cur, moeSpec{gating: moeSoftmax, normW: true})
-		gate := b.Unary(b.MulMat(b.weight(blk+"ffn_gate_inp_shexp.weight"), cur))
+		gate := b.UnaryOf(ggml.UnarySigmoid, b.MulMat(b.weight(blk+"ffn_gate_inp_shexp.weight"), cur))
 		shared := b.Mul(b.ffn(blk, "_shexp", cur, ffnSwiGLU), gate)
 		inpL = b.Add(b.Add(experts, shared), res)
 	}
@@ -121,7 +121,7 @@ func (r *rsGraph) gatedAttention(il int, cur *tensor) *tensor {
 	q = b.Rope(b.norm(q, blk+"attn_q_norm.weight"), pos, nil)
 	k = b.Rope(b.norm(k, blk+"attn_k_norm.weight"), pos, nil)
 	att := b.attn(il, c, kv, s, q, k, v, attnOpts{})
-	att = b.Mul(att, b.Unary(b.Cont(gate, head*s.heads, T)))
+	att = b.Mul(att, b.UnaryOf(ggml.UnarySigmoid, b.Cont(gate, head*s.heads, T)))
 	return b.MulMat(b.weight(blk+"attn_output.weight"), att)
 }
 
@@ -146,8 +146,8 @@ func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
 	baRow := 2 * per * 4
 	bv := b.View(ba, per, d.kHeads, T, S).Strided(baRow, baRow*d.kHeads, baRow*d.kHeads*T)
 	av := b.View(ba, per, d.kHeads, T, S).Strided(baRow, baRow*d.kHeads, baRow*d.kHeads*T)
-	beta := b.Reshape(b.Unary(b.Cont(bv)), 1, d.vHeads, T, S)
-	alpha := b.Unary(b.Add(b.Cont(av, d.vHeads, T, S), b.weight(blk+"ssm_dt.bias")))
+	beta := b.Reshape(b.UnaryOf(ggml.UnarySigmoid, b.Cont(bv)), 1, d.vHeads, T, S)
+	alpha := b.UnaryOf(ggml.UnarySoftplus, b.Add(b.Cont(av, d.vHeads, T, S), b.weight(blk+"ssm_dt.bias")))
 	gate := b.Reshape(b.Mul(alpha, b.weight(blk+"ssm_a")), 1, d.vHeads, T, S)
 
 	// build_conv_state: the states before the batch, the batch's columns
@@ -157,13 +157,13 @@ func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
 	sCache := b.cache(il, "cache_s", gguf.TypeF32, sDim*r.nRS)
 	state := b.Reshape(r.buildRS(sCache, sDim, nil), d.state, d.state, d.vHeads, S)
 
-	convOut := b.Unary(b.SSMConv(convIn, b.weight(blk+"ssm_conv1d.weight")))
+	convOut := b.UnaryOf(ggml.UnarySiLU, b.SSMConv(convIn, b.weight(blk+"ssm_conv1d.weight")))
 	row := channels * 4
 	view := func(heads int64) *tensor {
 		return b.View(convOut, d.state, heads, T, S).Strided(d.state*4, row, row*T)
 	}
-	q := b.L2Norm(view(d.kHeads))
-	k := b.L2Norm(view(d.kHeads))
+	q := b.gdnNorm(view(d.kHeads))
+	k := b.gdnNorm(view(d.kHeads))
 	v := view(d.vHeads)
 	if d.kHeads != d.vHeads {
 		repeat := func(x *tensor) *tensor {
@@ -177,8 +177,17 @@ func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
 	b.Expand(b.Cpy(b.View(gdn, d.state, d.state, d.vHeads, S), b.View(sCache, sDim*S)))
 
 	// build_norm_gated: RMS norm of the output rows times silu(z).
-	zs := b.Unary(b.Reshape(z, d.state, d.vHeads, T, S))
+	zs := b.UnaryOf(ggml.UnarySiLU, b.Reshape(z, d.state, d.vHeads, T, S))
 	gated := b.Mul(b.norm(out, blk+"ssm_norm.weight"), zs)
 	y := b.MulMat(b.weight(blk+"ssm_out.weight"), b.Reshape(gated, valueDim, T, S))
 	return b.Reshape(y, int64(r.m.NEmbd), T*S)
+}
+
+// gdnNorm is the L2 norm of the gated delta net's q and k: ggml_l2_norm,
+// or from de3ff81 build_gdn_l2_norm's RMS norm scaled by 1/sqrt(n).
+func (b *gb) gdnNorm(x *tensor) *tensor {
+	if b.rules.GDNNormAsRMS {
+		return b.Scale(b.RMSNorm(x))
+	}
+	return b.L2Norm(x)
 }

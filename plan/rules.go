@@ -15,4 +15,18 @@ type Rules struct {
 	// invalid argument"); loading without mapping is --load-mode none,
 	// which 80fb11a already takes beside the deprecated --no-mmap.
 	LoadMode bool `json:"load_mode,omitempty"`
+	// VulkanFusion: from de3ff81, ggml_vk_graph_optimize keeps the runs
+	// the Vulkan backend fuses together (RMS_NORM+MUL+ADD, ROPE+VIEW+
+	// SET_ROWS, ...), pulls a MUL after the UNARY it reads, and keeps a
+	// top-k MoE selection's inputs alive until it ends (add_alloc_dep):
+	// the Vulkan compute buffers follow that order.
+	VulkanFusion bool `json:"vulkan_fusion,omitempty"`
+	// SplitInputsGrow: from de3ff81, ggml_backend_sched_split_graph grows
+	// a split's input list instead of starting a new split when it holds
+	// GGML_SCHED_MAX_SPLIT_INPUTS (30) inputs.
+	SplitInputsGrow bool `json:"split_inputs_grow,omitempty"`
+	// GDNNormAsRMS: from de3ff81, the gated delta net's q and k L2 norm
+	// is recorded as ggml_scale(ggml_rms_norm(x, eps/n), 1/sqrt(n))
+	// (build_gdn_l2_norm): two nodes for one (Qwen3-Next: 5059 -> 5131).
+	GDNNormAsRMS bool `json:"gdn_norm_as_rms,omitempty"`
 }

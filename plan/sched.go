@@ -23,9 +23,10 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	o := ggml.Sched{CPU: cpu.Name, MaxAlloc: map[string]int64{}, Mem: mem,
 		CacheTypes: map[string]gguf.GGMLType{"cache_k": c.TypeK, "cache_v": c.TypeV},
 		Reorders:   map[string]bool{}, NoBroadcast3: map[string]bool{},
-		Buffers: map[string]ggml.BufferType{cpu.Name: {Align: cpuAlign}},
-		Offload: true, // llama.cpp's default
-		Copies:  schedCopies(m, p, gpus, layerDev),
+		Buffers:  map[string]ggml.BufferType{cpu.Name: {Align: cpuAlign}},
+		Offload:  true, // llama.cpp's default
+		Copies:   schedCopies(m, p, gpus, layerDev),
+		VkFusion: p.Rules.VulkanFusion, GrowInputs: p.Rules.SplitInputsGrow,
 	}
 	if g := offloadGPU(gpus); g != nil {
 		o.OffloadTo = g.Name
@@ -50,7 +51,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		graphs = append(graphs, c.NSeq)
 	}
 	for _, tokens := range graphs {
-		b := &gb{Ctx: ggml.NewCtx(mem), cpu: cpu.Name, homes: homes, kvDev: kv, layerDev: layerDev,
+		b := &gb{Ctx: ggml.NewCtx(mem), cpu: cpu.Name, homes: homes, kvDev: kv, layerDev: layerDev, rules: p.Rules,
 			pinNorms: tokens < 32 || fullOffload(m, p)}
 		g := build(m, c, tokens, b)
 		b.Done()

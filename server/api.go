@@ -63,6 +63,7 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	p.Rules = s.cfg.Rules
 	m, err := s.machine(r.Context(), q)
 	if err != nil {
 		return err
@@ -132,6 +133,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o := plan.DefaultSearch()
+	o.Base.Rules = s.cfg.Rules
 	ref, ok := q.str("model")
 	if !ok && q.err == nil {
 		q.fail("model is required: a catalog variant such as qwen3-8b/Q4_K_M")
@@ -199,6 +201,7 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o := catalog.DefaultOptions()
+	o.Rules = s.cfg.Rules
 	o.Goal = q.oneOf("goal", o.Goal, catalog.Goals()...)
 	o.MinCtx = q.intIn("min_ctx", o.MinCtx, 256, maxCtx)
 	o.Parallel = q.intIn("parallel", o.Parallel, 1, 256)

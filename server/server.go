@@ -24,6 +24,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
 )
 
 // Config is what the server answers from.
@@ -55,6 +56,9 @@ type Config struct {
 	// address: set it when the server listens beyond loopback. Empty
 	// means loopback only: Host must name 127.0.0.1, localhost or [::1].
 	Token string
+	// Rules are the llama.cpp build's the plans follow (engine.Note: the
+	// build that loads models, else the newest one headroom measured).
+	Rules plan.Rules
 }
 
 // server holds the configuration; it is read-only after New, so handlers

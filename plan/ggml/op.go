@@ -52,6 +52,20 @@ const (
 	GatedDeltaNet
 )
 
+// UnaryFunc is the function of a Unary op (enum ggml_unary_op), as far
+// as a backend treats them apart; UnaryOther is any other.
+type UnaryFunc uint8
+
+// The unary functions the Vulkan backend fuses with a following MUL
+// (ggml_vk_unary_mul_op_index).
+const (
+	UnaryOther UnaryFunc = iota
+	UnaryGELU
+	UnarySigmoid
+	UnarySiLU
+	UnarySoftplus
+)
+
 // empty is ggml's is_empty: an op that computes nothing.
 func (o Op) empty() bool {
 	return o == None || o.isView()

@@ -143,6 +143,15 @@ func (c *Ctx) Clamp(a *Tensor) *Tensor { return c.unary(Clamp, a) }
 // Unary is ggml_unary: silu, sigmoid, tanh, relu, gelu, softplus, exp...
 func (c *Ctx) Unary(a *Tensor) *Tensor { return c.unary(Unary, a) }
 
+// UnaryOf is ggml_unary with the function named, where a backend treats
+// it apart (Vulkan fuses GELU, SIGMOID, SILU and SOFTPLUS with a MUL
+// that reads them).
+func (c *Ctx) UnaryOf(f UnaryFunc, a *Tensor) *Tensor {
+	t := c.unary(Unary, a)
+	t.unary = f
+	return t
+}
+
 // RMSNorm is ggml_rms_norm.
 func (c *Ctx) RMSNorm(a *Tensor) *Tensor { return c.unary(RMSNorm, a) }
 

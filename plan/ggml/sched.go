@@ -21,6 +21,14 @@ type Sched struct {
 	// Reorders are the devices whose backend reorders a split's nodes
 	// before it is allocated (Vulkan's graph_optimize, vkorder.go).
 	Reorders map[string]bool
+	// VkFusion is the Vulkan reorder of llama.cpp de3ff81 and later,
+	// which keeps fusable runs together and adds allocation dependencies
+	// (vkfusion.go); false is 80fb11a's.
+	VkFusion bool
+	// GrowInputs: the scheduler grows a split's input list rather than
+	// start a new split when it holds GGML_SCHED_MAX_SPLIT_INPUTS
+	// (de3ff81 dropped that check); false is 80fb11a's rule.
+	GrowInputs bool
 	// noBroadcast3 are the devices whose matrix multiplication cannot
 	// broadcast its first operand across dimension 3 (Vulkan's
 	// supports_op refuses a->ne[3] != b->ne[3]): with several KV streams
@@ -262,19 +270,35 @@ func (o *Sched) Measure(g *Graph) map[string]int64 {
 // split on the same backend reads the earlier copy and keeps it alive.
 func (o *Sched) split(g *Graph) *Graph {
 	s := &splitter{o: o, copies: map[copyKey]*Tensor{}}
+	keep := g.keepOrder && !o.VkFusion
+	if o.VkFusion && len(o.Reorders) > 0 {
+		s.uses = useCounts(g)
+	}
 	for i, n := range g.nodes {
 		s.add(i, n)
 	}
+	var deps map[*Tensor][]*Tensor
 	for _, sp := range s.splits {
-		if o.Reorders[sp.dev] && !g.keepOrder {
-			vkReorder(g.nodes[sp.start:sp.end])
+		if !o.Reorders[sp.dev] || keep {
+			continue
+		}
+		for _, d := range vkReorder(g.nodes[sp.start:sp.end], o.VkFusion, s.uses) {
+			if deps == nil {
+				deps = map[*Tensor][]*Tensor{}
+			}
+			deps[d.Until] = append(deps[d.Until], d.Keep...)
 		}
 	}
 	out := &Graph{leafs: g.leafs, nodes: o.Mem.split[:0]}
 	var inputs []*Tensor
 	for _, sp := range s.splits {
 		out.nodes = append(out.nodes, sp.inputs...)
-		out.nodes = append(out.nodes, g.nodes[sp.start:sp.end]...)
+		for _, n := range g.nodes[sp.start:sp.end] {
+			out.nodes = append(out.nodes, n)
+			if keep := deps[n]; keep != nil {
+				out.nodes = append(out.nodes, o.depNode(keep))
+			}
+		}
 		if o.Copies > 1 {
 			inputs = append(inputs, sp.inputs...)
 		}
@@ -292,6 +316,35 @@ type splitter struct {
 	splits []*schedSplit
 	// copies are the copies made so far, each once per tensor and backend.
 	copies map[copyKey]*Tensor
+	// uses are each tensor's uses by the graph's nodes before the split
+	// pointed any at copies (ggml's use_counts), for the Vulkan fusion
+	// checks.
+	uses map[*Tensor]int32
+}
+
+// useCounts counts each tensor's uses as a source of g's nodes.
+func useCounts(g *Graph) map[*Tensor]int32 {
+	uses := make(map[*Tensor]int32, len(g.nodes))
+	for _, n := range g.nodes {
+		for _, s := range n.src {
+			uses[s]++
+		}
+	}
+	return uses
+}
+
+// depNode is the node the scheduler adds after a backend's allocation
+// dependency: a GGML_OP_NONE view that reads the kept tensors, which the
+// allocator neither places nor counts as a view, so each lives until it
+// has run. ggml splits more than GGML_MAX_SRC kept tensors over several
+// such nodes, all right after the same node, which frees them at the same
+// point as one node does.
+func (o *Sched) depNode(keep []*Tensor) *Tensor {
+	d := o.Mem.tensor()
+	d.op, d.cls = None, view
+	d.src = o.Mem.list(len(keep))
+	copy(d.src, keep)
+	return d
 }
 
 // schedSplit is one split: nodes [start, end) of the graph, all on one
@@ -381,7 +434,7 @@ func (s *splitter) ends(cur *schedSplit, n *Tensor, dev string) bool {
 		if src.isWeight && devOf(src) != dev {
 			return true
 		}
-		if len(cur.inputs) >= maxSplitInputs && needsCopy(src, dev) && s.copies[copyKey{src, dev}] == nil {
+		if !s.o.GrowInputs && len(cur.inputs) >= maxSplitInputs && needsCopy(src, dev) && s.copies[copyKey{src, dev}] == nil {
 			return true
 		}
 	}

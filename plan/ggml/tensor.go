@@ -21,6 +21,8 @@ type Tensor struct {
 	hn  hnode
 	op  Op
 	cls class
+	// unary is the function of a Unary op.
+	unary UnaryFunc
 	// external tensors live in other buffers (weights, caches), and
 	// isWeight marks model weights, which the scheduler may copy to a GPU
 	// to run an op there.

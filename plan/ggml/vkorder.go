@@ -47,27 +47,59 @@ type vkOrder struct {
 	used  []bool
 	inNew map[*Tensor]bool
 	set   []int
+	// fusion is the reorder of llama.cpp de3ff81 and later (VkFusion), uses
+	// each node's use count in the whole graph, which its fusion checks
+	// read, and deps the allocation dependencies it adds.
+	fusion bool
+	uses   map[*Tensor]int32
+	deps   []VkDep
+}
+
+// VkDep is an allocation dependency a backend adds while it reorders
+// (ggml_backend_graph_optimize_params.add_alloc_dep): the scheduler keeps
+// Keep alive until Until has run, with a GGML_OP_NONE node after Until
+// that reads them.
+type VkDep struct {
+	Until *Tensor
+	Keep  []*Tensor
 }
 
 // vkCheck is how many nodes past the first unplaced one the reorder looks
 // at (num_to_check).
 const vkCheck = 20
 
-// vkReorder reorders the nodes of one Vulkan split in place.
-func vkReorder(nodes []*Tensor) {
+// vkReorder reorders the nodes of one Vulkan split in place, by the rules
+// of 80fb11a, or of de3ff81 with fusion (uses: every node's use count in
+// the whole graph), and returns the allocation dependencies it adds.
+func vkReorder(nodes []*Tensor, fusion bool, uses map[*Tensor]int32) []VkDep {
 	n := len(nodes)
 	if n == 0 {
-		return
+		return nil
 	}
-	r := &vkOrder{nodes: nodes, kind: make([]Op, n), used: make([]bool, n), inNew: map[*Tensor]bool{}}
+	r := &vkOrder{nodes: nodes, kind: make([]Op, n), used: make([]bool, n), inNew: map[*Tensor]bool{},
+		fusion: fusion, uses: uses}
 	for i, t := range nodes {
 		r.kind[i] = nodeKind(t)
 	}
 	order := make([]*Tensor, 0, n)
+	place := func(c int) {
+		order = append(order, nodes[c])
+		r.inNew[nodes[c]] = true
+		r.used[c] = true
+	}
 	for first := 0; first < n; {
+		if p := r.keep(first); p > 0 {
+			for c := first; c < first+p; c++ {
+				place(c)
+			}
+			for first < n && r.used[first] {
+				first++
+			}
+			continue
+		}
 		r.set = append(r.set[:0], first)
 		for j := first + 1; j < min(first+vkCheck, n); j++ {
-			if r.used[j] || r.kind[j].empty() || !r.ready(first, j) {
+			if r.used[j] || r.kind[j].empty() || r.startsPattern(j) || !r.ready(first, j) {
 				continue
 			}
 			r.set = append(r.set, j)
@@ -76,36 +108,46 @@ func vkReorder(nodes []*Tensor) {
 			r.pull(j, MulMatID, AddID, Mul, true)
 			r.pull(j, MulMat, Add, Add, true)
 			r.pull(j, SSMConv, Add, Unary, false)
+			r.pullUnaryMul(j)
 		}
 		// Views next, unless that would split an ADD from what follows.
 		if r.kind[r.set[len(r.set)-1]] != Add {
 			r.addViews(first)
 		}
 		for _, c := range r.set {
-			order = append(order, nodes[c])
-			r.inNew[nodes[c]] = true
-			r.used[c] = true
+			place(c)
 		}
 		for first < n && r.used[first] {
 			first++
 		}
 	}
 	copy(nodes, order)
+	return r.deps
 }
 
-// fusable says whether node j may run right after node c, its source,
-// because the backend fuses the two.
-func (r *vkOrder) fusable(c, j int) bool {
+// fuses says whether node j may run right after node c, its source,
+// because the backend fuses the two. From de3ff81 an RMS_NORM or UNARY
+// and the MUL reading it fuse across nodes that are placed or compute
+// nothing (empty_or_scheduled_between).
+func (r *vkOrder) fuses(c, j int) bool {
 	a, b := r.kind[c], r.kind[j]
-	return a == RMSNorm && b == Mul || a == MulMat && b == Add || a == MulMatID && b == AddID ||
-		a == MulMatID && b == Mul || a == Add && b == Add || a == SSMConv && b == Add || a == SSMConv && b == Unary
+	if r.fusion && b == Mul && (a == RMSNorm || a == Unary) {
+		for v := c + 1; v < j; v++ {
+			if !r.used[v] && !r.kind[v].empty() {
+				return false
+			}
+		}
+		return true
+	}
+	return j == c+1 && (a == RMSNorm && b == Mul || a == MulMat && b == Add || a == MulMatID && b == AddID ||
+		a == MulMatID && b == Mul || a == Add && b == Add || a == SSMConv && b == Add || a == SSMConv && b == Unary)
 }
 
 // ready says whether node j depends on no unplaced node from first on,
 // but the set's last when the two fuse.
 func (r *vkOrder) ready(first, j int) bool {
 	for c := first; c < j; c++ {
-		if !r.used[c] && vkIsSrcOf(r.nodes[j], r.nodes[c]) && !(j == c+1 && c == r.set[len(r.set)-1] && r.fusable(c, j)) {
+		if !r.used[c] && vkIsSrcOf(r.nodes[j], r.nodes[c]) && !(c == r.set[len(r.set)-1] && r.fuses(c, j)) {
 			return false
 		}
 	}
@@ -146,8 +188,14 @@ func (r *vkOrder) pullRope(j int) int {
 }
 
 // pullSetRows keeps ROPE, the VIEW of it and the SET_ROWS of that view
-// together.
+// together. From de3ff81 an RMS_NORM starts the run too, the three must
+// be fusable (ggml_can_fuse_subgraph_ext) and nothing unplaced between
+// them may feed the SET_ROWS.
 func (r *vkOrder) pullSetRows(rope int) {
+	if r.fusion {
+		r.pullSetRowsFused(rope)
+		return
+	}
 	if r.kind[rope] != Rope {
 		return
 	}
@@ -164,6 +212,37 @@ func (r *vkOrder) pullSetRows(rope int) {
 			return
 		}
 	}
+}
+
+func (r *vkOrder) pullSetRowsFused(head int) {
+	if k := r.kind[head]; k != Rope && k != RMSNorm {
+		return
+	}
+	view, set := -1, -1
+	for k := head + 1; k < min(head+15, len(r.nodes)); k++ {
+		if r.used[k] {
+			continue
+		}
+		s := r.nodes[k].src
+		if view == -1 && r.kind[k] == View && len(s) > 0 && s[0] == r.nodes[head] {
+			view = k
+			continue
+		}
+		if view != -1 && r.kind[k] == SetRows && len(s) > 0 && s[0] == r.nodes[view] {
+			set = k
+			break
+		}
+	}
+	if set == -1 || !r.canFuse([]int{head, view, set}, set) {
+		return
+	}
+	for c := head + 1; c < set; c++ {
+		if !r.used[c] && c != view && !r.kind[c].empty() && vkIsSrcOf(r.nodes[set], r.nodes[c]) {
+			return
+		}
+	}
+	r.take(view)
+	r.take(set)
 }
 
 // pull is MUL_MAT_ID + ADD_ID + MUL, MUL_MAT + ADD + ADD and SSM_CONV +
