@@ -98,6 +98,7 @@ func (c *Case) Profile() plan.Profile {
 		p.CacheV = f.CacheV
 	}
 	p.CPUMoE = f.CPUMoE
+	p.KVUnified = f.KVUnified
 	if len(f.TensorSplit) > 0 {
 		p.TensorSplit = f.TensorSplit
 	}

@@ -129,6 +129,9 @@ type Flags struct {
 	Batch     int    `json:"batch"`
 	UBatch    int    `json:"ubatch"`
 	CPUMoE    int    `json:"cpu_moe,omitempty"`
+	// KVUnified is a single KV cache shared by every sequence
+	// (--kv-unified), as the log's kv_unified line shows it.
+	KVUnified bool `json:"kv_unified,omitempty"`
 	// TensorSplit is -ts, or the split the log's per-device lines show
 	// where the GPUs' free memory is not printed (listed in Inferred).
 	TensorSplit []float64 `json:"tensor_split,omitempty"`

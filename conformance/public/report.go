@@ -129,6 +129,9 @@ func writeCases(b *strings.Builder, cases []Case) {
 		if f.CPUMoE > 0 {
 			flags += fmt.Sprintf(" --n-cpu-moe %d", f.CPUMoE)
 		}
+		if f.KVUnified {
+			flags += " --kv-unified"
+		}
 		if f.NoMmap {
 			flags += " --no-mmap"
 		}
