@@ -61,9 +61,10 @@ source "$carry/source.env"
 say() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 results="$out/cuda-results.tar"
 part=1
-# add puts files (named relative to the folder $1) into the results tar; a tar nearing the
-# 16 MiB a returned file may have is closed and the next one begun (8
-# files come back: this leaves room for 5 tars beside progress.log).
+# add puts files (named relative to the folder $1) into the results
+# tar; a tar nearing the 16 MiB a returned file may have is closed and
+# the next one begun (8 files come back: this leaves room for 5 tars
+# beside progress.log and env.txt).
 add() {
 	local dir="$1"
 	shift

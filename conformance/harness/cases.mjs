@@ -333,7 +333,9 @@ const cudaFirst = [
         cuda(0),
         cuda(999, {flashAttention: true, sequences: 4}),
         cuda(999, {mmap: false}),
-        cuda(999, q8cache)
+        cuda(999, q8cache),
+        // a q8_0 K cache without flash attention (V stays f16)
+        cuda(999, {cacheK: "q8_0"})
     ]),
     ...sweep("qwen3-0.6b", "Q8_0", [cuda(999, {flashAttention: true}), cuda(999, {contextSize: 4096, batchSize: 2048})]),
     // Sliding-window caches (Gemma 3: five of six layers; Gemma 2: every
