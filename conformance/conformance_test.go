@@ -9,18 +9,25 @@ import (
 	"testing"
 )
 
-// goldenDir holds the node-llama-cpp library loads, serverDir llama-server's.
+// goldenDir holds the node-llama-cpp library loads, serverDir llama-server's,
+// serverCUDADir llama-server's on a borrowed NVIDIA GPU (conformance/gpu),
+// which has no records until such a machine has measured them.
 const (
-	goldenDir = "testdata/golden"
-	serverDir = "testdata/server"
+	goldenDir     = "testdata/golden"
+	serverDir     = "testdata/server"
+	serverCUDADir = "testdata/server-cuda"
 )
 
-// loadGolden reads both golden sets: every check of a file's consistency
-// and of its synth header holds for either driver.
+// loadGolden reads the golden sets: every check of a file's consistency
+// and of its synth header holds for either driver and any backend.
 func loadGolden(t *testing.T) []Case {
 	t.Helper()
 	var all []Case
-	for _, dir := range []string{serverDir, goldenDir} {
+	dirs := []string{serverDir, goldenDir}
+	if m, _ := filepath.Glob(filepath.Join(serverCUDADir, "*.json")); len(m) > 0 {
+		dirs = append(dirs, serverCUDADir)
+	}
+	for _, dir := range dirs {
 		cases, err := Load(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -75,6 +82,11 @@ func TestValidateCatchesBrokenCases(t *testing.T) {
 			c.Engine.Backend = "cpu"
 			c.Inputs.Profile.GPULayers = 4
 		}, "cpu backend with gpu_layers"},
+		{"cuda without a CUDA layer", func(c *Case) {
+			c.Inputs.Profile.Backend = "cuda"
+			c.Engine.Backend = "cuda"
+			c.Inputs.Profile.GPULayers = 4
+		}, "no layer on a CUDA device"},
 		{"missing digest", func(c *Case) { c.Inputs.File.HeaderSHA256 = "" }, "header digest"},
 		{"lost compute buffer", func(c *Case) { c.Figures.Buffers = without(c.Figures.Buffers, "compute") }, "no compute buffer"},
 		{"lost kv buffer", func(c *Case) { c.Figures.Buffers = without(c.Figures.Buffers, "kv") }, "KV cache"},

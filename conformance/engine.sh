@@ -75,15 +75,11 @@ commit="$(git bundle list-heads "$bundle" | awk 'NR==1{print $1}')"
 short="${commit:0:7}"
 out="$cache/$short-$backend"
 
-# The CPU features are pinned to the ones node-llama-cpp's prebuilt x64
-# binaries report (SSE3 SSSE3 AVX AVX2 F16C FMA BMI2), not -march=native:
-# the CPU backend's repacked layouts depend on them (so the goldens would
-# depend on the machine), and a native build has died with SIGILL on a VM
-# that advertises AMX and AVX-512 it does not fully provide.
-flags=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
-	-DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DBUILD_SHARED_LIBS=OFF
-	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
-	-DLLAMA_OPENSSL=OFF -DGGML_RPC=ON)
+# The CMake options every build shares (engine-flags.sh, which says why
+# the CPU features are pinned).
+# shellcheck source=engine-flags.sh
+source "$here/engine-flags.sh"
+flags=("${engine_flags[@]}")
 patches=()
 if [[ $backend == vulkan ]]; then
 	flags+=(-DGGML_VULKAN=ON)

@@ -93,7 +93,7 @@ type File struct {
 
 // Profile is a serving profile in node-llama-cpp's terms.
 type Profile struct {
-	Backend   string `json:"backend"`    // "cpu" or "vulkan"
+	Backend   string `json:"backend"`    // "cpu", "vulkan" or "cuda"
 	GPULayers int    `json:"gpu_layers"` // llama.cpp's n_gpu_layers; 999 means all
 	// ContextSizePerSeq is node-llama-cpp's contextSize, which is PER
 	// SEQUENCE: llama.cpp was asked for n_ctx = ContextSizePerSeq*Sequences.
@@ -115,6 +115,10 @@ type Profile struct {
 	// -ts it ran with, one figure per device in llama.cpp's order.
 	RPCServers  int       `json:"rpc_servers,omitempty"`
 	TensorSplit []float64 `json:"tensor_split,omitempty"`
+	// CPUMoE is llama-server's --n-cpu-moe: the routed experts of the
+	// first CPUMoE layers stayed in system memory (all of them when it is
+	// n_layer or more).
+	CPUMoE int `json:"cpu_moe_layers,omitempty"`
 }
 
 // RPCEndpoints are the rpc-servers of an RPC load, in --rpc order, from
@@ -214,7 +218,9 @@ type RPCServer struct {
 	Lines    []string `json:"lines"`
 }
 
-// GPUDevice is a device as node-llama-cpp reported it.
+// GPUDevice is a GPU as node-llama-cpp or the backend's own log named it;
+// TotalBytes is the memory it reported (CUDA's "VRAM: N MiB"), 0 where
+// none was read.
 type GPUDevice struct {
 	Name       string `json:"name"`
 	TotalBytes int64  `json:"total_bytes"`

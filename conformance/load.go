@@ -53,6 +53,10 @@ func Load(dir string) ([]Case, error) {
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+// gpuDevicePrefix is how llama.cpp names the devices of a GPU backend
+// (Vulkan0, CUDA0): a case that offloaded layers must show one there.
+var gpuDevicePrefix = map[string]string{"vulkan": "Vulkan", "cuda": "CUDA"}
+
 // validate lists what is missing or inconsistent in a case. Rounding: every
 // printed MiB figure is within 0.005 of the true value, so a sum of n of
 // them is within 0.005*n of the sum printed elsewhere (plus that one's own
@@ -82,7 +86,7 @@ func (c *Case) validate() []string {
 		if p.RPCServers > 0 && (len(c.RPCEndpoints()) != p.RPCServers || len(c.Engine.RPCServers) != p.RPCServers) {
 			fail("%d rpc-servers, but the command names %v and the engine records %d", p.RPCServers, c.RPCEndpoints(), len(c.Engine.RPCServers))
 		}
-	case "vulkan":
+	case "vulkan", "cuda":
 	default:
 		fail("unknown backend %q", p.Backend)
 	}
@@ -138,13 +142,9 @@ func (c *Case) validate() []string {
 			break
 		}
 	}
-	if p.Backend == "vulkan" && p.GPULayers > 0 {
-		onDevice := false
-		for _, l := range f.Layers {
-			onDevice = onDevice || strings.HasPrefix(l.Device, "Vulkan")
-		}
-		if !onDevice {
-			fail("gpu_layers %d but no layer on a Vulkan device", p.GPULayers)
+	if prefix := gpuDevicePrefix[p.Backend]; prefix != "" && p.GPULayers > 0 {
+		if !slices.ContainsFunc(f.Layers, func(l Layer) bool { return strings.HasPrefix(l.Device, prefix) }) {
+			fail("gpu_layers %d but no layer on a %s device", p.GPULayers, prefix)
 		}
 	}
 

@@ -3,8 +3,10 @@
 // golden file's name says what it measured.
 //
 // Profile fields (node-llama-cpp's terms, which run.mjs passes through):
-//   backend       "cpu" (CPU-only build, gpuLayers must be 0) or "vulkan"
-//                 (Mesa llvmpipe; gpuLayers 0..n_layer+1, 999 = all)
+//   backend       "cpu" (CPU-only build, gpuLayers must be 0), "vulkan"
+//                 (Mesa llvmpipe; gpuLayers 0..n_layer+1, 999 = all) or
+//                 "cuda" (cudaCases only: a borrowed NVIDIA GPU, see
+//                 conformance/gpu)
 //   contextSize   PER SEQUENCE; llama.cpp gets contextSize*sequences
 //   sequences     n_seq_max (node-llama-cpp never asks for a unified cache)
 //   flashAttention true/false/"auto" (false + a quantized V cache is refused)
@@ -18,6 +20,9 @@
 //                 counts layers on the rpc devices
 //   tensorSplit   -ts, one figure per device in llama.cpp's order (the
 //                 rpc devices, in --rpc order)
+//   cpuMoE        --n-cpu-moe: the routed experts of the first cpuMoE
+//                 layers stay in system memory (n_layer or more: all of
+//                 them, what --cpu-moe does)
 
 import fs from "node:fs";
 
@@ -28,7 +33,8 @@ const base = {
 
 export function caseId(c) {
     const ngl = c.gpuLayers >= 999 ? "all" : c.gpuLayers;
-    const dev = c.rpc ? `rpc${c.rpc}n${ngl}.ts${c.tensorSplit.join("x")}` : c.backend === "cpu" ? "cpu" : `vk${ngl}`;
+    const dev = c.rpc ? `rpc${c.rpc}n${ngl}.ts${c.tensorSplit.join("x")}`
+        : c.backend === "cpu" ? "cpu" : c.backend === "cuda" ? `cuda${ngl}` : `vk${ngl}`;
     const parts = [
         c.shape, c.quant, dev, `c${c.contextSize}x${c.sequences}`,
         c.flashAttention === "auto" ? "faauto" : c.flashAttention ? "fa" : "nofa",
@@ -40,6 +46,8 @@ export function caseId(c) {
         parts.push("nommap");
     if (c.swaFull)
         parts.push("swafull");
+    if (c.cpuMoE)
+        parts.push(`cpumoe${c.cpuMoE}`);
     return parts.join(".");
 }
 
@@ -306,3 +314,55 @@ export const cases = [
     ...JSON.parse(fs.readFileSync(new URL("./planned.json", import.meta.url), "utf8"))
         .map(({flags, ...c}) => c)
 ];
+
+// CUDA cases, measured on a borrowed NVIDIA GPU (conformance/gpu, which
+// reads them through gpu/caselist.mjs). Such a machine is lent for
+// minutes, so the list is in the order a run cut short should keep: first
+// what the Vulkan set cannot show (no 128 MiB binding limit, so every
+// layer offloads whole; CUDA's own compute and pinned host buffers; routed
+// experts kept in system memory with --n-cpu-moe, which node-llama-cpp
+// never passed), then every Vulkan profile again on CUDA0, which
+// caselist.mjs puts smallest file first, so the 100+ GiB files come last.
+const cuda = (gpuLayers, extra = {}) => ({backend: "cuda", gpuLayers, ...extra});
+const q8cache = {flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"};
+
+const cudaFirst = [
+    ...sweep("tinyllama-1.1b", "Q4_K_M", [
+        cuda(999),
+        cuda(4),
+        cuda(0),
+        cuda(999, {flashAttention: true, sequences: 4}),
+        cuda(999, {mmap: false}),
+        cuda(999, q8cache),
+        // a q8_0 K cache without flash attention (V stays f16)
+        cuda(999, {cacheK: "q8_0"})
+    ]),
+    ...sweep("qwen3-0.6b", "Q8_0", [cuda(999, {flashAttention: true}), cuda(999, {contextSize: 4096, batchSize: 2048})]),
+    // Sliding-window caches (Gemma 3: five of six layers; Gemma 2: every
+    // other one), flash attention off and on.
+    ...sweep("gemma-3-1b", "Q8_0", [cuda(999), cuda(999, {flashAttention: true, sequences: 4}), cuda(999, {swaFull: true})]),
+    ...sweep("gemma-2-2b", "Q8_0", [cuda(999, {flashAttention: true})]),
+    // Recurrent state and hybrids.
+    ...sweep("lfm2-350m", "Q8_0", [cuda(999)]),
+    ...sweep("mamba2-130m", "Q8_0", [cuda(999)]),
+    ...sweep("falcon-h1-0.5b", "Q8_0", [cuda(999, {flashAttention: true})]),
+    ...sweep("llama-3.1-8b", "Q4_K_M", [cuda(999, q8cache), cuda(999)]),
+    // Mixtures of experts, their routed experts in system memory for all
+    // layers (--cpu-moe's placement) or the first half, and all on the GPU.
+    ...sweep("gpt-oss-20b", "MXFP4_MOE", [cuda(999, {cpuMoE: 24}), cuda(999, {cpuMoE: 12, flashAttention: true}), cuda(999)]),
+    ...sweep("qwen3-30b-a3b", "Q4_K_M", [cuda(999, {cpuMoE: 48}), cuda(999, {cpuMoE: 24, ...q8cache}), cuda(999)]),
+    ...sweep("qwen1.5-moe-a2.7b", "Q4_K_M", [cuda(999, {cpuMoE: 24}), cuda(999, {cpuMoE: 12, flashAttention: true})]),
+    ...sweep("deepseek-v2-lite", "Q4_K_M", [cuda(999, {cpuMoE: 27}), cuda(999, {contextSize: 8192, ...q8cache}), cuda(999)]),
+    ...sweep("granite-4.0-h-micro", "Q8_0", [cuda(999)]),
+    ...sweep("qwen3-next-80b-a3b", "Q5_K_M", [cuda(999, {cpuMoE: 48, flashAttention: true}), cuda(999, {cpuMoE: 24})]),
+    ...sweep("gemma-3n-e2b", "Q8_0", [cuda(999, {flashAttention: true})])
+];
+
+// first keeps its order; caselist.mjs sorts more by file size.
+const cudaFirstIds = new Set(cudaFirst.map(caseId));
+export const cudaCases = {
+    first: cudaFirst,
+    more: cases.filter((c) => c.backend === "vulkan" && !c.rpc)
+        .map((c) => ({...c, backend: "cuda"}))
+        .filter((c) => !cudaFirstIds.has(caseId(c)))
+};

@@ -19,6 +19,9 @@ const KEEP = [
     /^~llama_context: .*compute buffer size/,
     /^llama_prepare_model_devices: /,
     /^ggml_vulkan: \d+ = /,
+    // The CUDA devices and the memory each reports.
+    /^ggml_cuda_init: found /,
+    /^\s*Device \d+: .*, VRAM: \d+ MiB$/,
     /^print_info: (file size|model params|n_swa|is_swa_any|no_alloc|model type|file type)\b/
 ];
 

@@ -22,7 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import {execFileSync, spawnSync} from "node:child_process";
 import {fileURLToPath} from "node:url";
-import {parseLog} from "./parse.mjs";
+import {caseInputs, compare, parsedLoad, serverRecord} from "./record.mjs";
 import {serveOnce, serverArgs} from "./serve.mjs";
 import {rpcServerBin, startRPCServers} from "./rpc.mjs";
 
@@ -239,76 +239,7 @@ async function measureServer(c, file) {
     }
     if (!r.ok)
         throw new Error(`llama-server: ${r.error}\n${r.lines.slice(-15).map((l) => l.text).join("\n")}`);
-    const parsed = parsedLoad(c, r.lines);
-    const sysLine = r.lines.map((l) => l.text).find((t) => /(^|\s)system_info: /.test(t)) ?? "";
-    const gpuNames = r.lines.map((l) => /^ggml_vulkan: \d+ = (.+?) \(/.exec(l.text)?.[1]).filter(Boolean);
-    return {
-        schema: 1,
-        id: c.id,
-        note: c.note ?? undefined,
-        inputs: {
-            ...caseInputs(c, file),
-            // The flags llama-server ran with, besides -m, --host, --port
-            // and the log verbosity (-lv 5).
-            command: flags
-        },
-        engine: {
-            driver: "llama-server",
-            version: eng.version,
-            built_with: eng.built,
-            node_llama_cpp: eng.nlcVersion,
-            llama_cpp_repo: "ggml-org/llama.cpp",
-            llama_cpp_release: eng.release,
-            llama_cpp_source_commit: eng.sourceCommit,
-            backend: c.backend,
-            gpu_devices: gpuNames.map((name) => ({name, total_bytes: null})),
-            system_info: (/CPU : .*$/.exec(sysLine)?.[0] ?? sysLine).trim(),
-            // Each rpc-server's own banner: protocol version, the device it
-            // serves and the memory that device reports.
-            rpc_servers: servers ? servers.banners() : undefined
-        },
-        figures: parsed.figures,
-        print_info: parsed.printInfo,
-        log: parsed.kept,
-        completion: r.completion,
-        estimate: null
-    };
-}
-
-// caseInputs is what a golden file records of the case: the synth file
-// and the profile as requested. context_size_per_seq is PER SEQUENCE (the
-// driver multiplies it by the sequences); figures.context holds what
-// llama.cpp actually used.
-function caseInputs(c, file) {
-    return {
-        shape: c.shape,
-        arch: file.arch,
-        quant: c.quant,
-        source: file.source,
-        file: {
-            size_bytes: file.size_bytes, header_bytes: file.header_bytes, header_sha256: file.header_sha256,
-            tensors: file.tensors, params: file.params
-        },
-        profile: {
-            backend: c.backend, gpu_layers: c.gpuLayers, context_size_per_seq: c.contextSize, sequences: c.sequences,
-            flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
-            mmap: c.mmap, swa_full: c.swaFull ?? false,
-            rpc_servers: c.rpc || undefined, tensor_split: c.tensorSplit
-        }
-    };
-}
-
-// parsedLoad parses a load's log and refuses one whose figures are
-// incomplete or that never reached the Vulkan device it was meant for.
-function parsedLoad(c, lines) {
-    const parsed = parseLog(lines, {gpu: c.backend !== "cpu" || !!c.rpc});
-    if (parsed.errors.length)
-        throw new Error(parsed.errors.join("\n"));
-    if (c.backend === "vulkan" && !parsed.figures.layers.some((l) => l.device.startsWith("Vulkan")) && c.gpuLayers > 0)
-        throw new Error("vulkan case but no layer went to a Vulkan device (is GGML_VK_VISIBLE_DEVICES set, is mesa-vulkan-drivers installed?)");
-    if (c.rpc && c.gpuLayers > 0 && !parsed.figures.layers.some((l) => l.device.startsWith("RPC")))
-        throw new Error("rpc case but no layer went to an RPC device");
-    return parsed;
+    return serverRecord({c, file, eng, flags, r, servers});
 }
 
 // addonParams picks the real load's and the real context's parameters out
@@ -322,27 +253,6 @@ function addonParams(calls = []) {
         throw new Error("could not find the addon parameters of the real load");
     const {threads, ...ctx} = context;
     return {model, context: ctx};
-}
-
-// compare lists the figures that differ between a committed golden and a new
-// measurement. The raw log and the estimate are not compared: the log holds
-// the same figures, and the estimate is not the engine's behaviour.
-function compare(old, cur) {
-    const diffs = [];
-    const walk = (a, b, at) => {
-        if (JSON.stringify(a) === JSON.stringify(b))
-            return;
-        if (a && b && typeof a === "object" && typeof b === "object") {
-            for (const k of new Set([...Object.keys(a), ...Object.keys(b)]))
-                walk(a[k], b[k], `${at}.${k}`);
-            return;
-        }
-        diffs.push(`${at}: golden ${JSON.stringify(a)}, now ${JSON.stringify(b)}`);
-    };
-    walk(old.inputs, cur.inputs, "inputs");
-    walk(old.engine?.llama_cpp_source_commit, cur.engine?.llama_cpp_source_commit, "engine.llama_cpp_source_commit");
-    walk(old.figures, cur.figures, "figures");
-    return diffs;
 }
 
 function summary(g) {

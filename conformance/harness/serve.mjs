@@ -40,6 +40,8 @@ export function serverArgs(c, opts = {}) {
         f.push(...(opts.loadMode ? ["--load-mode", "none"] : ["--no-mmap"]));
     if (c.swaFull)
         f.push("--swa-full");
+    if (c.cpuMoE)
+        f.push("--n-cpu-moe", String(c.cpuMoE));
     return f;
 }
 
@@ -60,7 +62,7 @@ function freePort() {
 // llama.cpp's own text after it.
 const PREFIX = /^(\d+\.\d+\.\d+\.\d+) ([A-Z]) /;
 
-function logLine(phase, raw) {
+export function logLine(phase, raw) {
     const l = raw.replace(/\r$/, "").replace(/\x1b\[[0-9;]*[A-Za-z]/g, "");
     const m = PREFIX.exec(l);
     return m ? {phase, level: m[2], time: m[1], text: l.slice(m[0].length)} : {phase, level: "", text: l};
