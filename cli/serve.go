@@ -126,10 +126,11 @@ Examples:
 	}
 	run, err := prepareAndLoad(ctx, d, st, ref, opts, *noPull, launch.LoadOptions{
 		Bin: path, Ledger: sharedLedger(st), Records: filepath.Join(st.Root, "runs"), Observations: filepath.Join(st.Root, "observed"), Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog),
-	}, func(a *launch.Assessed) {
+	}, func(a *launch.Assessed) *launch.Projected {
 		if *verify && len(remotes) == 0 {
-			preflight(ctx, env, a, path, func(state, line string) { say(d, state, line) })
+			return preflight(ctx, env, a, path, func(state, line string) { say(d, state, line) })
 		}
+		return nil
 	})
 	if err != nil {
 		say(d, "failed", failureKind(err))
@@ -169,8 +170,11 @@ Examples:
 
 // prepareAndLoad is serve's chain: resolve, assess, pull (unless it is
 // local or noPull), load.
-// pre, when set, sees the assessment before anything is downloaded.
-func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref string, opts plan.SearchOptions, noPull bool, lo launch.LoadOptions, pre func(*launch.Assessed)) (*launch.Running, error) {
+// pre, when set, sees the assessment before anything is downloaded, and
+// may return what llama.cpp's own projection counts beyond the plan: the
+// plan is judged again with it before the download, and the load is
+// admitted with it.
+func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref string, opts plan.SearchOptions, noPull bool, lo launch.LoadOptions, pre func(*launch.Assessed) *launch.Projected) (*launch.Running, error) {
 	m, err := d.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -180,7 +184,12 @@ func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref st
 		return nil, err
 	}
 	if pre != nil {
-		pre(a)
+		if p := pre(a); p != nil {
+			if err := a.AdmitProjected(p); err != nil {
+				return nil, err
+			}
+			lo.Projected = p
+		}
 	}
 	var path string
 	var man *store.Manifest

@@ -67,27 +67,29 @@ func runEngineCheck(ctx context.Context, env Env, bin string, h *source.Header, 
 
 // preflight is the engine check serve and pull run before any weight is
 // downloaded, where the llama.cpp that will load the model has
-// llama-fit-params beside it. It reports and does not refuse: llama.cpp's
-// projection can itself count what its real load does not (Gemma 3n's
-// tied embedding, twice under mmap), and serve reconciles the real load
-// afterwards.
-func preflight(ctx context.Context, env Env, a *launch.Assessed, llamaServer string, say func(state, line string)) {
+// llama-fit-params beside it. Where llama.cpp's projection counts more
+// than the plan, it returns those figures, which admission then charges
+// (AdmitProjected before the download, Load at the load); where it counts
+// less, the plan's larger figure stands (llama.cpp's projection can
+// itself count what its real load does not: Gemma 3n's tied embedding,
+// twice under mmap). nil when the check agrees or could not run.
+func preflight(ctx context.Context, env Env, a *launch.Assessed, llamaServer string, say func(state, line string)) *launch.Projected {
 	if a == nil || a.Chosen() == nil || a.Model == nil || a.Model.Header == nil || a.Model.Arch == nil {
-		return
+		return nil
 	}
 	bin, err := engine.FindFitParams(llamaServer, nil)
 	if err != nil {
 		say("checking", "no llama-fit-params beside llama-server or on PATH: the plan is headroom's accounting alone")
-		return
+		return nil
 	}
 	c, err := runEngineCheck(ctx, env, bin, a.Model.Header, a.Model.Arch, a.Chosen().Profile, a.Snapshot)
 	if err != nil {
 		say("checking", "llama.cpp's own projection could not be had: "+oneLine(err.Error()))
-		return
+		return nil
 	}
 	if c.Agrees {
 		say("checking", fmt.Sprintf("llama.cpp's own projection (%s) agrees with the plan on every buffer", c.Engine))
-		return
+		return nil
 	}
 	var diffs []string
 	for _, cell := range c.Cells {
@@ -95,7 +97,14 @@ func preflight(ctx context.Context, env Env, a *launch.Assessed, llamaServer str
 			diffs = append(diffs, fmt.Sprintf("%s %s: llama.cpp %d MiB, headroom %d MiB", cell.Row, cell.Part, cell.Engine, cell.Headroom))
 		}
 	}
-	say("checking", "llama.cpp's own projection differs from the plan ("+strings.Join(diffs, "; ")+"); the load goes ahead and is reconciled with what llama.cpp logs")
+	cpu, _ := plan.Devices(a.Snapshot)
+	p := &launch.Projected{By: c.Engine, Rows: c.Beyond(cpu.Name)}
+	if len(p.Rows) == 0 {
+		say("checking", "llama.cpp's own projection differs from the plan ("+strings.Join(diffs, "; ")+"), counting less than headroom: the plan's figures stand")
+		return nil
+	}
+	say("checking", "llama.cpp's own projection differs from the plan ("+strings.Join(diffs, "; ")+"); admission charges its larger figures ("+p.Says()+")")
+	return p
 }
 
 // printCheck prints the engine check's table.

@@ -178,3 +178,29 @@ func abs64(x int64) int64 {
 	}
 	return x
 }
+
+// Beyond is what llama.cpp's projection counts beyond headroom's
+// accounting, one Row per figure that disagrees with the engine's larger:
+// BufferType is the device the row belongs to (the host rows, "Host" and
+// the CPU's extra buffer types, are cpu's), Kind the part (model, kv for
+// context, compute) and DiffBytes the difference in whole MiB as printed.
+// A figure where the engine counts less is left out: the plan's larger
+// figure is the safe one there.
+func (c Check) Beyond(cpu string) []Row {
+	var out []Row
+	for _, cell := range c.Cells {
+		if cell.Agrees || cell.Engine <= cell.Headroom {
+			continue
+		}
+		dev := cell.Row
+		if dev == "Host" || extraCPUBuffers[dev] {
+			dev = cpu
+		}
+		kind := cell.Part
+		if kind == "context" {
+			kind = string(plan.KindKV)
+		}
+		out = append(out, Row{BufferType: dev, Kind: kind, DiffBytes: (cell.Engine - cell.Headroom) << 20, LoggedMiB: float64(cell.Engine)})
+	}
+	return out
+}

@@ -35,6 +35,9 @@ type LoadOptions struct {
 	// Records, when set, is the directory each ready load writes its
 	// Record to.
 	Records string
+	// Projected, when set, is what the user's llama.cpp projected for this
+	// plan beyond headroom's accounting; the load is admitted with it.
+	Projected *Projected
 }
 
 // Running is a model headroom started and proved ready.
@@ -98,6 +101,11 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 			r = seen.apply(r, cpu.Name)
 			d.say(string(engine.StateLoading), "admitting with what an earlier load of the same key allocated beyond the plan (%s)", seen.Record)
 		}
+	}
+	if p := o.Projected; p != nil && len(p.Rows) > 0 {
+		cpu, _ := plan.Devices(fresh)
+		r = p.apply(r, cpu.Name)
+		d.say(string(engine.StateLoading), "admitting with llama.cpp's own projection where it counts more than the plan (%s)", p.Says())
 	}
 	ledger := o.Ledger
 	if ledger == nil {

@@ -101,9 +101,18 @@ func observed(dir string, key admission.Key) (*Observed, error) {
 // apply returns r with a buffer added for each group the observed run
 // allocated more for, on the device that buffer type belongs to.
 func (o *Observed) apply(r *plan.Result, cpu string) *plan.Result {
+	return withBeyond(r, cpu, o.Rows, func(row engine.Row) string {
+		return fmt.Sprintf("observed: a load of this key on %s allocated %.2f MiB more than planned (%s)", o.Time.Format(time.DateOnly), float64(row.DiffBytes)/(1<<20), o.Record)
+	})
+}
+
+// withBeyond returns r with a buffer of each row's DiffBytes added, on
+// the device the row's buffer type belongs to (the CPU when no planned
+// buffer names it), noted by note.
+func withBeyond(r *plan.Result, cpu string, rows []engine.Row, note func(engine.Row) string) *plan.Result {
 	out := *r
 	out.Buffers = slices.Clone(r.Buffers)
-	for _, row := range o.Rows {
+	for _, row := range rows {
 		dev := cpu
 		for _, b := range r.Buffers {
 			if b.BufferType == row.BufferType || b.Device == row.BufferType {
@@ -111,8 +120,7 @@ func (o *Observed) apply(r *plan.Result, cpu string) *plan.Result {
 				break
 			}
 		}
-		out.Buffers = append(out.Buffers, plan.Buffer{Device: dev, BufferType: row.BufferType, Kind: plan.BufferKind(row.Kind), Bytes: row.DiffBytes,
-			Note: fmt.Sprintf("observed: a load of this key on %s allocated %.2f MiB more than planned (%s)", o.Time.Format(time.DateOnly), float64(row.DiffBytes)/(1<<20), o.Record)})
+		out.Buffers = append(out.Buffers, plan.Buffer{Device: dev, BufferType: row.BufferType, Kind: plan.BufferKind(row.Kind), Bytes: row.DiffBytes, Note: note(row)})
 	}
 	return &out
 }
