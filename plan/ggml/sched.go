@@ -84,29 +84,29 @@ func (o *Sched) bytesOf(t *Tensor) int64 {
 	return int64(row) * t.layout.ne[1] * t.layout.ne[2] * t.layout.ne[3]
 }
 
-// minOffloadBatch is the batch size from which Vulkan's offload_op takes an
-// op (op_offload_min_batch_size: GGML_OP_OFFLOAD_MIN_BATCH, 32 by default).
+// minOffloadBatch is the batch size from which a GPU backend's offload_op
+// takes an op (op_offload_min_batch_size: GGML_OP_OFFLOAD_MIN_BATCH, 32 by
+// default, in CUDA's, ROCm's and Vulkan's).
 const minOffloadBatch = 32
 
-// offloadBatch is the batch size Vulkan's offload_op judges op n by
-// (ggml_vk_get_op_batch_size), n reading weight w: none for GET_ROWS, whose
-// lookup reads a few rows of its table; the columns (ne[1]) of a matrix
-// multiplication and the tokens (ne[2]) of an expert multiplication; the
-// rows of any other op, so that ADD_ID, which adds a bias row per selected
-// expert and token, counts both. An op whose first source is its weight is
-// a multiplication or a lookup here; an expert multiplication also reads
-// the ids of the selected experts, a third source.
-func offloadBatch(n, w *Tensor) int64 {
+// offloadBatch is the batch size a GPU backend's offload_op judges op n by
+// (get_op_batch_size in ggml-cuda.cu, ggml_vk_get_op_batch_size in
+// ggml-vulkan.cpp, the same rule): none for GET_ROWS, whose lookup reads a
+// few rows of its table; the columns (ne[1]) of a matrix multiplication;
+// the tokens (ne[2]) of an expert multiplication and of a RoPE (which
+// reads the model's frequency factors); the rows of any other op, so that
+// ADD_ID, which adds a bias row per selected expert and token, counts both.
+func offloadBatch(n *Tensor) int64 {
 	ne := n.layout.ne
-	switch {
-	case len(n.src) == 0 || n.src[0] != w:
-		return ne[1] * ne[2] * ne[3]
-	case n.op == GetRows:
+	switch n.op {
+	case GetRows:
 		return 0
-	case len(n.src) == 3:
+	case MulMat:
+		return ne[1]
+	case MulMatID, Rope:
 		return ne[2]
 	default:
-		return ne[1]
+		return ne[1] * ne[2] * ne[3]
 	}
 }
 
@@ -175,7 +175,7 @@ func (o *Sched) assign(g *Graph) {
 				continue
 			case isGPU(owner.home):
 				n.dev = owner.home
-			case o.Offload && o.OffloadTo != "" && offloadBatch(n, owner) >= minOffloadBatch &&
+			case o.Offload && o.OffloadTo != "" && offloadBatch(n) >= minOffloadBatch &&
 				(o.MaxAlloc[o.OffloadTo] == 0 || owner.bytes <= o.MaxAlloc[o.OffloadTo]):
 				n.dev = o.OffloadTo
 			default:
