@@ -57,6 +57,7 @@ Examples:
 	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of probing this machine (for tests and dry runs)")
 	search := searchFlags(fs)
 	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
+	eng := fs.String("engine", "", "the llama.cpp `build` the plan is for: serve plans for the llama-server it starts, and refuses an --engine (a commit, bNNNN or a llama-server program) that names another")
 	host := fs.String("host", "127.0.0.1", "address llama-server listens on")
 	port := fs.Int("port", 8080, "port llama-server listens on (0: any free port)")
 	storeDir := fs.String("store", "", "the store directory (see headroom pull --help)")
@@ -95,7 +96,11 @@ Examples:
 	}
 	// The plan follows the rules of the build that will load it, where
 	// headroom knows them.
-	opts.Base.Rules = engine.Note(build.Commit, build.String()).Rules
+	note, err := startedEngine(ctx, *eng, build)
+	if err != nil {
+		return err
+	}
+	opts.Base.Rules = note.Rules
 	d, err := launchDeps(env, *machine, path, *quiet)
 	if err != nil {
 		return err
@@ -118,7 +123,7 @@ Examples:
 		d.Say("resolving", fmt.Sprintf("llama-server %s at %s", build, path))
 		// serve's own check (--check) reconciles the real load; this
 		// says up front whether the plan's figures are for this build.
-		d.Say("resolving", engine.Note(build.Commit, build.String()).Says)
+		d.Say("resolving", note.Says)
 	}
 	st, err := openStore(env, *storeDir, *quiet, d.Client)
 	if err != nil {

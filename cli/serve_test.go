@@ -149,6 +149,14 @@ func TestServeCommand(t *testing.T) {
 		t.Errorf("serve against a server that is healthy but cannot complete: exit %d\n%s", code, stderr)
 	}
 	t.Logf("broken-health stderr:\n%s", stderr)
+
+	// serve plans for the build it starts: an --engine naming another is
+	// refused before anything runs.
+	code, _, stderr = s.run("serve", "--llama-server", bin, "--machine", "cpu-32", "--no-pull", "--engine", "80fb11a",
+		"hf:test/mamba-GGUF/Mamba2-130M-Q8_0.gguf")
+	if code != 2 || !strings.Contains(stderr, "--engine 80fb11a: figures for it would be llama.cpp 80fb11a's, but the llama-server started here is") {
+		t.Errorf("serve --engine naming another build: exit %d\n%s", code, stderr)
+	}
 }
 
 func TestServeAPICommand(t *testing.T) {

@@ -62,6 +62,7 @@ Examples:
 	token := fs.String("token", "", "the API token with --allow-remote (default $HEADROOM_API_TOKEN, else a generated one, printed)")
 	machine := fs.String("machine", "", "answer for a preset or a file from headroom hw --json instead of this machine")
 	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
+	eng := fs.String("engine", "", "the llama.cpp `build` plans are for (a commit, bNNNN or a llama-server program) when no llama-server is found to load with; where one is, plans follow its build and an --engine naming another is refused")
 	storeDir := fs.String("store", "", "the store directory (see headroom pull --help)")
 	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long a load and its first completion may take")
 	search := searchFlags(fs)
@@ -79,14 +80,19 @@ Examples:
 	// The llama-server the API loads with is also the one asked for this
 	// machine's devices.
 	binPath, engineName := "", ""
-	note := engine.Note("", "")
+	note, err := engineNote(ctx, *eng, "")
+	if err != nil {
+		return err
+	}
 	if path, err := engine.Find(*bin, exec.LookPath); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
 	} else if build, err := engine.Version(ctx, path); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
 	} else {
 		binPath, engineName = path, build.String()
-		note = engine.Note(build.Commit, build.String())
+		if note, err = startedEngine(ctx, *eng, build); err != nil {
+			return err
+		}
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", note.Says)
 	}
 	opts.Base.Rules = note.Rules

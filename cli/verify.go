@@ -135,6 +135,24 @@ func engineFlag(fs *flags) *string {
 	return fs.String("engine", "", "the llama.cpp `build` you will run: a llama-server program (asked for --version) or a commit; the figures follow its rules where headroom measured it, and the output says what is known to differ where not; default: --llama-server's build when given, else the newest build headroom measured")
 }
 
+// startedEngine is the note of the llama-server a command starts, whose
+// build the plan follows; an --engine naming another build is refused
+// rather than planned for a build that will not load the model.
+func startedEngine(ctx context.Context, engineArg string, build engine.Build) (engine.EngineNote, error) {
+	note := engine.Note(build.Commit, build.String())
+	if engineArg == "" {
+		return note, nil
+	}
+	want, err := engineNote(ctx, engineArg, "")
+	if err != nil {
+		return note, err
+	}
+	if want.FiguresFor != note.FiguresFor || want.Rules != note.Rules {
+		return note, usagef("--engine %s: figures for it would be %s's, but the llama-server started here is %s (%s); drop --engine, or give that build's llama-server with --llama-server", engineArg, want.FiguresFor, build, note.FiguresFor)
+	}
+	return note, nil
+}
+
 // engineNote resolves --engine (or --llama-server) into the note every
 // result carries.
 func engineNote(ctx context.Context, engineArg, llamaServer string) (engine.EngineNote, error) {
