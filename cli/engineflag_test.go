@@ -48,3 +48,40 @@ func TestEngineFlag(t *testing.T) {
 		t.Errorf("--engine latest: exit %d: %s", code, errs)
 	}
 }
+
+// A GPU backend with no measured load is said to be an estimate, in the
+// text and in --json; a CPU-only machine has no such note.
+func TestUnmeasuredBackendSaid(t *testing.T) {
+	path := synthFile(t, "tinyllama-1.1b")
+	code, out, errs := run(t, "fit", "--quiet", path, "-c", "4096", "--machine", "rtx-4090")
+	if code != 0 || !strings.Contains(out, "backend  CUDA (CUDA0): no CUDA load is among headroom's measured cases") {
+		t.Errorf("fit on rtx-4090: exit %d\n%s%s", code, out, errs)
+	}
+	for _, tt := range []struct {
+		machine string
+		want    []string
+	}{{"rtx-4090", []string{"CUDA"}}, {"cpu-32", nil}} {
+		code, out, errs := run(t, "fit", "--quiet", "--json", path, "-c", "4096", "--machine", tt.machine)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tt.machine, code, errs)
+		}
+		var f struct {
+			Backends []struct {
+				Backend  string `json:"backend"`
+				Measured bool   `json:"measured"`
+			} `json:"backends"`
+		}
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, b := range f.Backends {
+			if !b.Measured {
+				got = append(got, b.Backend)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%s: unmeasured backends %v, want %v\n%s", tt.machine, got, tt.want, out)
+		}
+	}
+}

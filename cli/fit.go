@@ -365,6 +365,11 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 	for _, wn := range a.Warnings {
 		fmt.Fprintf(tw, "warning\t%s\n", wn)
 	}
+	for _, b := range a.Backends {
+		if !b.Measured {
+			fmt.Fprintf(tw, "backend\t%s (%s): %s\n", b.Backend, strings.Join(b.Devices, ", "), b.Says)
+		}
+	}
 	tw.Flush()
 	if len(a.Domains) > 0 {
 		fmt.Fprintln(w)

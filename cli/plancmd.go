@@ -86,7 +86,8 @@ Examples:
 	if err != nil {
 		return err
 	}
-	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note}
+	_, gpus := plan.Devices(snap)
+	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note, Backends: plan.Backends(gpus)}
 	var p *plan.Plan
 	if in.ArchErr == nil {
 		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs, in.header()); err != nil {
@@ -152,6 +153,11 @@ Examples:
 			fmt.Fprintln(env.Stdout, "  "+networkLine(out.Network))
 		}
 		fmt.Fprintln(env.Stdout, "  engine: "+note.Says)
+		for _, b := range out.Backends {
+			if !b.Measured {
+				fmt.Fprintf(env.Stdout, "  backend %s (%s): %s\n", b.Backend, strings.Join(b.Devices, ", "), b.Says)
+			}
+		}
 		if out.EngineCheck != nil {
 			printCheck(env.Stdout, out.EngineCheck)
 		}
@@ -177,6 +183,8 @@ type planReport struct {
 	EngineCheck *engine.Check `json:"engine_check,omitempty"`
 	// Engine says which llama.cpp build the figures are for.
 	Engine engine.EngineNote `json:"engine"`
+	// Backends say whether each GPU backend's figures were measured.
+	Backends []plan.BackendNote `json:"backends,omitempty"`
 }
 
 // catalogSource is the reference a catalog variant's file is read from.

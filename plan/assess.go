@@ -36,6 +36,9 @@ type Assessment struct {
 	// Warnings are what the verdict does not say: a context beyond the
 	// one the model was trained for.
 	Warnings []string `json:"warnings,omitempty"`
+	// Backends say, for each GPU backend, whether its figures were
+	// measured or are estimates.
+	Backends []BackendNote `json:"backends,omitempty"`
 	// Resolved is the context as llama.cpp would create it.
 	Resolved *Context `json:"-"`
 }
@@ -156,6 +159,7 @@ func Assess(m *arch.Model, archErr error, p Profile, s *hw.Snapshot) (*Assessmen
 	if a.Verdict != Fits {
 		a.Fixes = fixes(m, p, s, cpu, gpus)
 	}
+	a.Backends = Backends(gpus)
 	return a, nil
 }
 
