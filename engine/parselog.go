@@ -40,7 +40,11 @@ var (
 	// library's printf, and a program that sets a locale (a German or
 	// Italian desktop) gets "166,92 MiB".
 	bufferLine = regexp.MustCompile(`(?:^|\s)(~?\w+):\s+(\S+)\s+(.+?) buffer size = +(-?\d+[.,]\d+) MiB$`)
-	cacheStart = regexp.MustCompile(`(?:^|\s)(\w+): creating +(.+?) (?:KV )?cache(?:, size = (\d+) cells)?$`)
+	// legacyModelLine is the weights line of builds before late 2024,
+	// which named no kind: "llm_load_tensors:      CUDA0 buffer size =
+	// 6695.84 MiB".
+	legacyModelLine = regexp.MustCompile(`(?:^|\s)(llm_load_tensors):\s+(\S+) buffer size = +(-?\d+[.,]\d+) MiB$`)
+	cacheStart      = regexp.MustCompile(`(?:^|\s)(\w+): creating +(.+?) (?:KV )?cache(?:, size = (\d+) cells)?$`)
 	// ansiEscape matches the colour codes llama.cpp adds with --log-colors.
 	ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 	spaces     = regexp.MustCompile(`\s+`)
@@ -98,7 +102,15 @@ func ParseLog(lines []string) []Logged {
 		}
 		m := bufferLine.FindStringSubmatch(line)
 		if m == nil {
+			if l := legacyModelLine.FindStringSubmatch(line); l != nil {
+				m = []string{l[0], l[1], l[2], "model", l[3]}
+			}
+		}
+		if m == nil {
 			continue
+		}
+		if strings.TrimSpace(m[3]) == "" {
+			continue // no kind between the device and "buffer size"
 		}
 		printed := strings.Replace(m[4], ",", ".", 1)
 		mib, err := strconv.ParseFloat(printed, 64)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -91,6 +93,21 @@ func TestParseLogLines(t *testing.T) {
 			want: []Logged{
 				{Source: "load_tensors", Device: "ROCm0", Kind: "model", MiB: 3638.28, Printed: "3638.28"},
 				{Source: "llama_kv_cache", Device: "ROCm0", Kind: "kv", MiB: 10.5, Printed: "10.50"},
+			},
+		},
+		{
+			// ggml-org/ci, a CUDA run of build 2459 (March 2024): the
+			// weights lines named no kind then; other functions' lines
+			// without one are not weights and stay unread.
+			name: "weights lines of 2024",
+			lines: []string{
+				"llm_load_tensors:        CPU buffer size =    132.81 MiB",
+				"llm_load_tensors:      CUDA0 buffer size =   6695.84 MiB",
+				"llama_new_context_with_model:      CUDA0 buffer size =   1.00 MiB",
+			},
+			want: []Logged{
+				{Source: "llm_load_tensors", Device: "CPU", Kind: "model", MiB: 132.81, Printed: "132.81"},
+				{Source: "llm_load_tensors", Device: "CUDA0", Kind: "model", MiB: 6695.84, Printed: "6695.84"},
 			},
 		},
 		{
@@ -189,4 +206,20 @@ func TestLastLoads(t *testing.T) {
 	if got := LastLoads([]Logged{l("kv", "CPU")}, 1); len(got) != 1 {
 		t.Errorf("a log without model lines: %d lines kept, want all", len(got))
 	}
+}
+
+// ParseLog reads any text without failing, and every buffer it reports
+// carries the figure it printed.
+func FuzzParseLog(f *testing.F) {
+	f.Add("load_tensors:   CPU_Mapped model buffer size =  8135.02 MiB\nllama_kv_cache: creating non-SWA KV cache, size = 4096 cells\nllama_kv_cache:        CPU KV buffer size =  1024.00 MiB")
+	f.Add("llm_load_tensors:      CUDA0 buffer size =   6695.84 MiB")
+	f.Add("0.00.368.240 I llama_new_context_with_model:      CUDA0 compute buffer size =    16,00 MiB")
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, l := range ParseLog(strings.Split(text, "\n")) {
+			v, err := strconv.ParseFloat(l.Printed, 64)
+			if err != nil || v != l.MiB || l.Kind == "" || l.Device == "" || l.Source == "" {
+				t.Fatalf("%+v from %q", l, text)
+			}
+		}
+	})
 }
