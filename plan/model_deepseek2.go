@@ -82,7 +82,6 @@ func deepseek2Builder(m *arch.Model) graphBuilder {
 // head (build_attn with a K-only cache, V a view of K), decompressed by
 // attn_v_b.
 func mlaDeepseek2Graph(m *arch.Model, d mlaDims, c Context, nTokens int, b *gb) *ggml.Graph {
-	b.G.KeepOrder()
 	in := b.newBatch(m, c, nTokens)
 	inpL, outIDs := in.inpL, in.outIDs
 	// MLA's K-only cache input (build_attn_inp_k) has no V indices and no

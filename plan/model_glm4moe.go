@@ -149,7 +149,6 @@ func (b *gb) mlaLayerFFN(m *arch.Model, p string, x *tensor, f mlaFFN) *tensor {
 // before the FFN, dense leading layers and routed plus shared experts;
 // the NextN block at the end is not run.
 func mlaGLM4MoEGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-	b.G.KeepOrder()
 	in, kv := b.newKVBatch(m, c, nTokens)
 	T, inpL, pos, outIDs := in.T, in.inpL, in.pos, in.outIDs
 	s := mlaShapes(b.shapes)

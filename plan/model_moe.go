@@ -160,7 +160,6 @@ func moeLayerTensors(a moeArch, blk string, shape map[string][]uint64) []string 
 // the last layer), the residual, and the FFN on its normed input.
 func (b *gb) moeLayers(m *arch.Model, c Context, in batch, a moeArch, rowsAfter bool,
 	attention func(il int, cur *tensor, kv *kvInputs) *tensor, ffn func(blk string, cur *tensor) *tensor) *tensor {
-	b.G.KeepOrder() // see KeepOrder: no golden yet pins a reordered MoE graph
 	full := b.kvCacheInputs(m, c, in.T, int64(c.NCtxSeq), "", fullLayers, true)
 	swa := full
 	if a.iswa {

@@ -307,6 +307,15 @@ export const cases = [
     ...sweep("gemma-2-2b", "Q8_0", [rpc(3, [1, 1, 1], 999, {flashAttention: true})]),
     ...sweep("qwen1.5-moe-a2.7b", "Q4_K_M", [rpc(2, [1, 1], 999, {flashAttention: true})]),
 
+    // Routed experts kept in system memory (--n-cpu-moe; llama-server
+    // only), every other layer on Vulkan0: with a full micro-batch the
+    // GPU's offload_op (the same rule as CUDA's) takes the expert
+    // multiplications whose stacked weights it can bind, copying them
+    // into its compute buffer; llvmpipe binds 128 MiB at most, which
+    // Qwen1.5-MoE's expert stacks fit and gpt-oss-20b's do not.
+    ...sweep("qwen1.5-moe-a2.7b", "Q4_K_M", [vk(999, {cpuMoE: 24}), vk(999, {cpuMoE: 12, flashAttention: true})]),
+    ...sweep("gpt-oss-20b", "MXFP4_MOE", [vk(999, {cpuMoE: 24})]),
+
     // Profiles that headroom plan chose for the llvmpipe machine
     // (conformance/testdata/llvmpipe-machine.json); planned_test.go writes
     // planned.json and checks each has a golden, i.e. the real engine loaded

@@ -110,6 +110,8 @@ console.log(`${selected.length} cases in ${total}s: ${failed} failed` + (args.ch
 process.exit(failed || drift ? 1 : 0);
 
 function measure(c, file) {
+    if (c.rpc || c.cpuMoE)
+        throw new Error("rpc-servers and --n-cpu-moe are llama-server flags: measure this case with --driver server");
     const jobPath = path.join(workDir, "job.json");
     const outPath = path.join(workDir, "job.out.json");
     fs.rmSync(outPath, {force: true});

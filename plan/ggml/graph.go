@@ -7,20 +7,7 @@ import "github.com/headroom-llm/headroom/gguf"
 type Graph struct {
 	leafs []*Tensor
 	nodes []*Tensor
-	// keepOrder: the Vulkan reorder is not replayed on the graph (see
-	// KeepOrder).
-	keepOrder bool
 }
-
-// KeepOrder leaves the graph's Vulkan splits in recorded order under
-// 80fb11a's reorder. The MoE and MLA descriptions were measured that way
-// with that build: every golden case of theirs offloads a few layers,
-// where the reorder moves no peak, so reordering them too is a change no
-// measurement of it confirms. de3ff81's reorder (Sched.VkFusion) runs on
-// them: a top-k MoE selection's allocation dependencies move
-// Qwen3-30B-A3B's Vulkan0 buffer with no layer offloaded from 160.29 to
-// the 160.50 MiB that build logs.
-func (g *Graph) KeepOrder() { g.keepOrder = true }
 
 // Nodes are the graph's nodes in recorded order.
 func (g *Graph) Nodes() []*Tensor { return g.nodes }

@@ -270,7 +270,6 @@ func (o *Sched) Measure(g *Graph) map[string]int64 {
 // split on the same backend reads the earlier copy and keeps it alive.
 func (o *Sched) split(g *Graph) *Graph {
 	s := &splitter{o: o, copies: map[copyKey]*Tensor{}}
-	keep := g.keepOrder && !o.VkFusion
 	if o.VkFusion && len(o.Reorders) > 0 {
 		s.uses = useCounts(g)
 	}
@@ -279,7 +278,7 @@ func (o *Sched) split(g *Graph) *Graph {
 	}
 	var deps map[*Tensor][]*Tensor
 	for _, sp := range s.splits {
-		if !o.Reorders[sp.dev] || keep {
+		if !o.Reorders[sp.dev] {
 			continue
 		}
 		for _, d := range vkReorder(g.nodes[sp.start:sp.end], o.VkFusion, s.uses) {
