@@ -135,14 +135,19 @@ func (c *Case) Compare() ([]Row, error) {
 			return nil, fmt.Errorf("%s: %w", c.ID, err)
 		}
 		planned = r.Buffers
-		if c.BuildOutputs > 0 {
+		if c.BuildOutputs > 0 || c.BuildOutputBuffer != nil {
 			p := c.Profile()
-			p.OutputsMax = c.BuildOutputs
+			if c.BuildOutputs > 0 {
+				p.OutputsMax = c.BuildOutputs
+			}
 			rb, err := plan.Account(m, p, cpu, gpus)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.ID, err)
 			}
 			underBuild = rb.Buffers
+			if o := c.BuildOutputBuffer; o != nil {
+				underBuild = withOutputRule(underBuild, *o, m.NVocab, m.NEmbd, rb.Context.NSeq)
+			}
 		}
 	}
 	byGroup := map[string]int64{}
@@ -196,4 +201,24 @@ func (c *Case) Compare() ([]Row, error) {
 		add(er, true)
 	}
 	return rows, nil
+}
+
+// withOutputRule replaces the output buffer of planned with the one rule
+// sizes: its rows of n_vocab logits (and n_embd embeddings), keeping what
+// the buffer type adds to its buffers.
+func withOutputRule(planned []plan.Buffer, rule OutputRule, nVocab, nEmbd, nSeq int) []plan.Buffer {
+	out := make([]plan.Buffer, len(planned))
+	copy(out, planned)
+	for i, b := range out {
+		if b.Kind != plan.KindOutput {
+			continue
+		}
+		pad := b.Bytes - int64(4*nVocab*nSeq)
+		row := int64(nVocab)
+		if rule.Embeddings {
+			row += int64(nEmbd)
+		}
+		out[i].Bytes = 4*row*int64(rule.Rows) + pad
+	}
+	return out
 }

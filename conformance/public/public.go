@@ -54,6 +54,13 @@ type Case struct {
 	// follows headroom's rule or it is not known. The comparison then
 	// also plans with that many rows, to show what the rule accounts for.
 	BuildOutputs int `json:"build_outputs,omitempty"`
+	// BuildOutputBuffer is the output buffer's rows where the build sized
+	// it by another rule than headroom's (one logits row per sequence):
+	// builds before llama.cpp PR #6122 (March 2024) held logits for every
+	// token of a batch, and a context made with embeddings on holds an
+	// embedding row beside each logits row (llama_output_reserve). The
+	// comparison then also plans the output buffer that way.
+	BuildOutputBuffer *OutputRule `json:"build_output_buffer,omitempty"`
 	// Inferred lists what was worked out from printed figures rather
 	// than read (a flag with no command line shown), one entry each,
 	// saying from what.
@@ -83,6 +90,13 @@ type Case struct {
 
 	// Path is the file the case was read from.
 	Path string `json:"-"`
+}
+
+// OutputRule is a build's output buffer: Rows rows of n_vocab logits,
+// each with n_embd embedding floats beside it when Embeddings.
+type OutputRule struct {
+	Rows       int  `json:"rows"`
+	Embeddings bool `json:"embeddings,omitempty"`
 }
 
 // Source is where the log was read.
