@@ -8,25 +8,29 @@ type Rules struct {
 	// NextNWithoutKV: from de3ff81, the NextN (multi-token prediction)
 	// blocks get no KV cache in any architecture (llama_model's memory
 	// filter skips il >= n_layer() when n_layer_nextn > 0); 80fb11a left
-	// glm4moe's in the cache. Measured with llama-fit-params of both
+	// glm4moe's in the cache (llama.cpp PR #28630 made the list per
+	// architecture general, by the best evidence found). Measured with llama-fit-params of both
 	// builds: GLM-4.5-Air keeps 752 and 736 MiB of KV at 4096 cells.
 	NextNWithoutKV bool `json:"nextn_without_kv,omitempty"`
 	// LoadMode: de3ff81's llama-server no longer takes --no-mmap ("error:
 	// invalid argument"); loading without mapping is --load-mode none,
-	// which 80fb11a already takes beside the deprecated --no-mmap.
+	// which 80fb11a already takes beside the deprecated --no-mmap
+	// (llama.cpp PR #28334, release b10875, removed the flag).
 	LoadMode bool `json:"load_mode,omitempty"`
 	// VulkanFusion: from de3ff81, ggml_vk_graph_optimize keeps the runs
 	// the Vulkan backend fuses together (RMS_NORM+MUL+ADD, ROPE+VIEW+
 	// SET_ROWS, ...), pulls a MUL after the UNARY it reads, and keeps a
 	// top-k MoE selection's inputs alive until it ends (add_alloc_dep):
-	// the Vulkan compute buffers follow that order.
+	// the Vulkan compute buffers follow that order (llama.cpp PRs #28024,
+	// RMS_NORM fusions; #27220, UNARY+MUL; #28422, top-k MoE).
 	VulkanFusion bool `json:"vulkan_fusion,omitempty"`
 	// SplitInputsGrow: from de3ff81, ggml_backend_sched_split_graph grows
 	// a split's input list instead of starting a new split when it holds
-	// GGML_SCHED_MAX_SPLIT_INPUTS (30) inputs.
+	// GGML_SCHED_MAX_SPLIT_INPUTS (30) inputs (llama.cpp PR #28387).
 	SplitInputsGrow bool `json:"split_inputs_grow,omitempty"`
 	// GDNNormAsRMS: from de3ff81, the gated delta net's q and k L2 norm
 	// is recorded as ggml_scale(ggml_rms_norm(x, eps/n), 1/sqrt(n))
-	// (build_gdn_l2_norm): two nodes for one (Qwen3-Next: 5059 -> 5131).
+	// (build_gdn_l2_norm, llama.cpp PR #28068): two nodes for one
+	// (Qwen3-Next: 5059 -> 5131).
 	GDNNormAsRMS bool `json:"gdn_norm_as_rms,omitempty"`
 }
