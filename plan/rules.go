@@ -8,8 +8,8 @@ type Rules struct {
 	// NextNWithoutKV: from de3ff81, the NextN (multi-token prediction)
 	// blocks get no KV cache in any architecture (llama_model's memory
 	// filter skips il >= n_layer() when n_layer_nextn > 0); 80fb11a left
-	// glm4moe's in the cache (llama.cpp PR #28630 made the list per
-	// architecture general, by the best evidence found). Measured with llama-fit-params of both
+	// glm4moe's in the cache (llama.cpp PR #28630 is the closest change
+	// found; it lists architectures, where de3ff81's rule is general). Measured with llama-fit-params of both
 	// builds: GLM-4.5-Air keeps 752 and 736 MiB of KV at 4096 cells.
 	NextNWithoutKV bool `json:"nextn_without_kv,omitempty"`
 	// LoadMode: de3ff81's llama-server no longer takes --no-mmap ("error:
