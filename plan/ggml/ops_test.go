@@ -51,3 +51,34 @@ func TestOpShapes(t *testing.T) {
 		t.Errorf("strided view spans %d", sv.span)
 	}
 }
+
+// A GPU's offload_op judges an op by its batch (get_op_batch_size in
+// ggml-cuda.cu, ggml_vk_get_op_batch_size in ggml-vulkan.cpp): a lookup
+// never, a product by its columns, an expert product and a RoPE by their
+// tokens, anything else by its rows.
+func TestOffloadBatch(t *testing.T) {
+	var c Ctx
+	w := c.External("w", gguf.TypeF32, "CPU", 64, 128)
+	x := c.Input("x", gguf.TypeF32, 64, 7)
+	experts := c.External("exps", gguf.TypeF32, "CPU", 64, 32, 8)
+	ids := c.Input("ids", gguf.TypeI32, 2, 7)
+	heads := c.Reshape(x, 16, 4, 7)
+	pos := c.Input("pos", gguf.TypeI32, 7)
+	freqs := c.External("rope_freqs", gguf.TypeF32, "CPU", 8)
+	for _, tc := range []struct {
+		name string
+		n    *Tensor
+		want int64
+	}{
+		{"get_rows", c.GetRows(w, c.Input("tok", gguf.TypeI32, 7)), 0},
+		{"mul_mat", c.MulMat(w, x), 7},
+		{"mul_mat_id", c.MulMatID(experts, c.Reshape(x, 64, 1, 7), ids), 7},
+		{"rope", c.Rope(heads, pos, freqs), 7},
+		{"add", c.Add(x, x), 7},
+		{"add of heads", c.Add(heads, heads), 28},
+	} {
+		if got := offloadBatch(tc.n); got != tc.want {
+			t.Errorf("%s: batch %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
