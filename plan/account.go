@@ -126,7 +126,7 @@ func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) (modelPlace
 // placeWith is Place with the model already placed (mp must come from
 // placeModel for p, whatever p's context).
 func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlacement) (*Result, error) {
-	ctx, err := resolveContext(p, m.CtxTrain, true)
+	ctx, err := resolveContext(p, m.CtxTrain, func(k, v gguf.GGMLType) bool { return flashAuto(m, k, v, gpus, mp.layerDev) })
 	if err != nil {
 		return nil, err
 	}

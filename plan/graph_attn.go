@@ -76,6 +76,11 @@ func (b *gb) kvAttention(il int, c Context, kv *kvInputs, s attnShape, q, k, v *
 			kq = b.Scale(b.Unary(b.Scale(kq)))
 		}
 		kq = b.SoftMax(kq, kv.mask, o.sinks)
+		if !c.VTrans {
+			// a cache made for flash attention that -fa auto then turned
+			// off ("note: avoid this branch" in build_attn_mha)
+			vp = b.Cont(b.Transpose(vp))
+		}
 		cur = b.Cont(b.Permute(b.MulMat(vp, kq), 0, 2, 1, 3), s.headV*s.heads, s.T)
 	}
 	b.Expand(cur)

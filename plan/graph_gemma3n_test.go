@@ -36,7 +36,7 @@ func TestGemma3nComputeCPU(t *testing.T) {
 		// node-llama-cpp asked these loads for a batch of 513 (the
 		// goldens' n_batch and n_ubatch).
 		p.Ctx, p.Parallel, p.FlashAttn, p.Batch, p.UBatch = tc.ctx*tc.seqs, tc.seqs, tc.fa, 513, 513
-		c, err := resolveContext(p, m.CtxTrain, true)
+		c, err := resolveContext(p, m.CtxTrain, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,7 +65,7 @@ func TestMoeGraphNodes(t *testing.T) {
 		p := Defaults()
 		p.OutputsMax = libraryOutputs
 		p.Ctx, p.FlashAttn, p.Batch = 8192, FlashOn, 512
-		c, err := resolveContext(p, m.CtxTrain, true)
+		c, err := resolveContext(p, m.CtxTrain, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestMoeCPUReplay(t *testing.T) {
 			p := Defaults()
 			p.OutputsMax = libraryOutputs
 			p.Ctx, p.FlashAttn, p.Batch = 4096, fa, 512
-			c, err := resolveContext(p, m.CtxTrain, true)
+			c, err := resolveContext(p, m.CtxTrain, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -56,7 +56,7 @@ func TestRecurrentComputeCPU(t *testing.T) {
 		p := Defaults()
 		p.OutputsMax = libraryOutputs
 		p.Ctx, p.Parallel, p.FlashAttn, p.Batch = tc.ctx*tc.seqs, tc.seqs, tc.fa, 512
-		c, err := resolveContext(p, m.CtxTrain, true)
+		c, err := resolveContext(p, m.CtxTrain, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

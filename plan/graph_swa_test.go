@@ -67,7 +67,7 @@ func TestSWAGraphs(t *testing.T) {
 		if tc.kq8 {
 			p.CacheK, p.CacheV = "q8_0", "q8_0"
 		}
-		c, err := resolveContext(p, m.CtxTrain, true)
+		c, err := resolveContext(p, m.CtxTrain, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestComputeReplayCPU(t *testing.T) {
 		p := Defaults()
 		p.OutputsMax = libraryOutputs
 		p.Ctx, p.FlashAttn, p.Batch = tc.ctx, tc.fa, tc.ub
-		c, err := resolveContext(p, m.CtxTrain, true)
+		c, err := resolveContext(p, m.CtxTrain, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

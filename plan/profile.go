@@ -128,7 +128,7 @@ func pad(x, n int) int { return (x + n - 1) / n * n }
 // n_ctx defaults to the trained context and is padded to 256; without a
 // unified cache each sequence gets PAD(n_ctx/n_seq, 256) cells; the batch
 // is capped by the context and the micro-batch by the batch.
-func resolveContext(p Profile, ctxTrain int, flashSupported bool) (Context, error) {
+func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLType) bool) (Context, error) {
 	c := Context{CtxTrain: ctxTrain, NSeq: max(p.Parallel, 1), Unified: p.KVUnified, SWAFull: p.SWAFull}
 	n := p.Ctx
 	if n == 0 {
@@ -170,9 +170,16 @@ func resolveContext(p Profile, ctxTrain int, flashSupported bool) (Context, erro
 		c.Flash = true
 	case FlashOff:
 	case FlashAuto, "":
-		// Auto counts as on when the cache is created (llama.cpp decides
-		// later, per device, whether to keep it).
-		c.Flash = flashSupported
+		// Auto counts as on when the cache is created, so V is never
+		// stored transposed; llama.cpp then turns it off where a layer's
+		// device cannot run it (flashAuto), unless the V cache is
+		// quantized, which makes it on outright (llama_init_from_model).
+		c.Flash = true
+		if info, _ := c.TypeV.Info(); !info.Quantized && flashSupported != nil {
+			c.Flash = flashSupported(c.TypeK, c.TypeV)
+		}
+		c.VTrans = false
+		return c, nil
 	default:
 		return c, fmt.Errorf("flash attention must be on, off or auto, not %q", p.FlashAttn)
 	}
