@@ -38,11 +38,13 @@ func gptneoxGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 		s := layerShape(m, l, c, kv, T)
 		cur := b.layerNormBias(inpL, blk+"attn_norm")
 		qkv := b.Add(b.MulMat(b.weight(blk+"attn_qkv.weight"), cur), b.weight(blk+"attn_qkv.bias"))
-		// views into the fused result; RoPE makes Q and K contiguous,
-		// V stays strided
-		q := b.Rope(b.View(qkv, s.headK, s.heads, T), in.pos, nil)
-		k := b.Rope(b.View(qkv, s.headK, s.headsKV, T), in.pos, nil)
-		v := b.View(qkv, s.headV, s.headsKV, T)
+		// views into the fused result, with its row as their token
+		// stride (a copy to another backend holds that span); RoPE makes
+		// Q and K contiguous, V stays strided
+		head, row := s.headK*4, qkv.Ne()[0]*4
+		q := b.Rope(b.View(qkv, s.headK, s.heads, T).Strided(head, row), in.pos, nil)
+		k := b.Rope(b.View(qkv, s.headK, s.headsKV, T).Strided(head, row), in.pos, nil)
+		v := b.View(qkv, s.headV, s.headsKV, T).Strided(s.headV*4, row)
 		cur = b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{vStrided: true}))
 		cur, inpL = in.lastRows(b, il == len(m.Layers)-1, cur, inpL)
 		if m.ParallelResidual {
