@@ -242,7 +242,9 @@ export const cases = [
         {contextSize: 4096, flashAttention: true},
         {contextSize: 4096, sequences: 4},
         {contextSize: 4096, cacheK: "q8_0"},
-        {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
+        {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+        vk(4),
+        vk(4, {flashAttention: true})
     ]),
 
     // Hybrid Mamba-2 / attention: a KV cache for the attention layers and
