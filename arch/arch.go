@@ -90,6 +90,9 @@ type Model struct {
 	// makes a tensor of its own even in the embedding's buffer type:
 	// the same file range under mmap, a second copy without it.
 	OutputFirst bool
+	// ParallelResidual is gptneox's use_parallel_residual: the attention
+	// and the FFN read the same layer input, and both are added to it.
+	ParallelResidual bool
 	// Tensors are the model's tensors with their layer assignment.
 	Tensors []Tensor
 }

@@ -413,3 +413,50 @@ func TestGranite(t *testing.T) {
 		}
 	}
 }
+
+// GPT-NeoX keeps one KV cache over every layer, as many KV heads as heads
+// (its converter writes no KV head count); use_parallel_residual picks the
+// graph, and a file llama.cpp refuses (either required key missing) or
+// whose graph cannot run is refused.
+func TestGPTNeoX(t *testing.T) {
+	kv := func(extra map[string]gguf.Value) map[string]gguf.Value {
+		out := map[string]gguf.Value{
+			"block_count": u32(2), "embedding_length": u32(2048), "attention.head_count": u32(16),
+			"feed_forward_length": u32(8192), "rope.dimension_count": u32(32),
+			"attention.layer_norm_epsilon": gguf.Float32Value(1e-5), "use_parallel_residual": gguf.BoolValue(true),
+		}
+		maps.Copy(out, extra)
+		return out
+	}
+	m, err := build(t, "gptneox", kv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := m.Layers[1]; l.Attention != Full || l.HeadsKV != 16 || l.KDim != 16*128 || l.VDim != 16*128 {
+		t.Errorf("layer %+v", l)
+	}
+	if !m.ParallelResidual {
+		t.Error("use_parallel_residual true not kept")
+	}
+	m, err = build(t, "gptneox", kv(map[string]gguf.Value{"use_parallel_residual": gguf.BoolValue(false)}))
+	if err != nil || m.ParallelResidual {
+		t.Errorf("use_parallel_residual false: %v, parallel %v", err, m != nil && m.ParallelResidual)
+	}
+	noPar, noEps := kv(nil), kv(nil)
+	delete(noPar, "use_parallel_residual")
+	delete(noEps, "attention.layer_norm_epsilon")
+	for _, tc := range []struct {
+		kv   map[string]gguf.Value
+		says string
+	}{
+		{noPar, "missing gptneox.use_parallel_residual"},
+		{noEps, "missing gptneox.attention.layer_norm_epsilon"},
+		{kv(map[string]gguf.Value{"use_parallel_residual": u32(1)}), "expected a bool"},
+		{kv(map[string]gguf.Value{"attention.head_count_kv": i32s(16, 0)}), "no attention heads"},
+		{kv(map[string]gguf.Value{"attention.value_length": u32(64)}), "equal head sizes"},
+	} {
+		if _, err := build(t, "gptneox", tc.kv); !IsIncompatible(err) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v", tc.says, err)
+		}
+	}
+}

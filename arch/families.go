@@ -65,6 +65,10 @@ var families = map[string]family{
 	// Granite 3 (src/models/granite.cpp): llama's cache, with multipliers
 	// that change no tensor (see granite).
 	"granite": {adjust: granite},
+	// GPT-NeoX (src/models/gptneox.cpp): one KV cache over every layer,
+	// partial NEOX RoPE, and a parallel or a sequential residual (see
+	// gptneox).
+	"gptneox": {adjust: gptneox},
 	// Hybrid Mamba-2 / attention (src/models/<arch>.cpp load_arch_hparams
 	// and llama_model::create_memory's hybrid layer filters).
 	"granitehybrid": {adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 })},
@@ -383,6 +387,37 @@ func granite(h hparams, m *Model) error {
 	if v, ok := h.m.Lookup(h.prefix + "rope.scaling.finetuned"); ok {
 		if on, _ := v.AsBool(); !on {
 			return &Incompatible{Reason: "Granite without RoPE (" + h.prefix + "rope.scaling.finetuned false) is not modeled"}
+		}
+	}
+	return nil
+}
+
+// gptneox reads what gptneox.cpp's load_arch_hparams requires beyond the
+// common keys, attention.layer_norm_epsilon and use_parallel_residual
+// (llama.cpp refuses a file without either), and refuses what its graph
+// cannot run: a layer without attention heads, or K and V heads of
+// different sizes (the graph asserts n_embd_head_k == n_embd_head_v).
+func gptneox(h hparams, m *Model) error {
+	if v, ok := h.m.Lookup(h.prefix + "attention.layer_norm_epsilon"); !ok {
+		return &Incompatible{Reason: "missing " + h.prefix + "attention.layer_norm_epsilon (llama.cpp requires it)"}
+	} else if _, ok := v.AsFloat(); !ok {
+		return &Incompatible{Reason: fmt.Sprintf("%sattention.layer_norm_epsilon is %s %v, expected a number", h.prefix, v.Type(), v)}
+	}
+	v, ok := h.m.Lookup(h.prefix + "use_parallel_residual")
+	if !ok {
+		return &Incompatible{Reason: "missing " + h.prefix + "use_parallel_residual (llama.cpp requires it)"}
+	}
+	par, ok := v.AsBool()
+	if !ok {
+		return &Incompatible{Reason: fmt.Sprintf("%suse_parallel_residual is %s %v, expected a bool", h.prefix, v.Type(), v)}
+	}
+	m.ParallelResidual = par
+	for _, l := range m.Layers {
+		if l.Attention != Full {
+			return &Incompatible{Reason: fmt.Sprintf("gptneox layer %d has no attention heads, which its graph cannot run", l.Index)}
+		}
+		if l.KDim != l.VDim {
+			return &Incompatible{Reason: fmt.Sprintf("gptneox layer %d has K rows of %d and V rows of %d (llama.cpp asserts equal head sizes)", l.Index, l.KDim, l.VDim)}
 		}
 	}
 	return nil

@@ -104,7 +104,10 @@ func (b *gb) writeKV(c Context, kv *kvInputs, s attnShape, cacheK, cacheV, k, v 
 		if s.streams > 1 {
 			dstV = b.Reshape(cacheV, width, s.nKV*s.streams)
 		}
-		b.Expand(b.SetRows(dstV, b.Reshape(v, width, s.T), kv.vIdx))
+		// cpy_v's ggml_view_2d keeps a strided V's token stride, so a
+		// copy of it to the cache's backend holds V's span (gptneox's
+		// views say theirs).
+		b.Expand(b.SetRows(dstV, b.Reshape(v, width, s.T).SpanOf(v), kv.vIdx))
 		return
 	}
 	var v2d *tensor

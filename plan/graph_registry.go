@@ -24,6 +24,8 @@ func graphFamilies(name string) func(m *arch.Model) graphBuilder {
 		return olmo2Builder
 	case "granite":
 		return graniteBuilder
+	case "gptneox":
+		return gptneoxBuilder
 	case "gemma2":
 		return gemmaFamily(gemmaOpts{softcap: true})
 	case "gemma3":

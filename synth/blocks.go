@@ -26,6 +26,7 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"llama4":        llama4Blocks,
 	"qwen3next":     qwen3nextBlocks,
 	"gemma3n":       gemma3nBlocks,
+	"gptneox":       gptneoxBlocks,
 }
 
 // output writes the final norm and, unless the embedding is tied, the
@@ -451,4 +452,30 @@ func qwen3nextBlocks(t *tensors, s Shape) {
 		ffn(t, s, i, m.SharedFF, "_shexp")
 	}
 	output(t, s, "output_norm.weight")
+}
+
+// gptneoxBlocks: layer norms with biases, one fused attn_qkv, and every
+// projection with its bias (all required by gptneox.cpp's loader); the
+// output is its own matrix.
+func gptneoxBlocks(t *tensors, s Shape) {
+	qkv := s.Embd + 2*s.HeadsKV*s.headDim()
+	t.add("token_embd.weight", s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.f32(p+"attn_norm.bias", s.Embd)
+		t.add(p+"attn_qkv.weight", s.Embd, qkv)
+		t.f32(p+"attn_qkv.bias", qkv)
+		t.add(p+"attn_output.weight", s.Embd, s.Embd)
+		t.f32(p+"attn_output.bias", s.Embd)
+		t.f32(p+"ffn_norm.weight", s.Embd)
+		t.f32(p+"ffn_norm.bias", s.Embd)
+		t.add(p+"ffn_up.weight", s.Embd, s.FF)
+		t.f32(p+"ffn_up.bias", s.FF)
+		t.add(p+"ffn_down.weight", s.FF, s.Embd)
+		t.f32(p+"ffn_down.bias", s.Embd)
+	}
+	t.f32("output_norm.weight", s.Embd)
+	t.f32("output_norm.bias", s.Embd)
+	t.add("output.weight", s.Embd, s.Vocab)
 }

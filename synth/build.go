@@ -125,6 +125,8 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		if a == "nemotron_h" {
 			b.Set(a+".feed_forward_length", gguf.Int32sValue(ff))
 		}
+	case a == "gptneox":
+		// The converter writes no KV head count: as many as the heads.
 	default:
 		u32("attention.head_count_kv", s.HeadsKV)
 	}
@@ -162,6 +164,11 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	case "qwen3next":
 		// partial_rotary_factor 0.25
 		u32("rope.dimension_count", headDim/4)
+	case "gptneox":
+		// rotary_pct of the head; the converter writes no rope.freq_base
+		// (rotary_emb_base is llama.cpp's default 10000).
+		u32("rope.dimension_count", s.RopeDim)
+		b.Set(a+".use_parallel_residual", gguf.BoolValue(!s.SequentialResidual))
 	}
 
 	if m := s.MoE; m != nil {

@@ -138,6 +138,17 @@ var shapes = map[string]Shape{
 		EmbeddingScale: 12, ResidualScale: 0.22, AttentionScale: 0.015625, LogitScale: 8,
 		Source: "ibm-granite/granite-3.3-2b-instruct config.json"},
 
+	// GPT-NeoX: layer norms and every projection with biases, a fused
+	// QKV, NEOX RoPE on the first quarter of each 128-wide head
+	// (rotary_pct 0.25), the FFN beside the attention
+	// (use_parallel_residual), GELU, an untied output (embed_out). The
+	// vocabulary is the config's 50304 (the tokenizer's 50277 padded by
+	// the converter); the tokenizer is GPT-NeoX-20B's, which llama.cpp's
+	// converter names "olmo" (OLMo 1.7 uses it too).
+	"pythia-1.4b": {Name: "Pythia-1.4B", Arch: "gptneox", Layers: 24, Embd: 2048, Heads: 16, HeadsKV: 16, FF: 8192,
+		Vocab: 50304, CtxTrain: 2048, NormEps: 1e-5, LayerNorm: true, RopeDim: 32, Tokenizer: "gpt2", TokenizerPre: "olmo",
+		Source: "EleutherAI/pythia-1.4b config.json"},
+
 	// Hybrid Mamba-2 / attention.
 	// Four attention layers among 40; every layer has a SwiGLU FFN
 	// (shared_intermediate_size 8192), no MoE, tied output. The positions

@@ -72,6 +72,13 @@ type Shape struct {
 	// embedding_scale, residual_scale and attention.scale (the config's
 	// multipliers); 0 leaves the key out.
 	EmbeddingScale, ResidualScale, AttentionScale float32
+	// RopeDim is rope.dimension_count where only part of each head is
+	// rotated (gptneox: rotary_pct of the head); 0 leaves the
+	// architecture's default.
+	RopeDim int
+	// SequentialResidual writes gptneox's use_parallel_residual false
+	// (the FFN reads the attention's residual sum); Pythia's is true.
+	SequentialResidual bool
 	// AttnSoftcap and FinalSoftcap are gemma2's logit soft-capping values;
 	// 0 leaves the keys out.
 	AttnSoftcap, FinalSoftcap float32

@@ -51,6 +51,9 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// (published: 2.53B).
 		{"granite-3.3-2b", 2533539840},
 		{"nemotron-h-4b", 4489223040},
+		// 24 x 50,358,272 per layer, the final norm, and the untied
+		// 50304 x 2048 embedding and output (published: 1,414,647,808).
+		{"pythia-1.4b", 1414647808},
 		{"falcon-h1-0.5b", 521466400},
 		// Text model with the NextN block (the published 110B includes it).
 		{"glm-4.5-air", 109227310848},

@@ -235,6 +235,18 @@ export const cases = [
         vk(4)
     ]),
 
+    // GPT-NeoX (Pythia: layer norms and projections with biases, fused
+    // QKV, partial NEOX RoPE, parallel residual, GELU FFN, untied output).
+    ...sweep("pythia-1.4b", "Q4_K_M", [
+        {contextSize: 4096},
+        {contextSize: 4096, flashAttention: true},
+        {contextSize: 4096, sequences: 4},
+        {contextSize: 4096, cacheK: "q8_0"},
+        {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+        vk(4),
+        vk(4, {flashAttention: true})
+    ]),
+
     // Hybrid Mamba-2 / attention: a KV cache for the attention layers and
     // recurrent state for the Mamba layers (both, on every Falcon-H1 layer).
     ...sweep("granite-4.0-h-micro", "Q8_0", recurrentSweep),

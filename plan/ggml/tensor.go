@@ -94,6 +94,14 @@ func (t *Tensor) Strided(nb ...int64) *Tensor {
 	return t
 }
 
+// SpanOf gives a view the span of src, a strided view of the same
+// elements with the same strides (a 2D view of a 3D one whose first two
+// dimensions are contiguous): ggml_nbytes of both is the same.
+func (t *Tensor) SpanOf(src *Tensor) *Tensor {
+	t.span = src.span
+	return t
+}
+
 // Elems is the number of elements of a shape, dimensions of 0 counting
 // as 1.
 func Elems(ne [4]int64) int64 {

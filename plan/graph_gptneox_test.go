@@ -1,0 +1,82 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/headroom-llm/headroom/synth"
+)
+
+// The parallel-residual figures are the llama-server goldens of
+// pythia-1.4b (conformance/testdata/server): the engine's graph node count
+// ("graph nodes") and CPU compute buffer (the context destructor's four
+// decimals). The sequential ones are llama-server 80fb11a loads of the same
+// file written with use_parallel_residual false (-c 4096 -np 1 -ngl 0
+// --fit off), which no golden keeps.
+func TestGPTNeoXGraphs(t *testing.T) {
+	tests := []struct {
+		seq            bool // use_parallel_residual false
+		ctx, seqs      int
+		fa             bool
+		cacheK, cacheV string
+		nodes          int
+		mib            float64
+	}{
+		{false, 4096, 1, false, "f16", "f16", 943, 156.0078},
+		{false, 4096, 1, true, "f16", "f16", 823, 36.0117},
+		{false, 4096, 4, false, "f16", "f16", 967, 156.0078},
+		{false, 4096, 1, false, "q8_0", "f16", 1087, 172.0703},
+		{false, 4096, 1, true, "q8_0", "q8_0", 1111, 36.0899},
+		{true, 4096, 1, false, "f16", "f16", 943, 156.0078},
+		{true, 4096, 1, true, "f16", "f16", 823, 32.0117},
+	}
+	for _, tc := range tests {
+		s, _ := synth.Lookup("pythia-1.4b")
+		s.SequentialResidual = tc.seq
+		m := shapeQuantModel(t, s, synth.Q4_K_M)
+		if m.ParallelResidual == tc.seq {
+			t.Fatalf("sequential %v: ParallelResidual %v", tc.seq, m.ParallelResidual)
+		}
+		build := builderFor(m)
+		if build == nil {
+			t.Fatal("gptneox: no builder")
+		}
+		p := Defaults()
+		p.Ctx, p.Parallel, p.Batch, p.UBatch = tc.ctx*tc.seqs, tc.seqs, 512, 512
+		p.FlashAttn = FlashOff
+		if tc.fa {
+			p.FlashAttn = FlashOn
+		}
+		p.CacheK, p.CacheV = tc.cacheK, tc.cacheV
+		c, err := resolveContext(p, m.CtxTrain, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
+		if len(g.Nodes()) != tc.nodes {
+			t.Errorf("seq %v ctx %dx%d fa %v K %s V %s: %d nodes, llama.cpp %d", tc.seq, tc.ctx, tc.seqs, tc.fa, tc.cacheK, tc.cacheV, len(g.Nodes()), tc.nodes)
+		}
+		got := float64(cpuComputeBytes(m, c, build)) / (1 << 20)
+		if diff := got - tc.mib; diff > 0.00005 || diff < -0.00005 {
+			t.Errorf("seq %v ctx %dx%d fa %v K %s V %s: %.4f MiB, llama.cpp %.4f (diff %+.4f)", tc.seq, tc.ctx, tc.seqs, tc.fa, tc.cacheK, tc.cacheV, got, tc.mib, diff)
+		}
+	}
+}
+
+// A file without the biases gptneox.cpp's loader requires is not a
+// graph the builder describes.
+func TestGPTNeoXBuilderDeclines(t *testing.T) {
+	s, _ := synth.Lookup("pythia-1.4b")
+	m := *shapeQuantModel(t, s, synth.Q4_K_M)
+	if builderFor(&m) == nil {
+		t.Fatal("gptneox: no builder")
+	}
+	for i, tn := range m.Tensors {
+		if tn.Name == "blk.0.attn_qkv.bias" {
+			m.Tensors = append(m.Tensors[:i:i], m.Tensors[i+1:]...)
+			break
+		}
+	}
+	if builderFor(&m) != nil {
+		t.Error("gptneox without the QKV bias is described")
+	}
+}
