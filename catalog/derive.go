@@ -9,7 +9,8 @@ import (
 
 // Derived planner inputs. An entry whose variant has never been locked is
 // planned from the header synth would write for its shape and quantization
-// recipe: the same tensors, types and shapes as synth.Build. synth.Build
+// recipe: the same tensors, types and shapes as synth.Build, in the order
+// llama-quantize writes a quantized file (synth.QuantizerOrder). synth.Build
 // also writes a made-up tokenizer of the real vocabulary size (hundreds of
 // thousands of strings and merges), which costs 50-300 ms a model and is
 // no planner input, so deriveModel builds the shape with a small
@@ -59,7 +60,6 @@ func DeriveModel(s synth.Shape, q synth.Quant) (*gguf.Model, error) {
 		meta = append(meta, kv)
 	}
 	f.Metadata = meta
-	var off uint64
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		// The tensors with a row per token of the vocabulary: the
@@ -76,6 +76,15 @@ func DeriveModel(s synth.Shape, q synth.Quant) (*gguf.Model, error) {
 			}
 			t.Size = row * uint64(vocab)
 		}
+	}
+	// A quantized variant on the Hub was written by llama-quantize, in
+	// its order, which decides the spans llama.cpp maps.
+	if q.Quantized() {
+		synth.QuantizerOrder(f.Tensors)
+	}
+	var off uint64
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
 		t.Offset = off
 		off += (t.Size + f.Alignment - 1) / f.Alignment * f.Alignment
 	}
