@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/synth"
@@ -125,7 +127,14 @@ func (c *Case) Compare() ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		m, err := synth.Model(s, q)
+		// The header as the log's file has it: a quantized file in
+		// llama-quantize's order (catalog.DeriveModel), which decides
+		// the spans llama.cpp maps.
+		g, err := catalog.DeriveModel(s, q)
+		if err != nil {
+			return nil, err
+		}
+		m, err := arch.FromGGUF(g)
 		if err != nil {
 			return nil, err
 		}
