@@ -213,15 +213,14 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 			"llama.cpp issues, with their sources and every miss explained, are in\n" +
 			"[accuracy-public.md](accuracy-public.md).\n\n"},
 	{"server-de3ff81", filepath.Join("testdata", "server-de3ff81"), "accuracy-de3ff81.md",
-		"cases in `conformance/testdata/server-de3ff81`: the llama-server cases loaded again by\n" +
-			"llama-server built from the llama.cpp node-llama-cpp 3.22.1 ships (de3ff81, sixteen days\n" +
-			"newer than 80fb11a; `conformance/engine.sh cpu --node-llama-cpp 3.22.1`, and `vulkan`\n" +
-			"with engine-patches' de3ff81 patch on a glslc without cooperative matrices), on the CPU\n" +
-			"and on Vulkan over Mesa llvmpipe, accounted with that build's rules (plan.Rules: NextN\n" +
-			"blocks without KV cache, --load-mode none for --no-mmap, the Vulkan reorder that keeps\n" +
-			"fusable runs together, split input lists that grow, the gated delta net's L2 norm as an\n" +
-			"RMS norm). The Vulkan cases of the 80fb11a set not listed here were not loaded with\n" +
-			"this build (each takes minutes on llvmpipe).\n" +
+		"cases in `conformance/testdata/server-de3ff81`: every llama-server case of the 80fb11a set\n" +
+			"(on the CPU, on Vulkan over Mesa llvmpipe and over rpc-servers) loaded again by llama-server\n" +
+			"built from the llama.cpp node-llama-cpp 3.22.1 ships (de3ff81, sixteen days newer;\n" +
+			"`conformance/engine.sh cpu --node-llama-cpp 3.22.1`, and `vulkan` with engine-patches'\n" +
+			"de3ff81 patch on a glslc without cooperative matrices), accounted with that build's rules\n" +
+			"(plan.Rules: NextN blocks without KV cache, --load-mode none for --no-mmap, the Vulkan\n" +
+			"reorder that keeps fusable runs together, split input lists that grow, the gated delta\n" +
+			"net's L2 norm as an RMS norm).\n" +
 			"80fb11a's report is [accuracy.md](accuracy.md).\n\n"},
 	{"server-cuda", filepath.Join("testdata", "server-cuda"), "accuracy-cuda.md",
 		"cases in `conformance/testdata/server-cuda`, each a real load by llama-server built for CUDA\n" +

@@ -67,7 +67,7 @@ func KnownEngines() []Known {
 }
 
 // deMeasured is what de3ff81's golden cases cover.
-const deMeasured = "llama-server on the CPU (98 cases) and on Vulkan over llvmpipe (conformance/testdata/server-de3ff81, docs/accuracy-de3ff81.md)"
+const deMeasured = "llama-server on the CPU, on Vulkan over llvmpipe and over rpc-servers, every llama-server case of 80fb11a's set: 207 loads (conformance/testdata/server-de3ff81, docs/accuracy-de3ff81.md)"
 
 // Default is the build figures are for when the user names none: the
 // newest one the accounting reproduces.
