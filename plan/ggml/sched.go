@@ -270,8 +270,13 @@ func (o *Sched) Measure(g *Graph) map[string]int64 {
 // split on the same backend reads the earlier copy and keeps it alive.
 func (o *Sched) split(g *Graph) *Graph {
 	s := &splitter{o: o, copies: map[copyKey]*Tensor{}}
-	if o.VkFusion && len(o.Reorders) > 0 {
-		s.uses = useCounts(g)
+	// The use counts are the graph's before the splits point sources at
+	// copies; only a fusing reorder reads them.
+	for _, reorders := range o.Reorders {
+		if reorders && o.VkFusion {
+			s.uses = useCounts(g)
+			break
+		}
 	}
 	for i, n := range g.nodes {
 		s.add(i, n)
