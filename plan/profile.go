@@ -137,11 +137,15 @@ func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLT
 	if n <= 0 {
 		return c, fmt.Errorf("no context size: -c is 0 and the model has no trained context")
 	}
-	c.NCtx = pad(n, 256)
+	cells := 256
+	if p.Rules.CtxPad > 0 {
+		cells = p.Rules.CtxPad
+	}
+	c.NCtx = pad(n, cells)
 	if c.Unified {
 		c.NCtxSeq, c.NStream = c.NCtx, 1
 	} else {
-		c.NCtxSeq = pad(c.NCtx/c.NSeq, 256)
+		c.NCtxSeq = pad(c.NCtx/c.NSeq, cells)
 		c.NCtx = c.NCtxSeq * c.NSeq
 		c.NStream = c.NSeq
 	}

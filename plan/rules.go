@@ -33,4 +33,9 @@ type Rules struct {
 	// (build_gdn_l2_norm, llama.cpp PR #28068): two nodes for one
 	// (Qwen3-Next: 5059 -> 5131).
 	GDNNormAsRMS bool `json:"gdn_norm_as_rms,omitempty"`
+	// CtxPad is the cells a context is padded to; 0 is 256, the rule of
+	// every build measured here. Builds before mid-2025 padded to 32
+	// without flash attention (llama_kv_cache_get_padding), which the
+	// public logs of such builds show.
+	CtxPad int `json:"ctx_pad,omitempty"`
 }

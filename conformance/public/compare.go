@@ -144,11 +144,12 @@ func (c *Case) Compare() ([]Row, error) {
 			return nil, fmt.Errorf("%s: %w", c.ID, err)
 		}
 		planned = r.Buffers
-		if c.BuildOutputs > 0 || c.BuildOutputBuffer != nil {
+		if c.BuildOutputs > 0 || c.BuildOutputBuffer != nil || c.BuildCtxPad > 0 {
 			p := c.Profile()
 			if c.BuildOutputs > 0 {
 				p.OutputsMax = c.BuildOutputs
 			}
+			p.Rules.CtxPad = c.BuildCtxPad
 			rb, err := plan.Account(m, p, cpu, gpus)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.ID, err)

@@ -61,6 +61,10 @@ type Case struct {
 	// embedding row beside each logits row (llama_output_reserve). The
 	// comparison then also plans the output buffer that way.
 	BuildOutputBuffer *OutputRule `json:"build_output_buffer,omitempty"`
+	// BuildCtxPad is the cells the build padded the context to, where
+	// that is not 256 (before mid-2025, 32 without flash attention);
+	// the comparison then also plans the context so (plan.Rules.CtxPad).
+	BuildCtxPad int `json:"build_ctx_pad,omitempty"`
 	// Inferred lists what was worked out from printed figures rather
 	// than read (a flag with no command line shown), one entry each,
 	// saying from what.
