@@ -12,13 +12,16 @@ import (
 // (Gemma 3 12B beside Gemma 3 4B) states only what differs. Without a base
 // every required field must be given.
 type ShapeSpec struct {
-	Base       string   `json:"base,omitempty"`
-	Arch       *string  `json:"arch,omitempty"`
-	Layers     *int     `json:"layers,omitempty"`
-	Embd       *int     `json:"embd,omitempty"`
-	Heads      *int     `json:"heads,omitempty"`
-	HeadsKV    *int     `json:"heads_kv,omitempty"`
-	HeadDim    *int     `json:"head_dim,omitempty"`
+	Base    string  `json:"base,omitempty"`
+	Arch    *string `json:"arch,omitempty"`
+	Layers  *int    `json:"layers,omitempty"`
+	Embd    *int    `json:"embd,omitempty"`
+	Heads   *int    `json:"heads,omitempty"`
+	HeadsKV *int    `json:"heads_kv,omitempty"`
+	HeadDim *int    `json:"head_dim,omitempty"`
+	// RopeDim is the rotated part of a head (rope.dimension_count), where
+	// the base rotates part of it (GPT-NeoX).
+	RopeDim    *int     `json:"rope_dim,omitempty"`
 	FF         *int     `json:"ff,omitempty"`
 	Vocab      *int     `json:"vocab,omitempty"`
 	CtxTrain   *int     `json:"ctx_train,omitempty"`
@@ -101,6 +104,7 @@ func (p ShapeSpec) Resolve() (synth.Shape, error) {
 	setI(&s.Heads, p.Heads)
 	setI(&s.HeadsKV, p.HeadsKV)
 	setI(&s.HeadDim, p.HeadDim)
+	setI(&s.RopeDim, p.RopeDim)
 	setI(&s.FF, p.FF)
 	setI(&s.Vocab, p.Vocab)
 	setI(&s.CtxTrain, p.CtxTrain)
