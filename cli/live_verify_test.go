@@ -74,6 +74,7 @@ func TestLiveFitVerifyRemote(t *testing.T) {
 	if code, _, errs := s.run("fit", "--quiet", "--machine", "cpu-32", "hf:test/tiny-GGUF/TinyLlama-Q4_K_M.gguf", "-c", "4096", "-np", "1"); code != 0 {
 		t.Fatalf("plain fit: exit %d: %s", code, errs)
 	}
+	hub.Quiet() // the read-ahead's last bytes may still be on their way
 	before, _, _ := hub.Served("test/tiny-GGUF", "TinyLlama-Q4_K_M.gguf")
 	code, out, errs := s.run("fit", "--quiet", "--json", "--verify", "--llama-server", bin, "--machine", "cpu-32",
 		"hf:test/tiny-GGUF/TinyLlama-Q4_K_M.gguf", "-c", "4096", "-np", "1")
@@ -86,6 +87,7 @@ func TestLiveFitVerifyRemote(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &f); err != nil || f.Check == nil || !f.Check.Agrees {
 		t.Fatalf("check %+v (%v): %s", f.Check, err, out)
 	}
+	hub.Quiet()
 	if after, _, _ := hub.Served("test/tiny-GGUF", "TinyLlama-Q4_K_M.gguf"); after != before {
 		t.Errorf("the check had %d more bytes of the file served (the header was cached)", after-before)
 	}

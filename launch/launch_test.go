@@ -155,6 +155,7 @@ func TestPullResumesAndVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pull with a connection dropped halfway: %v", err)
 	}
+	f.hub.Quiet()
 	total, _, ranges := f.hub.Served(smallRepo, smallFile)
 	resumed := false
 	for _, r := range ranges {
@@ -231,6 +232,7 @@ func TestPullKilledHalfwayResumes(t *testing.T) {
 		t.Fatal("an interrupted pull was presented as installed")
 	}
 	f.store.Progress = nil
+	f.hub.Quiet() // the interrupted answer may still be writing
 	before, _, _ := f.hub.Served(smallRepo, smallFile)
 	p, err := f.deps.Pull(context.Background(), m, nil, f.store, false)
 	if err != nil {

@@ -34,6 +34,10 @@ type Hub struct {
 	mu    sync.Mutex
 	repos map[string]*repo
 	blobs map[string]*File // by sha256
+	// busy counts requests being answered; idle is signalled when it
+	// drops to zero (Quiet).
+	busy int
+	idle *sync.Cond
 }
 
 type repo struct {
@@ -64,6 +68,7 @@ type File struct {
 // New starts a Hub that closes when the test ends.
 func New(t testing.TB) *Hub {
 	h := &Hub{repos: map[string]*repo{}, blobs: map[string]*File{}}
+	h.idle = sync.NewCond(&h.mu)
 	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
 	h.URL = h.srv.URL
 	t.Cleanup(h.srv.Close)
@@ -175,7 +180,29 @@ func (h *Hub) Client(t testing.TB) *source.Client {
 	return c
 }
 
+// Quiet waits until no request is being answered. A client that stops
+// reading early (a header read ahead of what it parses) leaves the
+// handler writing into the connection for a while after the client is
+// done; counts read before that would miss those bytes.
+func (h *Hub) Quiet() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for h.busy > 0 {
+		h.idle.Wait()
+	}
+}
+
 func (h *Hub) serve(w http.ResponseWriter, req *http.Request) {
+	h.mu.Lock()
+	h.busy++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		if h.busy--; h.busy == 0 {
+			h.idle.Broadcast()
+		}
+		h.mu.Unlock()
+	}()
 	if rest, ok := strings.CutPrefix(req.URL.Path, "/api/models/"); ok {
 		h.serveAPI(w, rest)
 		return
