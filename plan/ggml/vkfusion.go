@@ -53,10 +53,7 @@ func (r *vkOrder) match(p vkPattern, start int) bool {
 // that starts there, 0 for none (and always 0 before de3ff81). A top-k
 // run adds its dependencies first.
 func (r *vkOrder) keep(first int) int {
-	if !r.fusion {
-		return 0
-	}
-	for _, p := range vkPatterns() {
+	for _, p := range r.patterns {
 		if !r.match(p, first) {
 			continue
 		}
@@ -95,10 +92,7 @@ func (r *vkOrder) keepInputs(first, n int) {
 // startsPattern says whether node j starts a run the reorder keeps
 // together, so that it is not pulled away from the rest.
 func (r *vkOrder) startsPattern(j int) bool {
-	if !r.fusion {
-		return false
-	}
-	for _, p := range vkPatterns() {
+	for _, p := range r.patterns {
 		if r.match(p, j) {
 			return true
 		}

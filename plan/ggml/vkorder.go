@@ -53,6 +53,9 @@ type vkOrder struct {
 	fusion bool
 	uses   map[*Tensor]int32
 	deps   []VkDep
+	// patterns are the runs the fusing reorder keeps together (none
+	// before de3ff81), built once per reorder.
+	patterns []vkPattern
 }
 
 // VkDep is an allocation dependency a backend adds while it reorders
@@ -78,6 +81,9 @@ func vkReorder(nodes []*Tensor, fusion bool, uses map[*Tensor]int32) []VkDep {
 	}
 	r := &vkOrder{nodes: nodes, kind: make([]Op, n), used: make([]bool, n), inNew: map[*Tensor]bool{},
 		fusion: fusion, uses: uses}
+	if fusion {
+		r.patterns = vkPatterns()
+	}
 	for i, t := range nodes {
 		r.kind[i] = nodeKind(t)
 	}
@@ -188,39 +194,21 @@ func (r *vkOrder) pullRope(j int) int {
 }
 
 // pullSetRows keeps ROPE, the VIEW of it and the SET_ROWS of that view
-// together. From de3ff81 an RMS_NORM starts the run too, the three must
-// be fusable (ggml_can_fuse_subgraph_ext) and nothing unplaced between
-// them may feed the SET_ROWS.
-func (r *vkOrder) pullSetRows(rope int) {
+// together. From de3ff81 an RMS_NORM starts the run too, the search
+// looks further and past placed nodes, the three must be fusable
+// (ggml_can_fuse_subgraph_ext) and nothing unplaced between them may feed
+// the SET_ROWS.
+func (r *vkOrder) pullSetRows(head int) {
+	if k := r.kind[head]; k != Rope && !(r.fusion && k == RMSNorm) {
+		return
+	}
+	window := 10
 	if r.fusion {
-		r.pullSetRowsFused(rope)
-		return
-	}
-	if r.kind[rope] != Rope {
-		return
-	}
-	view := -1
-	for k := rope + 1; k < min(rope+10, len(r.nodes)); k++ {
-		s := r.nodes[k].src
-		if view == -1 && r.kind[k] == View && len(s) > 0 && s[0] == r.nodes[rope] {
-			view = k
-			continue
-		}
-		if view != -1 && r.kind[k] == SetRows && len(s) > 0 && s[0] == r.nodes[view] {
-			r.take(view)
-			r.take(k)
-			return
-		}
-	}
-}
-
-func (r *vkOrder) pullSetRowsFused(head int) {
-	if k := r.kind[head]; k != Rope && k != RMSNorm {
-		return
+		window = 15
 	}
 	view, set := -1, -1
-	for k := head + 1; k < min(head+15, len(r.nodes)); k++ {
-		if r.used[k] {
+	for k := head + 1; k < min(head+window, len(r.nodes)); k++ {
+		if r.fusion && r.used[k] {
 			continue
 		}
 		s := r.nodes[k].src
@@ -233,16 +221,24 @@ func (r *vkOrder) pullSetRowsFused(head int) {
 			break
 		}
 	}
-	if set == -1 || !r.canFuse([]int{head, view, set}, set) {
+	if set == -1 || r.fusion && !r.setRowsFuse(head, view, set) {
 		return
-	}
-	for c := head + 1; c < set; c++ {
-		if !r.used[c] && c != view && !r.kind[c].empty() && vkIsSrcOf(r.nodes[set], r.nodes[c]) {
-			return
-		}
 	}
 	r.take(view)
 	r.take(set)
+}
+
+// setRowsFuse is de3ff81's guard on pulling head, view and set together.
+func (r *vkOrder) setRowsFuse(head, view, set int) bool {
+	if !r.canFuse([]int{head, view, set}, set) {
+		return false
+	}
+	for c := head + 1; c < set; c++ {
+		if !r.used[c] && c != view && !r.kind[c].empty() && vkIsSrcOf(r.nodes[set], r.nodes[c]) {
+			return false
+		}
+	}
+	return true
 }
 
 // pull is MUL_MAT_ID + ADD_ID + MUL, MUL_MAT + ADD + ADD and SSM_CONV +
