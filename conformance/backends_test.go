@@ -3,9 +3,11 @@ package conformance_test
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/conformance"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/plan"
 )
 
@@ -44,5 +46,31 @@ func TestMeasuredBackends(t *testing.T) {
 		if measured := slices.Contains(have, b); said != measured {
 			t.Errorf("%s: plan.Measured says %v, the golden sets hold llama-server loads on it: %v", b, said, measured)
 		}
+	}
+}
+
+// de3ff81 is said to be measured on every llama-server case of 80fb11a's
+// set (engine.KnownEngines): the two golden sets hold the same cases.
+func TestSecondBuildCoversTheSet(t *testing.T) {
+	ids := func(dir string) []string {
+		cases, err := conformance.Load(filepath.Join("testdata", dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for i := range cases {
+			if cases[i].Server() {
+				out = append(out, cases[i].ID)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	old, de := ids("server"), ids("server-de3ff81")
+	if !slices.Equal(old, de) {
+		t.Errorf("%d cases in server, %d in server-de3ff81; they differ", len(old), len(de))
+	}
+	if k, ok := engine.Identify("de3ff81"); !ok || !strings.Contains(k.Measured, "every llama-server case of 80fb11a's set") {
+		t.Errorf("KnownEngines no longer says what this test holds: %+v", k)
 	}
 }

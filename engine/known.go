@@ -67,12 +67,17 @@ func KnownEngines() []Known {
 }
 
 // deMeasured is what de3ff81's golden cases cover.
-const deMeasured = "llama-server on the CPU, on Vulkan over llvmpipe and over rpc-servers, every llama-server case of 80fb11a's set: 207 loads (conformance/testdata/server-de3ff81, docs/accuracy-de3ff81.md)"
+const deMeasured = "llama-server on the CPU, on Vulkan over llvmpipe and over rpc-servers, every llama-server case of 80fb11a's set (conformance/testdata/server-de3ff81, docs/accuracy-de3ff81.md)"
+
+// engines is a list of known builds, oldest first, which the notes are
+// worked out from (KnownEngines in use; others in tests).
+type engines []Known
 
 // Default is the build figures are for when the user names none: the
 // newest one the accounting reproduces.
-func Default() Known {
-	ks := KnownEngines()
+func Default() Known { return engines(KnownEngines()).newest() }
+
+func (ks engines) newest() Known {
 	for i := len(ks) - 1; i > 0; i-- {
 		if ks[i].Modeled {
 			return ks[i]
@@ -83,12 +88,14 @@ func Default() Known {
 
 // Identify finds a build among the known ones by its commit (a prefix of
 // at least seven characters matches either way).
-func Identify(commit string) (Known, bool) {
+func Identify(commit string) (Known, bool) { return engines(KnownEngines()).identify(commit) }
+
+func (ks engines) identify(commit string) (Known, bool) {
 	c := strings.ToLower(strings.TrimSpace(commit))
 	if len(c) < 7 {
 		return Known{}, false
 	}
-	for _, k := range KnownEngines() {
+	for _, k := range ks {
 		if strings.HasPrefix(c, k.Commit) || strings.HasPrefix(k.Commit, c) {
 			return k, true
 		}
@@ -117,8 +124,10 @@ type EngineNote struct {
 // Note describes figures for the user's build: commit is the commit its
 // --version printed and printed the build as the user knows it; both ""
 // when no build was given, commit "" for a build known only by name.
-func Note(commit, printed string) EngineNote {
-	d := Default()
+func Note(commit, printed string) EngineNote { return engines(KnownEngines()).note(commit, printed) }
+
+func (ks engines) note(commit, printed string) EngineNote {
+	d := ks.newest()
 	n := EngineNote{FiguresFor: "llama.cpp " + d.Commit, Rules: d.Rules}
 	if commit == "" && printed == "" {
 		n.Exact = true
@@ -126,7 +135,7 @@ func Note(commit, printed string) EngineNote {
 		return n
 	}
 	n.Build = printed
-	k, ok := Identify(commit)
+	k, ok := ks.identify(commit)
 	switch {
 	case ok && k.Modeled:
 		n.Exact, n.Rules, n.FiguresFor = true, k.Rules, "llama.cpp "+k.Commit
@@ -141,7 +150,7 @@ func Note(commit, printed string) EngineNote {
 				kept = append(kept, dr.Buffers)
 			}
 		}
-		prev := previous(k.Commit)
+		prev := ks.previous(k.Commit)
 		n.FiguresFor = fmt.Sprintf("llama.cpp %s's rules for %s, %s's for the rest", k.Commit, strings.Join(applied, " and "), prev)
 		measured := "not measured against this build"
 		if k.Measured != "" {
@@ -153,7 +162,7 @@ func Note(commit, printed string) EngineNote {
 		}
 	default:
 		var kinds []string
-		for _, b := range KnownEngines() {
+		for _, b := range ks {
 			for _, dr := range b.Drift {
 				n.Drift = append(n.Drift, dr)
 				if !slices.Contains(kinds, dr.Buffers) {
@@ -167,8 +176,7 @@ func Note(commit, printed string) EngineNote {
 }
 
 // previous is the commit of the known build before commit.
-func previous(commit string) string {
-	ks := KnownEngines()
+func (ks engines) previous(commit string) string {
 	for i := 1; i < len(ks); i++ {
 		if ks[i].Commit == commit {
 			return ks[i-1].Commit

@@ -60,3 +60,27 @@ func TestAskNoteUnanswered(t *testing.T) {
 		t.Errorf("%+v", n)
 	}
 }
+
+// A known build whose rules are only partly modeled gets them, the
+// earlier build's figures elsewhere, and the unmodeled drift said; it is
+// the newest modeled build that stays the default.
+func TestNotePartlyModeled(t *testing.T) {
+	ks := engines{
+		{Commit: "aaaaaaa", Modeled: true},
+		{Commit: "bbbbbbb", Source: "a later build", Measured: "two CPU loads", Rules: plan.Rules{LoadMode: true}, Drift: []Drift{
+			{Buffers: "flags", Modeled: true, What: "x"},
+			{Buffers: "Vulkan compute", What: "y"},
+		}},
+	}
+	n := ks.note("bbbbbbb", "b1")
+	if n.Exact || n.FiguresFor != "llama.cpp bbbbbbb's rules for flags, aaaaaaa's for the rest" || !n.Rules.LoadMode || len(n.Drift) != 2 ||
+		!strings.Contains(n.Says, "known to differ in Vulkan compute too, which is not modeled (measured against it: two CPU loads)") {
+		t.Errorf("%+v", n)
+	}
+	if d := ks.newest(); d.Commit != "aaaaaaa" {
+		t.Errorf("default %s, want the newest modeled build", d.Commit)
+	}
+	if n := ks.note("", ""); !n.Exact || n.FiguresFor != "llama.cpp aaaaaaa" {
+		t.Errorf("no build: %+v", n)
+	}
+}

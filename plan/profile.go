@@ -125,8 +125,9 @@ func (c Context) outputRows(T int64) int64 {
 func pad(x, n int) int { return (x + n - 1) / n * n }
 
 // resolveContext applies llama_context's rules (src/llama-context.cpp):
-// n_ctx defaults to the trained context and is padded to 256; without a
-// unified cache each sequence gets PAD(n_ctx/n_seq, 256) cells; the batch
+// n_ctx defaults to the trained context and is padded to 256 (Rules.CtxPad
+// for older builds); without a unified cache each sequence gets
+// PAD(n_ctx/n_seq, 256) cells; the batch
 // is capped by the context and the micro-batch by the batch.
 func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLType) bool) (Context, error) {
 	c := Context{CtxTrain: ctxTrain, NSeq: max(p.Parallel, 1), Unified: p.KVUnified, SWAFull: p.SWAFull}

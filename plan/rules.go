@@ -34,8 +34,8 @@ type Rules struct {
 	// (Qwen3-Next: 5059 -> 5131).
 	GDNNormAsRMS bool `json:"gdn_norm_as_rms,omitempty"`
 	// CtxPad is the cells a context is padded to; 0 is 256, the rule of
-	// every build measured here. Builds before mid-2025 padded to 32
-	// without flash attention (llama_kv_cache_get_padding), which the
-	// public logs of such builds show.
+	// every build measured here. Older builds padded to 32 without flash
+	// attention (llama_kv_cache_get_padding), as build 4715's public logs
+	// show (kv_size = 128 for -c 128).
 	CtxPad int `json:"ctx_pad,omitempty"`
 }

@@ -62,7 +62,8 @@ type Case struct {
 	// comparison then also plans the output buffer that way.
 	BuildOutputBuffer *OutputRule `json:"build_output_buffer,omitempty"`
 	// BuildCtxPad is the cells the build padded the context to, where
-	// that is not 256 (before mid-2025, 32 without flash attention);
+	// that is not 256 (32 without flash attention in older builds, such
+	// as 4715 of February 2025);
 	// the comparison then also plans the context so (plan.Rules.CtxPad).
 	BuildCtxPad int `json:"build_ctx_pad,omitempty"`
 	// Inferred lists what was worked out from printed figures rather
