@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/headroom-llm/headroom/catalog"
-	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/source"
@@ -62,9 +61,11 @@ Examples:
 	if err != nil {
 		return err
 	}
-	if *llama != "" {
-		opts.Base.Rules = engine.AskNote(ctx, *llama).Rules
+	note, err := engineNote(ctx, "", *llama)
+	if err != nil {
+		return err
 	}
+	opts.Base.Rules = note.Rules
 	st, err := openStore(env, *storeDir, *quiet, d.Client)
 	if err != nil {
 		return err
