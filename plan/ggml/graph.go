@@ -32,6 +32,11 @@ func (g *Graph) Expand(t *Tensor) {
 		g.leafs = append(g.leafs, t)
 		return
 	}
+	for _, s := range t.src {
+		if s != nil {
+			s.uses++
+		}
+	}
 	g.nodes = append(g.nodes, t)
 }
 

@@ -270,14 +270,6 @@ func (o *Sched) Measure(g *Graph) map[string]int64 {
 // split on the same backend reads the earlier copy and keeps it alive.
 func (o *Sched) split(g *Graph) *Graph {
 	s := &splitter{o: o, copies: map[copyKey]*Tensor{}}
-	// The use counts are the graph's before the splits point sources at
-	// copies; only a fusing reorder reads them.
-	for _, reorders := range o.Reorders {
-		if reorders && o.VkFusion {
-			s.uses = useCounts(g)
-			break
-		}
-	}
 	for i, n := range g.nodes {
 		s.add(i, n)
 	}
@@ -286,7 +278,7 @@ func (o *Sched) split(g *Graph) *Graph {
 		if !o.Reorders[sp.dev] {
 			continue
 		}
-		for _, d := range vkReorder(g.nodes[sp.start:sp.end], o.VkFusion, s.uses) {
+		for _, d := range vkReorder(g.nodes[sp.start:sp.end], o.VkFusion) {
 			if deps == nil {
 				deps = map[*Tensor][]*Tensor{}
 			}
@@ -320,21 +312,6 @@ type splitter struct {
 	splits []*schedSplit
 	// copies are the copies made so far, each once per tensor and backend.
 	copies map[copyKey]*Tensor
-	// uses are each tensor's uses by the graph's nodes before the split
-	// pointed any at copies (ggml's use_counts), for the Vulkan fusion
-	// checks.
-	uses map[*Tensor]int32
-}
-
-// useCounts counts each tensor's uses as a source of g's nodes.
-func useCounts(g *Graph) map[*Tensor]int32 {
-	uses := make(map[*Tensor]int32, len(g.nodes))
-	for _, n := range g.nodes {
-		for _, s := range n.src {
-			uses[s]++
-		}
-	}
-	return uses
 }
 
 // depNode is the node the scheduler adds after a backend's allocation

@@ -23,6 +23,10 @@ type Tensor struct {
 	cls class
 	// unary is the function of a Unary op.
 	unary UnaryFunc
+	// uses is ggml's use count: the sources of the graph's nodes that
+	// are t, counted as Expand records them (before a split points any
+	// at a copy). The Vulkan fusion checks read it.
+	uses int32
 	// external tensors live in other buffers (weights, caches), and
 	// isWeight marks model weights, which the scheduler may copy to a GPU
 	// to run an op there.

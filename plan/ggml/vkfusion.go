@@ -121,7 +121,7 @@ func (r *vkOrder) canFuse(idx []int, out int) bool {
 				}
 			}
 		}
-		if inside != r.uses[t] {
+		if inside != t.uses {
 			return false
 		}
 		if t.cls == view && t.view != nil && !t.view.isWeight {

@@ -47,11 +47,9 @@ type vkOrder struct {
 	used  []bool
 	inNew map[*Tensor]bool
 	set   []int
-	// fusion is the reorder of llama.cpp de3ff81 and later (VkFusion), uses
-	// each node's use count in the whole graph, which its fusion checks
-	// read, and deps the allocation dependencies it adds.
+	// fusion is the reorder of llama.cpp de3ff81 and later (VkFusion),
+	// and deps the allocation dependencies it adds.
 	fusion bool
-	uses   map[*Tensor]int32
 	deps   []VkDep
 	// patterns are the runs the fusing reorder keeps together (none
 	// before de3ff81), built once per reorder.
@@ -72,15 +70,15 @@ type VkDep struct {
 const vkCheck = 20
 
 // vkReorder reorders the nodes of one Vulkan split in place, by the rules
-// of 80fb11a, or of de3ff81 with fusion (uses: every node's use count in
-// the whole graph), and returns the allocation dependencies it adds.
-func vkReorder(nodes []*Tensor, fusion bool, uses map[*Tensor]int32) []VkDep {
+// of 80fb11a, or of de3ff81 with fusion, and returns the allocation
+// dependencies it adds.
+func vkReorder(nodes []*Tensor, fusion bool) []VkDep {
 	n := len(nodes)
 	if n == 0 {
 		return nil
 	}
 	r := &vkOrder{nodes: nodes, kind: make([]Op, n), used: make([]bool, n), inNew: map[*Tensor]bool{},
-		fusion: fusion, uses: uses}
+		fusion: fusion}
 	if fusion {
 		r.patterns = vkPatterns()
 	}
