@@ -134,7 +134,7 @@ func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlac
 	r.Buffers = append(r.Buffers, mp.weights...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
-	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, cpu, gpus, r.LayerDevice))
+	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, p.Rules, cpu, gpus, r.LayerDevice))
 	extra, err := p.Companions.buffers(ctx, p, cpu, gpus)
 	if err != nil {
 		return nil, fmt.Errorf("companion: %w", err)

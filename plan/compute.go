@@ -6,16 +6,24 @@ import (
 )
 
 // outputBuffer is the logits buffer (llama_context::output_reserve):
-// n_vocab floats per output row, reserved for n_seq_max rows, in the host
-// buffer type of the device holding the output layer, else the CPU's.
-func outputBuffer(m *arch.Model, c Context, cpu Device, gpus []Device, layerDev []string) Buffer {
+// n_vocab floats per output row, reserved for n_seq_max rows (or a build's
+// own rule, Rules.OutputRows and OutputEmbd), in the host buffer type of
+// the device holding the output layer, else the CPU's.
+func outputBuffer(m *arch.Model, c Context, rules Rules, cpu Device, gpus []Device, layerDev []string) Buffer {
 	buft, pad := cpu.Name, int64(0)
 	for _, g := range gpus {
 		if g.Name == layerDev[m.NLayer] && g.HostBuffer() != "" {
 			buft, pad = g.HostBuffer(), g.hostPad()
 		}
 	}
-	return Buffer{Device: cpu.Name, BufferType: buft, Kind: KindOutput, Bytes: int64(4*m.NVocab*c.NSeq) + pad}
+	rows, row := c.NSeq, m.NVocab
+	if rules.OutputRows > 0 {
+		rows = rules.OutputRows
+	}
+	if rules.OutputEmbd {
+		row += m.NEmbd
+	}
+	return Buffer{Device: cpu.Name, BufferType: buft, Kind: KindOutput, Bytes: int64(4*row*rows) + pad}
 }
 
 const (

@@ -38,4 +38,12 @@ type Rules struct {
 	// attention (llama_kv_cache_get_padding), as build 4715's public logs
 	// show (kv_size = 128 for -c 128).
 	CtxPad int `json:"ctx_pad,omitempty"`
+	// OutputRows is the rows of logits the output buffer holds where a
+	// build sized it otherwise than one per sequence: before llama.cpp PR
+	// #6122 (March 2024) it held n_batch. 0 is one per sequence.
+	OutputRows int `json:"output_rows,omitempty"`
+	// OutputEmbd: the output buffer holds an embedding row beside each
+	// row of logits (llama_output_reserve with cparams.embeddings on, as
+	// ollama's runner of 2024 made its contexts).
+	OutputEmbd bool `json:"output_embd,omitempty"`
 }

@@ -150,14 +150,14 @@ func (c *Case) Compare() ([]Row, error) {
 				p.OutputsMax = c.BuildOutputs
 			}
 			p.Rules.CtxPad = c.BuildCtxPad
+			if o := c.BuildOutputBuffer; o != nil {
+				p.Rules.OutputRows, p.Rules.OutputEmbd = o.Rows, o.Embeddings
+			}
 			rb, err := plan.Account(m, p, cpu, gpus)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.ID, err)
 			}
 			underBuild = rb.Buffers
-			if o := c.BuildOutputBuffer; o != nil {
-				underBuild = withOutputRule(underBuild, *o, m.NVocab, m.NEmbd, rb.Context.NSeq)
-			}
 		}
 	}
 	byGroup := map[string]int64{}
@@ -211,24 +211,4 @@ func (c *Case) Compare() ([]Row, error) {
 		add(er, true)
 	}
 	return rows, nil
-}
-
-// withOutputRule replaces the output buffer of planned with the one rule
-// sizes: its rows of n_vocab logits (and n_embd embeddings), keeping what
-// the buffer type adds to its buffers.
-func withOutputRule(planned []plan.Buffer, rule OutputRule, nVocab, nEmbd, nSeq int) []plan.Buffer {
-	out := make([]plan.Buffer, len(planned))
-	copy(out, planned)
-	for i, b := range out {
-		if b.Kind != plan.KindOutput {
-			continue
-		}
-		pad := b.Bytes - int64(4*nVocab*nSeq)
-		row := int64(nVocab)
-		if rule.Embeddings {
-			row += int64(nEmbd)
-		}
-		out[i].Bytes = 4*row*int64(rule.Rows) + pad
-	}
-	return out
 }
