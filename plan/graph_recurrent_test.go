@@ -93,3 +93,27 @@ func TestRecurrentBuilderDeclines(t *testing.T) {
 		t.Error("qwen3next with a legacy ssm_in: a builder")
 	}
 }
+
+// de3ff81 records the gated delta net's L2 norms of q and k as an RMS
+// norm and a scale (build_gdn_l2_norm): issue #12's re-measurement with
+// that build counted 5131 graph nodes for Qwen3-Next where 80fb11a has
+// 5059, the two more nodes of each of its 36 linear-attention layers.
+func TestGDNNormNodes(t *testing.T) {
+	m := model(t, "qwen3-next-80b-a3b", synth.Q5_K_M)
+	build := builderFor(m)
+	for _, tc := range []struct {
+		rules Rules
+		nodes int
+	}{{Rules{}, 5059}, {Rules{GDNNormAsRMS: true}, 5131}} {
+		p := Defaults()
+		p.OutputsMax, p.Rules = libraryOutputs, tc.rules
+		p.Ctx, p.Parallel, p.FlashAttn, p.Batch = 4096, 1, FlashOff, 512
+		c, err := resolveContext(p, m.CtxTrain, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: tc.rules}); len(g.Nodes()) != tc.nodes {
+			t.Errorf("%+v: %d graph nodes, want %d", tc.rules, len(g.Nodes()), tc.nodes)
+		}
+	}
+}
