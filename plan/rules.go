@@ -24,6 +24,18 @@ type Rules struct {
 	// the Vulkan compute buffers follow that order (llama.cpp PRs #28024,
 	// RMS_NORM fusions; #27220, UNARY+MUL; #28422, top-k MoE).
 	VulkanFusion bool `json:"vulkan_fusion,omitempty"`
+	// CUDATopKDeps: from de3ff81, ggml-cuda's graph_optimize keeps every
+	// node of a fused top-k MoE selection (softmax or sigmoid, argsort,
+	// get_rows, the weights' normalization and scale) and everything they
+	// read alive until the node after the run (add_alloc_deps); 80fb11a's
+	// adds only the weighted reduction's.
+	CUDATopKDeps bool `json:"cuda_topk_deps,omitempty"`
+	// NoCUDAReduceDeps: builds before llama.cpp PR #25952 (September
+	// 2026) do not keep the MoE experts' unweighted outputs and router
+	// weights alive until the per-expert sum ends on CUDA and ROCm; from
+	// it (80fb11a and later) the backend fuses the weighting and the sum
+	// and asks the scheduler to (plan/ggml/cudaopt.go).
+	NoCUDAReduceDeps bool `json:"no_cuda_reduce_deps,omitempty"`
 	// SplitInputsGrow: from de3ff81, ggml_backend_sched_split_graph grows
 	// a split's input list instead of starting a new split when it holds
 	// GGML_SCHED_MAX_SPLIT_INPUTS (30) inputs (llama.cpp PR #28387).

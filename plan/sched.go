@@ -22,11 +22,12 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	}
 	o := ggml.Sched{CPU: cpu.Name, MaxAlloc: map[string]int64{}, Mem: mem,
 		CacheTypes: map[string]gguf.GGMLType{"cache_k": c.TypeK, "cache_v": c.TypeV},
-		Reorders:   map[string]bool{}, NoBroadcast3: map[string]bool{},
+		Optimize:   map[string]ggml.Optimizer{}, NoBroadcast3: map[string]bool{},
 		Buffers:  map[string]ggml.BufferType{cpu.Name: {Align: cpuAlign}},
 		Offload:  true, // llama.cpp's default
 		Copies:   schedCopies(m, p, gpus, layerDev),
 		VkFusion: p.Rules.VulkanFusion, GrowInputs: p.Rules.SplitInputsGrow,
+		CUDATopK: p.Rules.CUDATopKDeps, NoCUDAReduce: p.Rules.NoCUDAReduceDeps,
 	}
 	if g := offloadGPU(gpus); g != nil {
 		o.OffloadTo = g.Name
@@ -36,7 +37,12 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		o.Buffers[cpu.Name] = ggml.BufferType{Align: h.hostAlignment(), MaxSize: h.computeChunk(), Pad: h.hostPad()}
 	}
 	for _, g := range gpus {
-		o.Reorders[g.Name] = g.Backend == "Vulkan"
+		switch g.Backend {
+		case "Vulkan":
+			o.Optimize[g.Name] = ggml.OptVulkan
+		case "CUDA", "ROCm":
+			o.Optimize[g.Name] = ggml.OptCUDA
+		}
 		o.NoBroadcast3[g.Name] = g.Backend == "Vulkan"
 		o.MaxAlloc[g.Name] = g.MaxAlloc
 		o.Buffers[g.Name] = ggml.BufferType{Align: g.alignment(), MaxSize: g.computeChunk()}

@@ -1,6 +1,10 @@
 package ggml
 
-import "github.com/headroom-llm/headroom/gguf"
+import (
+	"slices"
+
+	"github.com/headroom-llm/headroom/gguf"
+)
 
 // Sched describes the devices a graph is split over, as
 // ggml_backend_sched sees them.
@@ -18,13 +22,21 @@ type Sched struct {
 	CacheTypes map[string]gguf.GGMLType
 	// Mem holds the graph's tensors, and the split's copies.
 	Mem *Arena
-	// Reorders are the devices whose backend reorders a split's nodes
-	// before it is allocated (Vulkan's graph_optimize, vkorder.go).
-	Reorders map[string]bool
+	// Optimize is what each device's backend does to a split in its
+	// graph_optimize before the split is allocated: Vulkan reorders it
+	// (vkorder.go), CUDA and ROCm add allocation dependencies for the runs
+	// they fuse (cudaopt.go).
+	Optimize map[string]Optimizer
 	// VkFusion is the Vulkan reorder of llama.cpp de3ff81 and later,
 	// which keeps fusable runs together and adds allocation dependencies
 	// (vkfusion.go); false is 80fb11a's.
 	VkFusion bool
+	// CUDATopK is de3ff81's top-k MoE dependency in ggml-cuda's
+	// graph_optimize (cudaopt.go); false is 80fb11a's rule.
+	CUDATopK bool
+	// NoCUDAReduce: the backend of a build before the fused MoE weighted
+	// reduction (llama.cpp PR #25952) adds no dependency for it.
+	NoCUDAReduce bool
 	// GrowInputs: the scheduler grows a split's input list rather than
 	// start a new split when it holds GGML_SCHED_MAX_SPLIT_INPUTS
 	// (de3ff81 dropped that check); false is 80fb11a's rule.
@@ -42,6 +54,18 @@ type Sched struct {
 	// kept in that many copies (pipeline.go).
 	Copies int
 }
+
+// Optimizer is a backend's graph_optimize, as far as it moves memory.
+type Optimizer int
+
+const (
+	// OptNone leaves a split as the scheduler cut it (the CPU's).
+	OptNone Optimizer = iota
+	// OptVulkan is ggml_vk_graph_optimize's reorder.
+	OptVulkan
+	// OptCUDA is ggml_backend_cuda_graph_optimize's fused runs.
+	OptCUDA
+)
 
 // BufferType is what the allocator needs of a backend buffer type: its
 // alignment, its largest buffer (0: unbounded) and what the backend adds
@@ -274,15 +298,25 @@ func (o *Sched) split(g *Graph) *Graph {
 		s.add(i, n)
 	}
 	var deps map[*Tensor][]*Tensor
-	for _, sp := range s.splits {
-		if !o.Reorders[sp.dev] {
-			continue
-		}
-		for _, d := range vkReorder(g.nodes[sp.start:sp.end], o.VkFusion) {
+	keep := func(ds []AllocDep) {
+		for _, d := range ds {
 			if deps == nil {
 				deps = map[*Tensor][]*Tensor{}
 			}
-			deps[d.Until] = append(deps[d.Until], d.Keep...)
+			// add_alloc_dep keeps each tensor once per node.
+			for _, t := range d.Keep {
+				if !slices.Contains(deps[d.Until], t) {
+					deps[d.Until] = append(deps[d.Until], t)
+				}
+			}
+		}
+	}
+	for _, sp := range s.splits {
+		switch o.Optimize[sp.dev] {
+		case OptVulkan:
+			keep(vkReorder(g.nodes[sp.start:sp.end], o.VkFusion))
+		case OptCUDA:
+			keep(cudaDeps(g.nodes, sp.start, sp.end, o.CUDATopK, !o.NoCUDAReduce))
 		}
 	}
 	out := &Graph{leafs: g.leafs, nodes: o.Mem.split[:0]}

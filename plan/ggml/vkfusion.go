@@ -1,6 +1,10 @@
 package ggml
 
-import "github.com/headroom-llm/headroom/gguf"
+import (
+	"slices"
+
+	"github.com/headroom-llm/headroom/gguf"
+)
 
 // This file holds what de3ff81 added to ggml_vk_graph_optimize: runs of
 // ops the backend fuses are kept in place where they start the unplaced
@@ -74,7 +78,7 @@ func (r *vkOrder) keepInputs(first, n int) {
 		last++
 	}
 	seen := map[*Tensor]bool{}
-	dep := VkDep{Until: r.nodes[last]}
+	dep := AllocDep{Until: r.nodes[last]}
 	for j := first; j < first+n; j++ {
 		for _, s := range r.nodes[j].src {
 			if s != nil && !seen[s] {
@@ -100,22 +104,25 @@ func (r *vkOrder) startsPattern(j int) bool {
 	return false
 }
 
-// canFuse is ggml_can_fuse_subgraph_ext for nodes idx with one output:
-// every other node is used only inside the run (its use count in the
-// whole graph equals its uses by later nodes of the run), is no graph
-// output, and views only the run's nodes or weights.
-func (r *vkOrder) canFuse(idx []int, out int) bool {
+// canFuse is ggml_can_fuse_subgraph_ext for nodes idx with one output.
+func (r *vkOrder) canFuse(idx []int, out int) bool { return canFuseSubgraph(r.nodes, idx, out) }
+
+// canFuseSubgraph is ggml_can_fuse_subgraph_ext over nodes idx of a
+// split with outputs outs: every other node is used only inside the run
+// (its use count in the whole graph equals its uses by later nodes of the
+// run), is no graph output, and views only the run's nodes or weights.
+func canFuseSubgraph(nodes []*Tensor, idx []int, outs ...int) bool {
 	for i, a := range idx {
-		if a == out {
+		if slices.Contains(outs, a) {
 			continue
 		}
-		t := r.nodes[a]
+		t := nodes[a]
 		if t.output {
 			return false
 		}
 		var inside int32
 		for _, b := range idx[i+1:] {
-			for _, s := range r.nodes[b].src {
+			for _, s := range nodes[b].src {
 				if s == t {
 					inside++
 				}
@@ -127,7 +134,7 @@ func (r *vkOrder) canFuse(idx []int, out int) bool {
 		if t.cls == view && t.view != nil && !t.view.isWeight {
 			in := false
 			for _, b := range idx {
-				in = in || r.nodes[b] == t.view
+				in = in || nodes[b] == t.view
 			}
 			if !in {
 				return false

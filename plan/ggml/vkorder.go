@@ -50,17 +50,17 @@ type vkOrder struct {
 	// fusion is the reorder of llama.cpp de3ff81 and later (VkFusion),
 	// and deps the allocation dependencies it adds.
 	fusion bool
-	deps   []VkDep
+	deps   []AllocDep
 	// patterns are the runs the fusing reorder keeps together (none
 	// before de3ff81), built once per reorder.
 	patterns []vkPattern
 }
 
-// VkDep is an allocation dependency a backend adds while it reorders
-// (ggml_backend_graph_optimize_params.add_alloc_dep): the scheduler keeps
+// AllocDep is an allocation dependency a backend adds in its
+// graph_optimize (ggml_backend_graph_optimize_params.add_alloc_dep): the scheduler keeps
 // Keep alive until Until has run, with a GGML_OP_NONE node after Until
 // that reads them.
-type VkDep struct {
+type AllocDep struct {
 	Until *Tensor
 	Keep  []*Tensor
 }
@@ -72,7 +72,7 @@ const vkCheck = 20
 // vkReorder reorders the nodes of one Vulkan split in place, by the rules
 // of 80fb11a, or of de3ff81 with fusion, and returns the allocation
 // dependencies it adds.
-func vkReorder(nodes []*Tensor, fusion bool) []VkDep {
+func vkReorder(nodes []*Tensor, fusion bool) []AllocDep {
 	n := len(nodes)
 	if n == 0 {
 		return nil
