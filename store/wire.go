@@ -39,5 +39,11 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	k, err := c.r.Read(p)
 	c.n += int64(k)
 	c.seen(c.n)
+	// Cancelled while this read ran (by whoever watches the progress, or
+	// on the last read, which may end the body): the bytes read are kept
+	// and the download stops as interrupted, not as finished.
+	if cerr := c.ctx.Err(); cerr != nil && (err == nil || err == io.EOF) {
+		return k, cerr
+	}
 	return k, err
 }
