@@ -93,6 +93,10 @@ type Model struct {
 	// ParallelResidual is gptneox's use_parallel_residual: the attention
 	// and the FFN read the same layer input, and both are added to it.
 	ParallelResidual bool
+	// AttnTempScale is mistral3's attention.temperature_scale: when not
+	// 0 its graph multiplies Q by a per-token factor, an input of the
+	// graph (build_inp_attn_scale).
+	AttnTempScale float64
 	// Tensors are the model's tensors with their layer assignment.
 	Tensors []Tensor
 }

@@ -52,7 +52,7 @@ var families = map[string]family{
 	"llama":     {},
 	"qwen2":     {},
 	"qwen3":     {},
-	"mistral3":  {},
+	"mistral3":  {adjust: mistral3},
 	"olmo2":     {},
 	"gemma2":    {swaPattern: 2},
 	"gemma3":    {swaPattern: 6, swaFromKey: true},
@@ -397,6 +397,21 @@ func granite(h hparams, m *Model) error {
 // (llama.cpp refuses a file without either), and refuses what its graph
 // cannot run: a layer without attention heads, or K and V heads of
 // different sizes (the graph asserts n_embd_head_k == n_embd_head_v).
+// mistral3 reads the optional attention temperature scale
+// (src/models/mistral3.cpp's load_hparams).
+func mistral3(h hparams, m *Model) error {
+	v, ok := h.m.Lookup(h.prefix + "attention.temperature_scale")
+	if !ok {
+		return nil
+	}
+	f, ok := v.AsFloat()
+	if !ok {
+		return &Incompatible{Reason: fmt.Sprintf("%sattention.temperature_scale is %s %v, expected a number", h.prefix, v.Type(), v)}
+	}
+	m.AttnTempScale = f
+	return nil
+}
+
 func gptneox(h hparams, m *Model) error {
 	if v, ok := h.m.Lookup(h.prefix + "attention.layer_norm_epsilon"); !ok {
 		return &Incompatible{Reason: "missing " + h.prefix + "attention.layer_norm_epsilon (llama.cpp requires it)"}

@@ -61,10 +61,11 @@ func KnownEngines() []Known {
 			{Buffers: "flags", Modeled: true, What: "llama-server refuses --no-mmap (\"error: invalid argument\"): headroom writes --load-mode none for this build (seen loading with it)"},
 			{Buffers: "Vulkan compute", Modeled: true, What: "the Vulkan graph reorder keeps the runs the backend fuses together, pulls a MUL after the UNARY it reads and keeps a top-k MoE selection's inputs alive until it ends (plan.Rules.VulkanFusion): Qwen3-Next with no layer offloaded 88.50 -> 68.12 MiB, Gemma 3n with every layer 144.01 -> 123.01 MiB (llama-server over llvmpipe, conformance/testdata/server-de3ff81, equal under this build's rules)"},
 			{Buffers: "CUDA compute", Modeled: true, What: "ggml-cuda's graph_optimize keeps a fused top-k MoE selection (softmax or sigmoid, argsort, get_rows, the weights' normalization) and what it reads alive until the node after it (plan.Rules.CUDATopKDeps), read from the source (ggml_backend_cuda_graph_optimize); no CUDA load of either build is measured"},
+			{Buffers: "Metal compute", Modeled: true, What: "the Metal backend's graph optimizer packs what its fusion table fuses before it reorders and keeps the sources of every run whose ops match a pattern alive until the run ends (plan.Rules.MetalFusion); checked with the Metal backend's own optimizer run on a CPU llama-server's splits (conformance/metalemu), not on a Metal device"},
 			{Buffers: "compute", Modeled: true, What: "the scheduler no longer starts a split when one holds 30 inputs (plan.Rules.SplitInputsGrow), and the gated delta net's L2 norms are an RMS norm and a scale (plan.Rules.GDNNormAsRMS; Qwen3-Next's graph 5059 -> 5131 nodes)"},
 		},
 		Rules: plan.Rules{NextNWithoutKV: true, LoadMode: true, VulkanFusion: true, SplitInputsGrow: true, GDNNormAsRMS: true,
-			CUDATopKDeps: true},
+			CUDATopKDeps: true, MetalFusion: true},
 	}}
 }
 

@@ -36,8 +36,8 @@ const (
 // tensor the allocator places grows with the token count, so the
 // one-token-per-sequence graph only matters when there are more sequences
 // than micro-batch tokens.
-func cpuComputeBytes(m *arch.Model, c Context, build graphBuilder) int64 {
-	graph := func(n int) *ggml.Graph { return build(m, c, n, &gb{cpu: "CPU"}) }
+func cpuComputeBytes(m *arch.Model, c Context, rules Rules, build graphBuilder) int64 {
+	graph := func(n int) *ggml.Graph { return build(m, c, n, &gb{cpu: "CPU", rules: rules}) }
 	pp := ggml.Reserve(graph(c.NUBatch), cpuAlign)
 	if c.NSeq <= c.NUBatch {
 		return pp
@@ -96,7 +96,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 	}
 	if len(gpus) == 0 {
 		if build != nil {
-			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: cpuComputeBytes(m, c, build), Note: replayNote}}
+			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: cpuComputeBytes(m, c, p.Rules, build), Note: replayNote}}
 		}
 		return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: peak, Note: computeNote}}
 	}

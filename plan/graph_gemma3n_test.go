@@ -41,7 +41,7 @@ func TestGemma3nComputeCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
-		got := float64(cpuComputeBytes(m, c, build)) / (1 << 20)
+		got := float64(cpuComputeBytes(m, c, Rules{}, build)) / (1 << 20)
 		if d := got - tc.mib; d > 0.00005 || d < -0.00005 {
 			t.Errorf("ctx %d x%d fa %s: %.4f MiB, llama.cpp %.4f", tc.ctx, tc.seqs, tc.fa, got, tc.mib)
 		}

@@ -55,7 +55,7 @@ func TestGPTNeoXGraphs(t *testing.T) {
 		if len(g.Nodes()) != tc.nodes {
 			t.Errorf("seq %v ctx %dx%d fa %v K %s V %s: %d nodes, llama.cpp %d", tc.seq, tc.ctx, tc.seqs, tc.fa, tc.cacheK, tc.cacheV, len(g.Nodes()), tc.nodes)
 		}
-		got := float64(cpuComputeBytes(m, c, build)) / (1 << 20)
+		got := float64(cpuComputeBytes(m, c, Rules{}, build)) / (1 << 20)
 		if diff := got - tc.mib; diff > 0.00005 || diff < -0.00005 {
 			t.Errorf("seq %v ctx %dx%d fa %v K %s V %s: %.4f MiB, llama.cpp %.4f (diff %+.4f)", tc.seq, tc.ctx, tc.seqs, tc.fa, tc.cacheK, tc.cacheV, got, tc.mib, diff)
 		}

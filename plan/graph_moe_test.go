@@ -89,7 +89,7 @@ func TestMoeCPUReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := cpuComputeBytes(m, c, builderFor(m))
+			got := cpuComputeBytes(m, c, Rules{}, builderFor(m))
 			if logits := int64(4 * m.NVocab * c.NUBatch); got < logits {
 				t.Errorf("%s fa %s: %d bytes, less than the logits (%d)", name, fa, got, logits)
 			}

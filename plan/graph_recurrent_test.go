@@ -61,7 +61,7 @@ func TestRecurrentComputeCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
-		got := float64(cpuComputeBytes(m, c, build)) / (1 << 20)
+		got := float64(cpuComputeBytes(m, c, Rules{}, build)) / (1 << 20)
 		diff := got - tc.mib
 		if diff > 0.00005 || diff < -0.00005 {
 			t.Errorf("%s ctx %d x%d fa %s: %.4f MiB, llama.cpp %.4f (diff %+.4f)", tc.shape, tc.ctx, tc.seqs, tc.fa, got, tc.mib, diff)

@@ -75,7 +75,7 @@ func TestSWAGraphs(t *testing.T) {
 		if len(g.Nodes()) != tc.nodes {
 			t.Errorf("%s ctx %dx%d ub %d fa %v: %d nodes, llama.cpp %d", tc.shape, tc.ctx, tc.seqs, tc.ub, tc.fa, len(g.Nodes()), tc.nodes)
 		}
-		got := float64(cpuComputeBytes(m, c, build)) / (1 << 20)
+		got := float64(cpuComputeBytes(m, c, Rules{}, build)) / (1 << 20)
 		diff := got - tc.mib
 		t.Logf("%-14s ctx %5dx%d ub %4d fa %-5v kq8 %-5v full %-5v: replay %9.4f MiB, llama.cpp %9.4f, diff %+.4f", tc.shape, tc.ctx, tc.seqs, tc.ub, tc.fa, tc.kq8, tc.swaFull, got, tc.mib, diff)
 		if diff > 0.00005 || diff < -0.00005 {

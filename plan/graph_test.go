@@ -61,7 +61,7 @@ func TestComputeReplayCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := float64(cpuComputeBytes(m, c, builderFor(m))) / (1 << 20)
+		got := float64(cpuComputeBytes(m, c, Rules{}, builderFor(m))) / (1 << 20)
 		diff := got - tc.mib
 		if diff > 0.00005 || diff < -0.00005 {
 			t.Errorf("%s ctx %d ub %d fa %s: %.4f MiB, llama.cpp %.4f (diff %+.4f)", tc.name, tc.ctx, tc.ub, tc.fa, got, tc.mib, diff)

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -42,6 +43,12 @@ func llamaLike(ropeFreqs bool) func(m *arch.Model) graphBuilder {
 func llamaGraph(m *arch.Model, c Context, nTokens int, b *gb, ropeFreqs bool) *ggml.Graph {
 	in, kv := b.newKVBatch(m, c, nTokens)
 	inpL := in.inpL
+	var attnScale *tensor
+	if m.AttnTempScale != 0 {
+		// mistral3's temperature tuning: Q times one factor per token
+		// (build_inp_attn_scale)
+		attnScale = b.Input("attn_scale", gguf.TypeF32, 1, 1, in.T)
+	}
 	for il, l := range m.Layers {
 		blk := blkName(il)
 		s := layerShape(m, l, c, kv, in.T)
@@ -57,6 +64,9 @@ func llamaGraph(m *arch.Model, c Context, nTokens int, b *gb, ropeFreqs bool) *g
 			freqs = b.ropeFactors(il)
 		}
 		q, k = b.Rope(q, in.pos, freqs), b.Rope(k, in.pos, freqs)
+		if attnScale != nil {
+			q = b.Mul(q, attnScale)
+		}
 		cur := b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{}))
 		cur, inpSA := in.lastRows(b, il == len(m.Layers)-1, cur, inpL)
 		ffnInp := b.Add(cur, inpSA)

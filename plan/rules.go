@@ -36,6 +36,18 @@ type Rules struct {
 	// it (80fb11a and later) the backend fuses the weighting and the sum
 	// and asks the scheduler to (plan/ggml/cudaopt.go).
 	NoCUDAReduceDeps bool `json:"no_cuda_reduce_deps,omitempty"`
+	// MetalFusion: from de3ff81, the Metal backend's graph optimizer packs
+	// the runs its fusion table lists (norms with their MUL and ADD, ADD
+	// chains, the top-k MoE selection, the MoE weighted reduction, ...)
+	// before it reorders, counts every tensor of a packed run as written,
+	// and keeps the sources of every run whose ops match a pattern alive
+	// until its last node (ggml_metal_fusion_add_alloc_deps); 80fb11a's
+	// packs ADD/NORM/RMS_NORM chains only (plan/ggml/metalfusion.go).
+	MetalFusion bool `json:"metal_fusion,omitempty"`
+	// NoMetalReorder: builds before llama.cpp PR #15929 (September 2025)
+	// ran a Metal split in the order the scheduler cut it; from it the
+	// backend reorders for concurrency (plan/ggml/metalorder.go).
+	NoMetalReorder bool `json:"no_metal_reorder,omitempty"`
 	// SplitInputsGrow: from de3ff81, ggml_backend_sched_split_graph grows
 	// a split's input list instead of starting a new split when it holds
 	// GGML_SCHED_MAX_SPLIT_INPUTS (30) inputs (llama.cpp PR #28387).

@@ -28,6 +28,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		Copies:   schedCopies(m, p, gpus, layerDev),
 		VkFusion: p.Rules.VulkanFusion, GrowInputs: p.Rules.SplitInputsGrow,
 		CUDATopK: p.Rules.CUDATopKDeps, NoCUDAReduce: p.Rules.NoCUDAReduceDeps,
+		MetalFusion: p.Rules.MetalFusion,
 	}
 	if g := offloadGPU(gpus); g != nil {
 		o.OffloadTo = g.Name
@@ -42,6 +43,10 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 			o.Optimize[g.Name] = ggml.OptVulkan
 		case "CUDA", "ROCm":
 			o.Optimize[g.Name] = ggml.OptCUDA
+		case "Metal":
+			if !p.Rules.NoMetalReorder {
+				o.Optimize[g.Name] = ggml.OptMetal
+			}
 		}
 		o.NoBroadcast3[g.Name] = g.Backend == "Vulkan"
 		o.MaxAlloc[g.Name] = g.MaxAlloc

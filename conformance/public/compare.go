@@ -144,8 +144,11 @@ func (c *Case) Compare() ([]Row, error) {
 			return nil, fmt.Errorf("%s: %w", c.ID, err)
 		}
 		planned = r.Buffers
-		if c.BuildOutputs > 0 || c.BuildOutputBuffer != nil || c.BuildCtxPad > 0 {
+		if c.BuildOutputs > 0 || c.BuildOutputBuffer != nil || c.BuildCtxPad > 0 || c.BuildRules != nil {
 			p := c.Profile()
+			if c.BuildRules != nil {
+				p.Rules = *c.BuildRules
+			}
 			if c.BuildOutputs > 0 {
 				p.OutputsMax = c.BuildOutputs
 			}

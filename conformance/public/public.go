@@ -22,6 +22,7 @@ import (
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/synth"
 )
 
@@ -66,6 +67,11 @@ type Case struct {
 	// as 4715 of February 2025);
 	// the comparison then also plans the context so (plan.Rules.CtxPad).
 	BuildCtxPad int `json:"build_ctx_pad,omitempty"`
+	// BuildRules are other plan.Rules the build follows, where its log or
+	// date shows them (a build before llama.cpp PR #15929 of September
+	// 2025 ran Metal graphs unreordered: no_metal_reorder); the
+	// comparison also plans under them.
+	BuildRules *plan.Rules `json:"build_rules,omitempty"`
 	// Inferred lists what was worked out from printed figures rather
 	// than read (a flag with no command line shown), one entry each,
 	// saying from what.

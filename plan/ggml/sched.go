@@ -23,9 +23,9 @@ type Sched struct {
 	// Mem holds the graph's tensors, and the split's copies.
 	Mem *Arena
 	// Optimize is what each device's backend does to a split in its
-	// graph_optimize before the split is allocated: Vulkan reorders it
-	// (vkorder.go), CUDA and ROCm add allocation dependencies for the runs
-	// they fuse (cudaopt.go).
+	// graph_optimize before the split is allocated: Vulkan and Metal
+	// reorder it (vkorder.go, metalorder.go), CUDA and ROCm add allocation
+	// dependencies for the runs they fuse (cudaopt.go).
 	Optimize map[string]Optimizer
 	// VkFusion is the Vulkan reorder of llama.cpp de3ff81 and later,
 	// which keeps fusable runs together and adds allocation dependencies
@@ -34,6 +34,12 @@ type Sched struct {
 	// CUDATopK is de3ff81's top-k MoE dependency in ggml-cuda's
 	// graph_optimize (cudaopt.go); false is 80fb11a's rule.
 	CUDATopK bool
+	// MetalFusion is de3ff81's Metal graph optimizer, whose packing
+	// follows its fusion table and which adds allocation dependencies
+	// (metalfusion.go); false is 80fb11a's.
+	MetalFusion bool
+	// epoch numbers the Metal reorder's memory-range sets.
+	epoch uint32
 	// NoCUDAReduce: the backend of a build before the fused MoE weighted
 	// reduction (llama.cpp PR #25952) adds no dependency for it.
 	NoCUDAReduce bool
@@ -65,6 +71,8 @@ const (
 	OptVulkan
 	// OptCUDA is ggml_backend_cuda_graph_optimize's fused runs.
 	OptCUDA
+	// OptMetal is the Metal backend's ggml_graph_optimize.
+	OptMetal
 )
 
 // BufferType is what the allocator needs of a backend buffer type: its
@@ -317,6 +325,8 @@ func (o *Sched) split(g *Graph) *Graph {
 			keep(vkReorder(g.nodes[sp.start:sp.end], o.VkFusion))
 		case OptCUDA:
 			keep(cudaDeps(g.nodes, sp.start, sp.end, o.CUDATopK, !o.NoCUDAReduce))
+		case OptMetal:
+			keep(metalOptimize(g.nodes[sp.start:sp.end], o.MetalFusion, &o.epoch))
 		}
 	}
 	out := &Graph{leafs: g.leafs, nodes: o.Mem.split[:0]}

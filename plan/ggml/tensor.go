@@ -35,6 +35,10 @@ type Tensor struct {
 	// inplaceOp marks an op of ggml's _inplace kind (ggml_scale_inplace):
 	// a view for the allocator, a node the scheduler places and splits at.
 	inplaceOp bool
+	// mr are the Metal reorder's marks of the memory-range sets holding
+	// this tensor's memory: [set][0] as a source, [set][1] as a
+	// destination (metalorder.go).
+	mr [2][2]uint32
 	// span is ggml_nbytes of a strided view, from its first element to
 	// its last (0 for a view that covers whole rows of what it views):
 	// what a copy of the view to another backend holds.
