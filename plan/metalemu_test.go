@@ -110,11 +110,7 @@ func TestMetalOptimizerOnCPU(t *testing.T) {
 				Optimize: map[string]ggml.Optimizer{"CPU": ggml.OptMetal},
 				Buffers:  map[string]ggml.BufferType{"CPU": {Align: cpuAlign}}}
 			g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: b.rules})
-			want := tc.Nodes
-			if m.Arch == "deepseek2" {
-				want -= mlaGraphLayers(m) // the node per layer TestMLAGraphNodes lists
-			}
-			if n := len(g.Nodes()); n != want {
+			if n := len(g.Nodes()); n != tc.Nodes {
 				t.Errorf("%s %s: %d graph nodes, llama.cpp %d", b.name, tc.ID, n, tc.Nodes)
 			}
 			metal := o.Measure(g)["CPU"]

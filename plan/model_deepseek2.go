@@ -112,6 +112,9 @@ func (b *gb) mlaAttention(c Context, d mlaDims, il int, cur, pos *tensor, kv *kv
 	} else {
 		q = b.MulMat(b.weight(p+"attn_q.weight"), cur)
 	}
+	// {n_embd_head_k, n_head, n_tokens}: a node of its own, which the
+	// views of Q then view
+	q = b.Reshape(q, d.nope+d.rope, H, T)
 	kvPE := b.MulMat(b.weight(p+"attn_kv_a_mqa.weight"), cur)
 	// RoPE may run in place, but its inputs are views, which the
 	// allocator never reuses: both get new tensors.
