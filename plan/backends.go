@@ -43,10 +43,19 @@ func Backends(gpus []Device) []BackendNote {
 			n.Measured = true
 			n.Says = fmt.Sprintf("%s figures are held to measured loads: %s", g.Backend, where)
 		} else {
-			n.Says = fmt.Sprintf("no %s load is among headroom's measured cases: its buffers follow llama.cpp's source for %s and are estimates (public %s logs are compared in docs/accuracy-public.md); fit or plan --verify asks your llama.cpp, whose projection is exact for your device", g.Backend, g.Backend, g.Backend)
+			n.Says = fmt.Sprintf("no %s load is among headroom's measured cases: its buffers follow llama.cpp's source for %s and are estimates (public %s logs are compared in docs/accuracy-public.md%s); fit or plan --verify asks your llama.cpp, whose projection is exact for your device", g.Backend, g.Backend, g.Backend, checkedApart(g.Backend))
 		}
 		at[g.Backend] = len(out)
 		out = append(out, n)
 	}
 	return out
+}
+
+// checkedApart is what of a backend without measured loads is checked
+// another way.
+func checkedApart(backend string) string {
+	if backend == "Metal" {
+		return "; its graph reorder equals llama.cpp's own reorder code run on the CPU, conformance/metalemu"
+	}
+	return ""
 }
