@@ -212,7 +212,9 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 			"[accuracy-library.md](accuracy-library.md); CUDA, Metal and ROCm loads from public\n" +
 			"llama.cpp issues and llama.cpp's CI, with their sources and every miss explained, are\n" +
 			"in [accuracy-public.md](accuracy-public.md); the same cases loaded by the newer build\n" +
-			"de3ff81 are in [accuracy-de3ff81.md](accuracy-de3ff81.md).\n\n"},
+			"de3ff81 are in [accuracy-de3ff81.md](accuracy-de3ff81.md); the Metal backend's graph\n" +
+			"optimizer, run by llama.cpp itself inside a CPU llama-server, is set against headroom's in\n" +
+			"[accuracy-metal-reorder.md](accuracy-metal-reorder.md).\n\n"},
 	{"server-de3ff81", filepath.Join("testdata", "server-de3ff81"), "accuracy-de3ff81.md",
 		"cases in `conformance/testdata/server-de3ff81`: every llama-server case of the 80fb11a set\n" +
 			"(on the CPU, on Vulkan over Mesa llvmpipe and over rpc-servers) loaded again by llama-server\n" +
