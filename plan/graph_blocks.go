@@ -51,8 +51,12 @@ func (in batch) lastRows(b *gb, last bool, cur, resid *tensor) (*tensor, *tensor
 func (b *gb) inputEmbd(m *arch.Model, T int64) *tensor {
 	embd := int64(m.NEmbd)
 	tokens := b.Input("inp_tokens", gguf.TypeI32, T)
-	vecEmbd := b.Input("inp_embd", gguf.TypeF32, embd, T)
 	inpL := b.GetRows(b.weight("token_embd.weight", embd, int64(m.NVocab)), tokens)
+	if b.rules.NoEmbdSelect {
+		b.Expand(inpL)
+		return inpL
+	}
+	vecEmbd := b.Input("inp_embd", gguf.TypeF32, embd, T)
 	b.Expand(inpL)
 	b.Expand(vecEmbd)
 	return inpL
@@ -92,7 +96,12 @@ func (b *gb) kvCacheInputs(m *arch.Model, c Context, T, nKV int64, suffix string
 	}
 	kv := &kvInputs{nKV: nKV, maxV: int64(maxVDim(m))}
 	kv.kIdx = b.Input("k_idxs"+suffix, gguf.TypeI64, T)
-	kv.mask = b.Input("kq_mask"+suffix, maskType, nKV, T/streams, 1, streams)
+	if c.Flash && b.rules.MaskCast {
+		// an F32 mask, cast to F16 for flash attention in the graph
+		kv.mask = b.Cast(b.Input("kq_mask"+suffix, gguf.TypeF32, nKV, T/streams, 1, streams), gguf.TypeF16)
+	} else {
+		kv.mask = b.Input("kq_mask"+suffix, maskType, nKV, T/streams, 1, streams)
+	}
 	if !withV {
 		return kv
 	}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/plan/ggml"
 	"github.com/headroom-llm/headroom/synth"
 )
 
@@ -74,3 +76,44 @@ func TestComputeReplayCPU(t *testing.T) {
 // creates it (n_outputs_max = n_batch): the llama.cpp figures these tests
 // hold the replay to were measured that way, with n_ubatch output rows.
 const libraryOutputs = 1 << 20
+
+// Older builds' inputs (plan.Rules.MaskCast, NoEmbdSelect): an F32 mask
+// that the graph casts to F16 for flash attention, and no unused vector
+// input beside the token lookup.
+func TestOlderBuildInputs(t *testing.T) {
+	s, _ := synth.Lookup("llama-3.2-1b")
+	m := shapeQuantModel(t, s, synth.Q8_0)
+	p := Defaults()
+	p.Ctx, p.FlashAttn = 4096, FlashOn
+	c, err := resolveContext(p, m.CtxTrain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := func(r Rules) (names map[string]gguf.GGMLType, casts int) {
+		g := builderFor(m)(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r})
+		names = map[string]gguf.GGMLType{}
+		for _, l := range g.Leafs() {
+			names[l.Name] = l.Type()
+		}
+		for _, n := range g.Nodes() {
+			if n.Op() == ggml.Cpy && n.Type() == gguf.TypeF16 {
+				casts++
+			}
+		}
+		return names, casts
+	}
+	now, casts := inputs(Rules{})
+	if now["kq_mask"] != gguf.TypeF16 || casts != 0 {
+		t.Errorf("80fb11a: mask %v, %d casts; want an F16 input and none", now["kq_mask"], casts)
+	}
+	if _, ok := now["inp_embd"]; !ok {
+		t.Error("80fb11a: no vector input")
+	}
+	old, casts := inputs(Rules{MaskCast: true, NoEmbdSelect: true})
+	if old["kq_mask"] != gguf.TypeF32 || casts != 1 {
+		t.Errorf("older build: mask %v, %d casts; want an F32 input cast once", old["kq_mask"], casts)
+	}
+	if _, ok := old["inp_embd"]; ok {
+		t.Error("older build: the vector input is made")
+	}
+}

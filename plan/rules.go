@@ -48,6 +48,16 @@ type Rules struct {
 	// ran a Metal split in the order the scheduler cut it; from it the
 	// backend reorders for concurrency (plan/ggml/metalorder.go).
 	NoMetalReorder bool `json:"no_metal_reorder,omitempty"`
+	// NoEmbdSelect: builds before llama.cpp PR #18898 (January 2026) made
+	// only the token path of build_inp_embd for a batch of tokens; from it
+	// both inputs are made and ggml_build_forward_select keeps the lookup,
+	// so the unused vector input (n_embd x n_tokens f32) is a leaf the
+	// allocator places in the CPU's buffer and never frees.
+	NoEmbdSelect bool `json:"no_embd_select,omitempty"`
+	// MaskCast: builds before llama.cpp PR #23764 (May 2026) made the KQ
+	// mask F32 and, for flash attention, cast it to F16 in the graph
+	// (ggml_cast); from it the mask is made F16.
+	MaskCast bool `json:"mask_cast,omitempty"`
 	// SplitInputsGrow: from de3ff81, ggml_backend_sched_split_graph grows
 	// a split's input list instead of starting a new split when it holds
 	// GGML_SCHED_MAX_SPLIT_INPUTS (30) inputs (llama.cpp PR #28387).

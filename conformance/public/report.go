@@ -27,8 +27,11 @@ unexplained. Figures are MiB as llama.cpp prints them; error is
 (headroom - llama.cpp) / llama.cpp, negative being an under-estimate. Builds before
 llama-server capped the output rows reserved one output row per token of the
 micro-batch (src/llama-context.cpp: graph_reserve(n_tokens, n_seqs, n_tokens, ...));
-for a case from such a build (build_outputs) the last figure column is headroom's plan
-under that rule, shown where it differs.
+for a case from such a build (build_outputs), or from a build with other rules its
+date or log shows (build_output_buffer, build_ctx_pad, build_rules: no Metal reorder
+before llama.cpp PR #15929, F32 KQ masks cast to F16 for flash attention before PR
+#23764, no unused vector input before PR #18898), the last figure column is headroom's
+plan under those rules, shown where it differs.
 
 Many public logs are excerpts (the lines a reporter pasted, or the part of a thread
 the source shows): a case marked incomplete holds only some of its load's buffer
@@ -82,10 +85,13 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 	}
 	fmt.Fprintf(b, "- compute groups within engine.ComputeWithin's bounds (5%% or 16 MiB, never more than 2%% under): %d of %d\n",
 		count(func(r Row) bool { return compute(r) && r.Status == Within }), count(compute))
-	fmt.Fprintf(b, "- compute groups of builds that reserved one output row per token (build_outputs), planned under that rule: %d, of which %d within the bounds\n",
+	fmt.Fprintf(b, "- compute groups of builds with other rules (build_outputs, build_rules), planned under them: %d, of which %d within the bounds and %d equal to the printed figure\n",
 		count(func(r Row) bool { return compute(r) && r.BuildPlanned }),
 		count(func(r Row) bool {
 			return compute(r) && r.BuildPlanned && engine.ComputeWithin(r.BuildBytes, loggedBytes(r))
+		}),
+		count(func(r Row) bool {
+			return compute(r) && r.BuildPlanned && mib(r.BuildBytes) == fmt.Sprintf("%.2f", r.LoggedMiB)
 		}))
 	fmt.Fprintf(b, "- groups logged and not planned, or planned and not logged in a complete case: %d\n",
 		count(func(r Row) bool { return r.Status == Miss && (!r.Planned || r.Lines == 0) }))

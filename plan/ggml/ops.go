@@ -68,6 +68,12 @@ func (c *Ctx) Cont(a *Tensor, ne ...int64) *Tensor {
 	return c.op(a.layout.typ, Cont, s, a)
 }
 
+// Cast is ggml_cast(a, t): a copied into a new tensor of type t (a CPY
+// whose destination is its own result).
+func (c *Ctx) Cast(a *Tensor, t gguf.GGMLType) *Tensor {
+	return c.op(t, Cpy, a.layout.ne, a)
+}
+
 // Cpy is ggml_cpy(a, b): a written into b, a view of b.
 func (c *Ctx) Cpy(a, b *Tensor) *Tensor {
 	return c.viewOf(Cpy, b, b.layout.typ, b.layout.ne, a, b)
