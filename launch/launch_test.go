@@ -220,11 +220,12 @@ func TestPullKilledHalfwayResumes(t *testing.T) {
 	}
 	size := m.Header.Artifact.Files[0].Size
 	ctx, cancel := context.WithCancel(context.Background())
-	f.store.Progress = func(p store.Progress) {
-		if p.Done > size/2 {
-			cancel()
-		}
-	}
+	// The Hub stops halfway and waits; the pull is cancelled there.
+	held := f.hub.HoldAfter(smallRepo, smallFile, size/2)
+	go func() {
+		<-held
+		cancel()
+	}()
 	if _, err := f.deps.Pull(ctx, m, nil, f.store, false); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted pull: want context.Canceled, got %v", err)
 	}

@@ -59,6 +59,11 @@ type File struct {
 	// dropAfter, when positive, cuts the next full-body response after
 	// that many bytes, once.
 	dropAfter int64
+	// holdAfter, when positive, stops the next response that reaches that
+	// many body bytes there, the connection open, until the client goes
+	// away; held is closed when it stops.
+	holdAfter int64
+	held      chan struct{}
 	corrupt   bool
 	served    int64
 	weights   int64
@@ -147,6 +152,18 @@ func (h *Hub) DropOnce(repoID, name string, n int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.repos[repoID].files[name].dropAfter = n
+}
+
+// HoldAfter makes the next response of the file that reaches n body bytes
+// stop there and wait, the connection open, until its client goes away:
+// a download interrupted at a known point, however fast the machine. The
+// channel is closed when the response stops.
+func (h *Hub) HoldAfter(repoID, name string, n int64) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.repos[repoID].files[name]
+	f.holdAfter, f.held = n, make(chan struct{})
+	return f.held
 }
 
 // Corrupt makes the file's served bytes differ from its listed sha256.
@@ -279,7 +296,7 @@ func (h *Hub) serveBlob(w http.ResponseWriter, req *http.Request, sha string) {
 		http.NotFound(w, req)
 		return
 	}
-	cw := &countingWriter{ResponseWriter: w, h: h, f: f, limit: drop}
+	cw := &countingWriter{ResponseWriter: w, h: h, f: f, limit: drop, gone: req.Context().Done()}
 	if rg := req.Header.Get("Range"); strings.HasPrefix(rg, "bytes=") {
 		start, _, _ := strings.Cut(strings.TrimPrefix(rg, "bytes="), "-")
 		cw.off, _ = strconv.ParseInt(start, 10, 64)
@@ -305,9 +322,21 @@ type countingWriter struct {
 	limit   int64
 	written int64
 	cut     bool
+	gone    <-chan struct{} // the request's end
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	c.h.mu.Lock()
+	hold, held := c.f.holdAfter, c.f.held
+	if hold > 0 && c.written+int64(len(p)) >= hold {
+		c.f.holdAfter = 0
+	} else {
+		hold = 0
+	}
+	c.h.mu.Unlock()
+	if hold > 0 {
+		p = p[:hold-c.written]
+	}
 	if c.limit > 0 && c.written+int64(len(p)) > c.limit {
 		p = p[:c.limit-c.written]
 		c.cut = true
@@ -321,6 +350,15 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.h.mu.Unlock()
 	c.off += int64(n)
 	c.written += int64(n)
+	if hold > 0 {
+		if fl, ok := c.ResponseWriter.(http.Flusher); ok {
+			fl.Flush()
+		}
+		close(held)
+		<-c.gone
+		c.cut = true
+		return n, http.ErrAbortHandler
+	}
 	if c.cut {
 		if fl, ok := c.ResponseWriter.(http.Flusher); ok {
 			fl.Flush()
