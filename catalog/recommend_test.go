@@ -135,6 +135,10 @@ func TestRecommendFilters(t *testing.T) {
 // server; the searches are not cached.
 func BenchmarkRecommend(b *testing.B) { benchRecommend(b, "rtx-4090", nil) }
 
+// BenchmarkRecommendMac is the same on a unified-memory Mac, whose plans
+// replay the Metal backend's graph optimizer.
+func BenchmarkRecommendMac(b *testing.B) { benchRecommend(b, "m4-max-128", nil) }
+
 // BenchmarkRecommendCPU is the same on a CPU-only preset.
 func BenchmarkRecommendCPU(b *testing.B) { benchRecommend(b, "cpu-32", nil) }
 

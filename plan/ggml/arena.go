@@ -13,6 +13,13 @@ type Arena struct {
 	// nodes, leafs and split keep the room of the last graph's node and
 	// leaf lists and of its split graph's node list for the next.
 	nodes, leafs, split []*Tensor
+	// metal keeps the room of the Metal reorder's packed nodes and of
+	// their memory ranges for the next reorder.
+	metal      []metalNode
+	metalRange []*Tensor
+	metalOut   []*Tensor
+	metalOrder []int
+	metalUsed  []bool
 }
 
 const (

@@ -130,12 +130,11 @@ func opsAt(nodes []*Tensor, i int, ops []Op) bool {
 // table chained back to back over the nodes that compute (ggml_metal_
 // fusion_max), the views between them packed along; at most 16 nodes
 // that compute.
-func metalPack(fs []metalFusion, nodes []*Tensor) []metalNode {
-	out := make([]metalNode, 0, len(nodes))
+func metalPack(fs []metalFusion, nodes []*Tensor, out []metalNode) []metalNode {
 	for i := 0; i < len(nodes); i++ {
-		mn := metalNode{node: nodes[i]}
+		mn := metalNode{at: int32(i), n: 1}
 		if f := metalFusionMax(fs, nodes, i); f > 1 {
-			mn.fused = nodes[i+1 : i+f]
+			mn.n = int32(f)
 			i += f - 1
 		}
 		out = append(out, mn)
@@ -149,7 +148,8 @@ func metalFusionMax(fs []metalFusion, nodes []*Tensor, idx int) int {
 	if nodes[idx].op.empty() {
 		return 1
 	}
-	var idxs []int
+	var buf [metalMaxFuse]int
+	idxs := buf[:0]
 	for i := idx; i < len(nodes) && len(idxs) < metalMaxFuse; i++ {
 		if !nodes[i].op.empty() {
 			idxs = append(idxs, i)
@@ -187,7 +187,8 @@ func metalFusionNext(fs []metalFusion, nodes []*Tensor, idxs []int, at int) int 
 		if !ok {
 			continue
 		}
-		run := make([]*Tensor, n)
+		var runBuf [metalMaxFuse]*Tensor
+		run := runBuf[:n]
 		for j := range n {
 			run[j] = nodes[idxs[at+j]]
 		}
@@ -195,7 +196,8 @@ func metalFusionNext(fs []metalFusion, nodes []*Tensor, idxs []int, at int) int 
 			for j := 1; j < n && ok; j++ {
 				ok = readsPrev(run[j], run[j-1])
 			}
-			outs := []int{idxs[at+n-1]}
+			var outBuf [2]int
+			outs := append(outBuf[:0], idxs[at+n-1])
 			for _, o := range f.outs {
 				outs = append(outs, idxs[at+o])
 			}

@@ -1,5 +1,7 @@
 package ggml
 
+import "slices"
+
 // This file is ggml_graph_optimize of the Metal backend
 // (ggml-metal-common.cpp, on by default unless
 // GGML_METAL_GRAPH_OPTIMIZE_DISABLE is set): before the scheduler
@@ -20,31 +22,14 @@ package ggml
 // tensor already orders, so the touching ranges order nothing more in
 // the graphs described here.
 
-// metalNode is node_info: a node and the nodes of its fused run.
+// metalNode is node_info: a node and the nodes of its fused run,
+// nodes[at : at+n] of the split, and the memory they read and write (the
+// bases of their sources and results, as ggml_mem_range_from_tensor takes
+// them): ranges[r : r+nr] and the nw after them. Indices keep it small;
+// a search replays thousands of these.
 type metalNode struct {
-	node  *Tensor
-	fused []*Tensor
-}
-
-// dst is the run's last tensor, its result.
-func (n *metalNode) dst() *Tensor {
-	if len(n.fused) == 0 {
-		return n.node
-	}
-	return n.fused[len(n.fused)-1]
-}
-
-// produces says t is a tensor of the run (is_output).
-func (n *metalNode) produces(t *Tensor) bool {
-	if t == n.node {
-		return true
-	}
-	for _, f := range n.fused {
-		if t == f {
-			return true
-		}
-	}
-	return false
+	at, n     int32
+	r, nr, nw int32
 }
 
 // metalForward is N_FORWARD: how far ahead the reorder looks.
@@ -64,59 +49,70 @@ func (m *metalRanges) reset() {
 	m.id = *m.next
 }
 
-func (m *metalRanges) addSrc(t *Tensor) { t.owner().mr[m.set][0] = m.id }
-func (m *metalRanges) addDst(t *Tensor) { t.owner().mr[m.set][1] = m.id }
-
-// src ranges may overlap each other; anything else may not.
-func (m *metalRanges) okSrc(t *Tensor) bool { return t.owner().mr[m.set][1] != m.id }
-func (m *metalRanges) okDst(t *Tensor) bool {
-	o := t.owner()
-	return o.mr[m.set][0] != m.id && o.mr[m.set][1] != m.id
-}
-
-// metalOrder is one reorder: fusedOut is de3ff81's rule (sources the run
-// produces are not read from outside it, and every tensor of the run is
-// written), false 80fb11a's (every source is read, only the last tensor
-// written).
+// metalOrder is one reorder of a split's nodes: fusedOut is de3ff81's
+// rule (sources the run produces are not read from outside it, and every
+// tensor of the run is written), false 80fb11a's (every source is read,
+// only the last tensor written).
 type metalOrder struct {
 	fusedOut bool
+	nodes    []*Tensor
+	ranges   []*Tensor
 }
 
-func (o metalOrder) srcs(n *metalNode, f func(*Tensor)) {
-	each := func(t *Tensor) {
-		for _, s := range t.src {
-			if s != nil && !(o.fusedOut && n.produces(s)) {
-				f(s)
+// run is the tensors of packed node n.
+func (o *metalOrder) run(n *metalNode) []*Tensor { return o.nodes[n.at : n.at+n.n] }
+
+// setRanges works out what each packed node reads and writes (h_add's and
+// h_check's ranges) onto all, which it returns for reuse.
+func (o *metalOrder) setRanges(packed []metalNode, all []*Tensor) []*Tensor {
+	for i := range packed {
+		n := &packed[i]
+		run := o.run(n)
+		n.r = int32(len(all))
+		for _, t := range run {
+			for _, s := range t.src {
+				if s != nil && !(o.fusedOut && slices.Contains(run, s)) {
+					all = append(all, s.owner())
+				}
 			}
 		}
+		n.nr = int32(len(all)) - n.r
+		if o.fusedOut {
+			for _, t := range run {
+				all = append(all, t.owner())
+			}
+		} else {
+			all = append(all, run[len(run)-1].owner())
+		}
+		n.nw = int32(len(all)) - n.r - n.nr
 	}
-	each(n.node)
-	for _, x := range n.fused {
-		each(x)
+	o.ranges = all
+	return all
+}
+
+func (o *metalOrder) add(m *metalRanges, n *metalNode) {
+	for _, t := range o.ranges[n.r : n.r+n.nr] {
+		t.mr[m.set][0] = m.id
+	}
+	for _, t := range o.ranges[n.r+n.nr : n.r+n.nr+n.nw] {
+		t.mr[m.set][1] = m.id
 	}
 }
 
-func (o metalOrder) dsts(n *metalNode, f func(*Tensor)) {
-	if !o.fusedOut {
-		f(n.dst())
-		return
+// check is h_check: the node may join the set when nothing it reads is
+// written there and nothing it writes is read or written there.
+func (o *metalOrder) check(m *metalRanges, n *metalNode) bool {
+	for _, t := range o.ranges[n.r : n.r+n.nr] {
+		if t.mr[m.set][1] == m.id {
+			return false
+		}
 	}
-	f(n.node)
-	for _, x := range n.fused {
-		f(x)
+	for _, t := range o.ranges[n.r+n.nr : n.r+n.nr+n.nw] {
+		if t.mr[m.set][0] == m.id || t.mr[m.set][1] == m.id {
+			return false
+		}
 	}
-}
-
-func (o metalOrder) add(m *metalRanges, n *metalNode) {
-	o.srcs(n, m.addSrc)
-	o.dsts(n, m.addDst)
-}
-
-func (o metalOrder) check(m *metalRanges, n *metalNode) bool {
-	ok := true
-	o.srcs(n, func(t *Tensor) { ok = ok && m.okSrc(t) })
-	o.dsts(n, func(t *Tensor) { ok = ok && m.okDst(t) })
-	return ok
+	return true
 }
 
 // metalSafe is h_safe: the ops the reorder moves nodes across.
@@ -131,10 +127,17 @@ func metalSafe(op Op) bool {
 
 // reorder is ggml_metal_graph_optimize_reorder: the order in which to
 // run the packed nodes.
-func (o metalOrder) reorder(nodes []metalNode, epoch *uint32) []int {
+func (o *metalOrder) reorder(nodes []metalNode, epoch *uint32, mem *Arena) []int {
 	n := len(nodes)
-	res := make([]int, 0, n)
-	used := make([]bool, n)
+	res := mem.metalOrder[:0]
+	used := mem.metalUsed
+	if cap(used) < n {
+		used = make([]bool, n)
+	} else {
+		used = used[:n]
+		clear(used)
+	}
+	defer func() { mem.metalOrder, mem.metalUsed = res[:0], used[:0] }()
 	mrs0 := &metalRanges{set: 0, next: epoch}
 	mrs1 := &metalRanges{set: 1, next: epoch}
 	mrs0.reset()
@@ -143,7 +146,7 @@ func (o metalOrder) reorder(nodes []metalNode, epoch *uint32) []int {
 			continue
 		}
 		node0 := &nodes[i0]
-		if !node0.node.op.empty() && !o.check(mrs0, node0) {
+		if !o.nodes[node0.at].op.empty() && !o.check(mrs0, node0) {
 			// A barrier; before it, gather later nodes that can run
 			// with the current set and with every unplaced node before
 			// them.
@@ -154,10 +157,11 @@ func (o metalOrder) reorder(nodes []metalNode, epoch *uint32) []int {
 					continue
 				}
 				node1 := &nodes[i1]
-				if !metalSafe(node1.node.op) {
+				op := o.nodes[node1.at].op
+				if !metalSafe(op) {
 					break
 				}
-				if (node1.node.op.empty() || o.check(mrs0, node1)) && o.check(mrs1, node1) {
+				if (op.empty() || o.check(mrs0, node1)) && o.check(mrs1, node1) {
 					o.add(mrs0, node1)
 					res = append(res, i1)
 					used[i1] = true
@@ -176,10 +180,9 @@ func (o metalOrder) reorder(nodes []metalNode, epoch *uint32) []int {
 // metalPackOld is 80fb11a's packing: a run that starts with an ADD, NORM
 // or RMS_NORM and goes on with ADD, MUL, NORM or RMS_NORM, as long as
 // ggml_can_fuse allows (at most 16 nodes).
-func metalPackOld(nodes []*Tensor) []metalNode {
-	out := make([]metalNode, 0, len(nodes))
+func metalPackOld(nodes []*Tensor, out []metalNode) []metalNode {
 	for i := 0; i < len(nodes); i++ {
-		mn := metalNode{node: nodes[i]}
+		mn := metalNode{at: int32(i), n: 1}
 		if op := nodes[i].op; op == Add || op == Norm || op == RMSNorm {
 			f := i + 1
 			for f < len(nodes) && f < i+metalMaxFuse {
@@ -194,7 +197,7 @@ func metalPackOld(nodes []*Tensor) []metalNode {
 					break
 				}
 			}
-			mn.fused = nodes[i+1 : i+cnt]
+			mn.n = int32(cnt)
 			i += cnt - 1
 		}
 		out = append(out, mn)
@@ -228,24 +231,28 @@ func readsPrev(t, p *Tensor) bool {
 
 // metalOptimize reorders the nodes of one Metal split in place, by
 // 80fb11a's rules or, with fusion, de3ff81's (whose packing follows its
-// fusion table and which adds allocation dependencies, returned).
-func metalOptimize(nodes []*Tensor, fusion bool, epoch *uint32) []AllocDep {
+// fusion table and which adds allocation dependencies, returned). mem
+// lends its room for the packed nodes; epoch numbers the range sets.
+func metalOptimize(nodes []*Tensor, fusion bool, mem *Arena, epoch *uint32) []AllocDep {
 	var deps []AllocDep
-	var packed []metalNode
+	packed := mem.metal[:0]
 	if fusion {
 		fs := metalFusions()
 		deps = metalFusionDeps(fs, nodes)
-		packed = metalPack(fs, nodes)
+		packed = metalPack(fs, nodes, packed)
 	} else {
-		packed = metalPackOld(nodes)
+		packed = metalPackOld(nodes, packed)
 	}
-	o := metalOrder{fusedOut: fusion}
-	order := o.reorder(packed, epoch)
-	out := make([]*Tensor, 0, len(nodes))
+	o := &metalOrder{fusedOut: fusion, nodes: nodes}
+	mem.metalRange = o.setRanges(packed, mem.metalRange[:0])
+	order := o.reorder(packed, epoch, mem)
+	out := mem.metalOut[:0]
 	for _, i := range order {
-		out = append(out, packed[i].node)
-		out = append(out, packed[i].fused...)
+		out = append(out, o.run(&packed[i])...)
 	}
 	copy(nodes, out)
+	clear(out)
+	clear(mem.metalRange) // no stale pointers kept alive in the arena
+	mem.metalOut, mem.metal, mem.metalRange = out[:0], packed[:0], mem.metalRange[:0]
 	return deps
 }

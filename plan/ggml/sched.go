@@ -326,7 +326,7 @@ func (o *Sched) split(g *Graph) *Graph {
 		case OptCUDA:
 			keep(cudaDeps(g.nodes, sp.start, sp.end, o.CUDATopK, !o.NoCUDAReduce))
 		case OptMetal:
-			keep(metalOptimize(g.nodes[sp.start:sp.end], o.MetalFusion, &o.epoch))
+			keep(metalOptimize(g.nodes[sp.start:sp.end], o.MetalFusion, o.Mem, &o.epoch))
 		}
 	}
 	out := &Graph{leafs: g.leafs, nodes: o.Mem.split[:0]}
