@@ -30,7 +30,8 @@ micro-batch (src/llama-context.cpp: graph_reserve(n_tokens, n_seqs, n_tokens, ..
 for a case from such a build (build_outputs), or from a build with other rules its
 date or log shows (build_output_buffer, build_ctx_pad, build_rules: no Metal reorder
 before llama.cpp PR #15929, F32 KQ masks cast to F16 for flash attention before PR
-#23764, no unused vector input before PR #18898), the last figure column is headroom's
+#23764, no unused vector input before PR #18898, no CUDA MoE-reduction dependency before
+PR #25952), the last figure column is headroom's
 plan under those rules, shown where it differs.
 
 Many public logs are excerpts (the lines a reporter pasted, or the part of a thread
