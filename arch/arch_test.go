@@ -460,3 +460,30 @@ func TestGPTNeoX(t *testing.T) {
 		}
 	}
 }
+
+// mistral3's temperature scale is read where present and refused when it
+// is not a number; granite's logit_scale likewise.
+func TestNumberKeys(t *testing.T) {
+	base := map[string]gguf.Value{
+		"block_count": u32(2), "embedding_length": u32(2048), "attention.head_count": u32(32),
+		"attention.head_count_kv": u32(8), "feed_forward_length": u32(8192),
+	}
+	m, err := build(t, "mistral3", base)
+	if err != nil || m.AttnTempScale != 0 {
+		t.Fatalf("no temperature key: %v, %v", err, m)
+	}
+	with := maps.Clone(base)
+	with["attention.temperature_scale"] = gguf.Float32Value(0.125)
+	if m, err = build(t, "mistral3", with); err != nil || m.AttnTempScale != 0.125 {
+		t.Errorf("temperature 0.125: %v, %v", err, m)
+	}
+	with["attention.temperature_scale"] = gguf.BoolValue(true)
+	if _, err := build(t, "mistral3", with); !IsIncompatible(err) || !strings.Contains(err.Error(), "mistral3.attention.temperature_scale is") {
+		t.Errorf("a bool temperature: %v", err)
+	}
+	g := maps.Clone(base)
+	g["logit_scale"] = gguf.BoolValue(true)
+	if _, err := build(t, "granite", g); !IsIncompatible(err) || !strings.Contains(err.Error(), "granite.logit_scale is") {
+		t.Errorf("a bool logit_scale: %v", err)
+	}
+}

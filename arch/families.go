@@ -179,6 +179,20 @@ func (h hparams) get(key string) (int, bool, error) {
 	return int(u), true, nil
 }
 
+// float reads a number key: its value and whether the file has it, or
+// an error naming what the key holds instead.
+func (h hparams) float(key string) (float64, bool, error) {
+	v, ok := h.m.Lookup(h.prefix + key)
+	if !ok {
+		return 0, false, nil
+	}
+	f, ok := v.AsFloat()
+	if !ok {
+		return 0, true, &Incompatible{Reason: fmt.Sprintf("%s%s is %s %v, expected a number", h.prefix, key, v.Type(), v)}
+	}
+	return f, true, nil
+}
+
 // perLayer reads a key that is a scalar for all layers or an array with
 // one value per layer (llama.cpp's get_key_or_arr). def fills layers when
 // the key is absent.
@@ -376,10 +390,10 @@ func gemma3n(h hparams, m *Model) error {
 // Vision) adds inputs and nodes, and rope.scaling.finetuned false drops
 // RoPE and its positions; neither is replayed yet.
 func granite(h hparams, m *Model) error {
-	if v, ok := h.m.Lookup(h.prefix + "logit_scale"); !ok {
+	if _, ok, err := h.float("logit_scale"); err != nil {
+		return err
+	} else if !ok {
 		return &Incompatible{Reason: "missing " + h.prefix + "logit_scale (llama.cpp requires it)"}
-	} else if _, ok := v.AsFloat(); !ok {
-		return &Incompatible{Reason: fmt.Sprintf("%slogit_scale is %s %v, expected a number", h.prefix, v.Type(), v)}
 	}
 	if _, ok := h.m.Lookup(h.prefix + "deepstack_mapping"); ok {
 		return &Incompatible{Reason: "Granite Vision's deepstack inputs (" + h.prefix + "deepstack_mapping) are not modeled"}
@@ -392,31 +406,24 @@ func granite(h hparams, m *Model) error {
 	return nil
 }
 
+// mistral3 reads the optional attention temperature scale
+// (src/models/mistral3.cpp's load_hparams).
+func mistral3(h hparams, m *Model) error {
+	f, _, err := h.float("attention.temperature_scale")
+	m.AttnTempScale = f
+	return err
+}
+
 // gptneox reads what gptneox.cpp's load_arch_hparams requires beyond the
 // common keys, attention.layer_norm_epsilon and use_parallel_residual
 // (llama.cpp refuses a file without either), and refuses what its graph
 // cannot run: a layer without attention heads, or K and V heads of
 // different sizes (the graph asserts n_embd_head_k == n_embd_head_v).
-// mistral3 reads the optional attention temperature scale
-// (src/models/mistral3.cpp's load_hparams).
-func mistral3(h hparams, m *Model) error {
-	v, ok := h.m.Lookup(h.prefix + "attention.temperature_scale")
-	if !ok {
-		return nil
-	}
-	f, ok := v.AsFloat()
-	if !ok {
-		return &Incompatible{Reason: fmt.Sprintf("%sattention.temperature_scale is %s %v, expected a number", h.prefix, v.Type(), v)}
-	}
-	m.AttnTempScale = f
-	return nil
-}
-
 func gptneox(h hparams, m *Model) error {
-	if v, ok := h.m.Lookup(h.prefix + "attention.layer_norm_epsilon"); !ok {
+	if _, ok, err := h.float("attention.layer_norm_epsilon"); err != nil {
+		return err
+	} else if !ok {
 		return &Incompatible{Reason: "missing " + h.prefix + "attention.layer_norm_epsilon (llama.cpp requires it)"}
-	} else if _, ok := v.AsFloat(); !ok {
-		return &Incompatible{Reason: fmt.Sprintf("%sattention.layer_norm_epsilon is %s %v, expected a number", h.prefix, v.Type(), v)}
 	}
 	v, ok := h.m.Lookup(h.prefix + "use_parallel_residual")
 	if !ok {
