@@ -144,17 +144,13 @@ func (c *Case) Compare() ([]Row, error) {
 			return nil, fmt.Errorf("%s: %w", c.ID, err)
 		}
 		planned = r.Buffers
-		if c.BuildOutputs > 0 || c.BuildOutputBuffer != nil || c.BuildCtxPad > 0 || c.BuildRules != nil {
+		if c.BuildOutputs > 0 || c.BuildRules != nil {
 			p := c.Profile()
 			if c.BuildRules != nil {
 				p.Rules = *c.BuildRules
 			}
 			if c.BuildOutputs > 0 {
 				p.OutputsMax = c.BuildOutputs
-			}
-			p.Rules.CtxPad = c.BuildCtxPad
-			if o := c.BuildOutputBuffer; o != nil {
-				p.Rules.OutputRows, p.Rules.OutputEmbd = o.Rows, o.Embeddings
 			}
 			rb, err := plan.Account(m, p, cpu, gpus)
 			if err != nil {

@@ -55,22 +55,13 @@ type Case struct {
 	// follows headroom's rule or it is not known. The comparison then
 	// also plans with that many rows, to show what the rule accounts for.
 	BuildOutputs int `json:"build_outputs,omitempty"`
-	// BuildOutputBuffer is the output buffer's rows where the build sized
-	// it by another rule than headroom's (one logits row per sequence):
-	// builds before llama.cpp PR #6122 (March 2024) held logits for every
-	// token of a batch, and a context made with embeddings on holds an
-	// embedding row beside each logits row (llama_output_reserve). The
-	// comparison then also plans the output buffer that way.
-	BuildOutputBuffer *OutputRule `json:"build_output_buffer,omitempty"`
-	// BuildCtxPad is the cells the build padded the context to, where
-	// that is not 256 (32 without flash attention in older builds, such
-	// as 4715 of February 2025);
-	// the comparison then also plans the context so (plan.Rules.CtxPad).
-	BuildCtxPad int `json:"build_ctx_pad,omitempty"`
-	// BuildRules are other plan.Rules the build follows, where its log or
-	// date shows them (a build before llama.cpp PR #15929 of September
-	// 2025 ran Metal graphs unreordered: no_metal_reorder); the
-	// comparison also plans under them.
+	// BuildRules are the plan.Rules the build follows where its log or
+	// date shows them: an output buffer of n_batch logits rows before
+	// llama.cpp PR #6122 (March 2024) or with an embedding row beside each
+	// (output_rows, output_embd), a context padded to 32 cells without
+	// flash attention (ctx_pad, build 4715 of February 2025), Metal
+	// graphs unreordered before PR #15929 (no_metal_reorder), and so on.
+	// The comparison also plans under them.
 	BuildRules *plan.Rules `json:"build_rules,omitempty"`
 	// Inferred lists what was worked out from printed figures rather
 	// than read (a flag with no command line shown), one entry each,
@@ -101,13 +92,6 @@ type Case struct {
 
 	// Path is the file the case was read from.
 	Path string `json:"-"`
-}
-
-// OutputRule is a build's output buffer: Rows rows of n_vocab logits,
-// each with n_embd embedding floats beside it when Embeddings.
-type OutputRule struct {
-	Rows       int  `json:"rows"`
-	Embeddings bool `json:"embeddings,omitempty"`
 }
 
 // Source is where the log was read.

@@ -28,7 +28,7 @@ unexplained. Figures are MiB as llama.cpp prints them; error is
 llama-server capped the output rows reserved one output row per token of the
 micro-batch (src/llama-context.cpp: graph_reserve(n_tokens, n_seqs, n_tokens, ...));
 for a case from such a build (build_outputs), or from a build with other rules its
-date or log shows (build_output_buffer, build_ctx_pad, build_rules: no Metal reorder
+date or log shows (build_rules: its output buffer and context padding, no Metal reorder
 before llama.cpp PR #15929, F32 KQ masks cast to F16 for flash attention before PR
 #23764, no unused vector input before PR #18898, no CUDA MoE-reduction dependency before
 PR #25952), the last figure column is headroom's
@@ -77,7 +77,7 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 	ruled := func(r Row) bool {
 		return exact(r) && r.BuildPlanned && r.BuildBytes != r.PlannedBytes
 	}
-	fmt.Fprintf(b, "- of the rest, groups of builds with other rules for them (build_output_buffer, build_ctx_pad), equal under the build's rule: %d of %d\n",
+	fmt.Fprintf(b, "- of the rest, groups of builds with other rules for them (build_rules), equal under the build's rules: %d of %d\n",
 		count(func(r Row) bool { return ruled(r) && mib(r.BuildBytes) == fmt.Sprintf("%.2f", r.LoggedMiB) }), count(ruled))
 	fmt.Fprintf(b, "- weights groups of files whose quant mix the log does not show (error shown, not held to exactness): %d\n",
 		count(func(r Row) bool { return r.Status == QuantUnknown }))

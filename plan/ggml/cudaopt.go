@@ -33,9 +33,11 @@ func cudaDeps(nodes []*Tensor, start, end int, topK, reduce bool) []AllocDep {
 	var deps []AllocDep
 	split := nodes[start:end]
 	for i := 0; i < len(split); i++ {
-		if d, n, ok := moeReduce(split, i); reduce && ok {
-			deps = append(deps, d)
-			i += n - 1
+		if reduce {
+			if d, n, ok := moeReduce(split, i); ok {
+				deps = append(deps, d)
+				i += n - 1
+			}
 		}
 		if !topK {
 			continue
