@@ -29,6 +29,12 @@ const smallVocab = 512
 // Its size is the tensor data plus this shorter header, so it falls short
 // of a real file by the tokenizer's text (a few MiB).
 func DeriveModel(s synth.Shape, q synth.Quant) (*gguf.Model, error) {
+	return DeriveModelWith(s, q, synth.QuantRules{})
+}
+
+// DeriveModelWith is DeriveModel for a file an older llama-quantize made,
+// with its rules r.
+func DeriveModelWith(s synth.Shape, q synth.Quant, r synth.QuantRules) (*gguf.Model, error) {
 	vocab := s.Vocab
 	small := s
 	small.Vocab = smallVocab
@@ -38,7 +44,7 @@ func DeriveModel(s synth.Shape, q synth.Quant) (*gguf.Model, error) {
 	if small.Vocab >= vocab {
 		small.Vocab = vocab
 	}
-	b, err := synth.Build(small, q)
+	b, err := synth.BuildWith(small, q, r)
 	if err != nil {
 		return nil, err
 	}

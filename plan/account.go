@@ -254,6 +254,11 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	var out []Buffer
 	for _, s := range spans {
 		b := Buffer{Device: s.dev, BufferType: s.buft, Kind: KindModel, Bytes: s.last - s.first}
+		if s.buft != mappedCPU && p.Rules.MetalMappedOffset {
+			// The file is mapped from its start, so the span's start
+			// lies first bytes past a page boundary.
+			b.Bytes += s.first % metalPage
+		}
 		if s.buft == mappedCPU && s.used < b.Bytes {
 			b.Resident = s.used
 			b.Note = fmt.Sprintf("mapped span; %s of tensors used in place stay resident, the other %s (weights repacked or copied to a GPU) is read once at load as clean file pages", mib(s.used), mib(b.Bytes-s.used))
@@ -270,6 +275,9 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	}
 	return out
 }
+
+// metalPage is the page size on Apple silicon (sysconf(_SC_PAGESIZE)).
+const metalPage = 16 << 10
 
 // loader decides which buffer each weight goes into, as llama.cpp's
 // model loader does; the model buffers and the scheduler's weight homes

@@ -156,3 +156,44 @@ func TestFitOffersNoMmap(t *testing.T) {
 		}
 	}
 }
+
+// Builds before llama.cpp PR #15995 printed a Metal mapped buffer with its
+// start's offset into the 16 KiB page added (MetalMappedOffset); the CPU's
+// mapped span is printed as it is under either rule.
+func TestMetalMappedOffset(t *testing.T) {
+	m := model(t, "qwen3-8b", synth.Q4_K_M)
+	cpu := Device{Name: "CPU", Backend: "CPU"}
+	metal := []Device{{Name: "MTL0", Backend: "Metal", Free: 12 << 30}}
+	spans := func(r Rules) map[string]int64 {
+		p := Defaults()
+		p.GPULayers, p.Rules = 99, r
+		res, err := Place(m, p, cpu, metal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, b := range res.Buffers {
+			if b.Kind == KindModel {
+				out[b.BufferType] += b.Bytes
+			}
+		}
+		return out
+	}
+	// The first weight Metal holds starts its span.
+	first := int64(-1)
+	for _, tn := range m.Tensors {
+		if tn.Name != "token_embd.weight" && (first < 0 || tn.FileOffset < first) {
+			first = tn.FileOffset
+		}
+	}
+	now, old := spans(Rules{}), spans(Rules{MetalMappedOffset: true})
+	if first%metalPage == 0 {
+		t.Fatalf("the span starts on a page boundary (%d), which tests nothing", first)
+	}
+	if got, want := old["MTL0_Mapped"]-now["MTL0_Mapped"], first%metalPage; got != want {
+		t.Errorf("the older build's MTL0_Mapped is %d bytes over the span, want the start's page offset %d", got, want)
+	}
+	if old["CPU_Mapped"] != now["CPU_Mapped"] || now["CPU_Mapped"] == 0 {
+		t.Errorf("CPU_Mapped %d under the older rule, %d now: the rule is Metal's", old["CPU_Mapped"], now["CPU_Mapped"])
+	}
+}

@@ -48,6 +48,13 @@ type Rules struct {
 	// ran a Metal split in the order the scheduler cut it; from it the
 	// backend reorders for concurrency (plan/ggml/metalorder.go).
 	NoMetalReorder bool `json:"no_metal_reorder,omitempty"`
+	// MetalMappedOffset: builds before llama.cpp PR #15995 (September
+	// 2025) made a Metal buffer over the mapped file in
+	// ggml_backend_metal_buffer_from_ptr, which moved its start down to a
+	// page boundary and gave the buffer the grown size: the span plus its
+	// start's offset into the page (16 KiB on Apple silicon). Later builds
+	// map the same pages but give the buffer the span's size.
+	MetalMappedOffset bool `json:"metal_mapped_offset,omitempty"`
 	// NoEmbdSelect: builds before llama.cpp PR #18898 (January 2026) made
 	// only the token path of build_inp_embd for a batch of tokens; from it
 	// both inputs are made and ggml_build_forward_select keeps the lookup,

@@ -10,6 +10,12 @@ import (
 // Build assembles the GGUF header of shape s under recipe q, with every
 // tensor left as a hole.
 func Build(s Shape, q Quant) (*gguf.Builder, error) {
+	return BuildWith(s, q, QuantRules{})
+}
+
+// BuildWith is Build as an older llama-quantize with rules r would have
+// typed the tensors.
+func BuildWith(s Shape, q Quant, r QuantRules) (*gguf.Builder, error) {
 	if _, ok := fileType[q]; !ok {
 		return nil, fmt.Errorf("synth: unknown quantization %q", q)
 	}
@@ -27,7 +33,7 @@ func Build(s Shape, q Quant) (*gguf.Builder, error) {
 		blocks = denseBlocks
 	}
 	blocks(t, s)
-	for i, typ := range q.types(s, t.list) {
+	for i, typ := range q.types(s, t.list, r) {
 		if err := b.AddTensor(t.list[i].name, typ, t.list[i].shape, nil); err != nil {
 			return nil, err
 		}

@@ -29,8 +29,21 @@ var baseType = map[Quant]gguf.GGMLType{
 	Q6_K: gguf.TypeQ6_K, MXFP4_MOE: gguf.TypeMXFP4,
 }
 
-// types returns the type of every tensor of ts, in order, under recipe q.
-func (q Quant) types(s Shape, ts []pending) []gguf.GGMLType {
+// QuantRules are llama-quantize's rules of an older llama.cpp where they
+// differ from those synth follows, for reading a file that build made.
+type QuantRules struct {
+	// OwnQKV: a fused attn_qkv typed by a rule of its own, in every layer
+	// alike (Q3_K_M and Q3_K_L: Q4_K, Q4_K_M: Q5_K, Q5_K_M: Q6_K), as
+	// llama_tensor_get_type did while it matched tensors by name (build
+	// 4715 of February 2025 shows it); later builds count attn_qkv among
+	// the attention-V tensors (tensor_category), Q6_K on use_more_bits
+	// layers only.
+	OwnQKV bool `json:"own_qkv,omitempty"`
+}
+
+// types returns the type of every tensor of ts, in order, under recipe q
+// and the older rules r.
+func (q Quant) types(s Shape, ts []pending, r QuantRules) []gguf.GGMLType {
 	out := make([]gguf.GGMLType, len(ts))
 	if q == F16 {
 		for i, p := range ts {
@@ -42,6 +55,7 @@ func (q Quant) types(s Shape, ts []pending) []gguf.GGMLType {
 		return out
 	}
 	st := newQuantState(q, s, ts)
+	st.rules = r
 	// llama.cpp types the tensors in the loader's order (weight_name_comparer:
 	// by block number, the blocks after the tensors outside them, then by
 	// name), and the attention-V and FFN-down rules count tensors in that
@@ -71,8 +85,9 @@ func (q Quant) types(s Shape, ts []pending) []gguf.GGMLType {
 // quantState is what quantize_state_impl knows of the whole model while it
 // types one tensor.
 type quantState struct {
-	q    Quant
-	base gguf.GGMLType
+	q     Quant
+	base  gguf.GGMLType
+	rules QuantRules
 	// tied: no output.weight, so token_embd is the output too and is typed
 	// as one (has_tied_embeddings).
 	tied bool
@@ -135,6 +150,15 @@ func (st *quantState) pick(p pending) gguf.GGMLType {
 		}
 		return gguf.TypeQ8_0
 	case c == catTokenEmbd:
+		return st.base
+	case c == catAttnQKV && st.rules.OwnQKV:
+		// The old rule neither reads nor moves the attention-V count.
+		switch st.q {
+		case Q4_K_M:
+			return gguf.TypeQ5_K
+		case Q5_K_M:
+			return gguf.TypeQ6_K
+		}
 		return st.base
 	case c.attnVLike():
 		// attn_v, attn_qkv and attn_kv_b: more bits on use_more_bits

@@ -3,6 +3,7 @@ package synth
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -204,6 +205,55 @@ func TestRecipeRules(t *testing.T) {
 	} {
 		if got := fallback(tc.typ, tc.cols); got != tc.want {
 			t.Errorf("fallback(%s, %d) = %s, want %s", tc.typ, tc.cols, got, tc.want)
+		}
+	}
+}
+
+// An older llama-quantize (QuantRules.OwnQKV) typed a fused attn_qkv by
+// its own rule, the same in every layer; nothing else moves. Pythia 1.4B's
+// counts are those build 4715 printed for the llama.cpp CI's files (the
+// public cases metal-m4-ci-pythia-1.4b-*).
+func TestOwnQKVRule(t *testing.T) {
+	s, ok := Lookup("pythia-1.4b")
+	if !ok {
+		t.Fatal("no pythia-1.4b shape")
+	}
+	for _, tc := range []struct {
+		q    Quant
+		qkv  gguf.GGMLType
+		want map[gguf.GGMLType]int
+	}{
+		{Q4_K_M, gguf.TypeQ5_K, map[gguf.GGMLType]int{gguf.TypeF32: 194, gguf.TypeQ4_K: 61, gguf.TypeQ5_K: 24, gguf.TypeQ6_K: 13}},
+		{Q5_K_M, gguf.TypeQ6_K, map[gguf.GGMLType]int{gguf.TypeF32: 194, gguf.TypeQ5_K: 61, gguf.TypeQ6_K: 37}},
+		{Q6_K, gguf.TypeQ6_K, nil},
+		{Q8_0, gguf.TypeQ8_0, nil},
+	} {
+		b, err := BuildWith(s, tc.q, QuantRules{OwnQKV: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := b.Layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := map[string]gguf.GGMLType{}
+		for _, ti := range model(t, "pythia-1.4b", tc.q).Tensors {
+			now[ti.Name] = ti.Type
+		}
+		count := map[gguf.GGMLType]int{}
+		for _, ti := range f.Tensors {
+			count[ti.Type]++
+			switch {
+			case strings.HasSuffix(ti.Name, "attn_qkv.weight"):
+				if ti.Type != tc.qkv {
+					t.Errorf("%s: %s is %s under the old rule, want %s", tc.q, ti.Name, ti.Type, tc.qkv)
+				}
+			case ti.Type != now[ti.Name]:
+				t.Errorf("%s: %s is %s under the old rule, %s under today's: only attn_qkv should move", tc.q, ti.Name, ti.Type, now[ti.Name])
+			}
+		}
+		if tc.want != nil && !maps.Equal(count, tc.want) {
+			t.Errorf("%s: %v tensors by type, build 4715 printed %v", tc.q, count, tc.want)
 		}
 	}
 }

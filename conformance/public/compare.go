@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
@@ -53,7 +54,12 @@ type Row struct {
 	// (Case.BuildOutputs); BuildPlanned says there is one.
 	BuildBytes   int64
 	BuildPlanned bool
-	Status       Status
+	// BuildSlack is how far the build's figure may lie above BuildBytes
+	// by a term the log does not show: under plan.Rules.MetalMappedOffset,
+	// a Metal mapped span's offset into its page, which the real file's
+	// header length decides (synth's header is not the real one).
+	BuildSlack int64
+	Status     Status
 	// Explanation says why a Miss misses.
 	Explanation string
 }
@@ -108,6 +114,39 @@ func (c *Case) Profile() plan.Profile {
 	return p
 }
 
+// model is the header the comparison plans from: the case's shape and
+// recipe, typed under the quantizer rules r, laid out as llama-quantize
+// writes a file (catalog.DeriveModelWith), which decides the spans
+// llama.cpp maps.
+func (c *Case) model(r synth.QuantRules) (*arch.Model, error) {
+	if c.Shape == nil {
+		return nil, fmt.Errorf("%s: no shape", c.ID)
+	}
+	s, err := c.Shape.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	q, err := synth.ParseQuant(c.Model.Quant)
+	if err != nil {
+		return nil, err
+	}
+	g, err := catalog.DeriveModelWith(s, q, r)
+	if err != nil {
+		return nil, err
+	}
+	return arch.FromGGUF(g)
+}
+
+// BuildModel is the header of the log's file as its build's
+// llama-quantize typed it (Model.QuantRules).
+func (c *Case) BuildModel() (*arch.Model, error) {
+	var r synth.QuantRules
+	if c.Model.QuantRules != nil {
+		r = *c.Model.QuantRules
+	}
+	return c.model(r)
+}
+
 // Compare plans the case on its machine and sets every buffer group
 // against the log. A case without a shape lists its logged groups as
 // NoShape.
@@ -119,22 +158,7 @@ func (c *Case) Compare() ([]Row, error) {
 	}
 	var planned, underBuild []plan.Buffer
 	if c.Shape != nil {
-		s, err := c.Shape.Resolve()
-		if err != nil {
-			return nil, err
-		}
-		q, err := synth.ParseQuant(c.Model.Quant)
-		if err != nil {
-			return nil, err
-		}
-		// The header as the log's file has it: a quantized file in
-		// llama-quantize's order (catalog.DeriveModel), which decides
-		// the spans llama.cpp maps.
-		g, err := catalog.DeriveModel(s, q)
-		if err != nil {
-			return nil, err
-		}
-		m, err := arch.FromGGUF(g)
+		m, err := c.model(synth.QuantRules{})
 		if err != nil {
 			return nil, err
 		}
@@ -144,15 +168,22 @@ func (c *Case) Compare() ([]Row, error) {
 			return nil, fmt.Errorf("%s: %w", c.ID, err)
 		}
 		planned = r.Buffers
-		if c.BuildOutputs > 0 || c.BuildRules != nil {
+		if c.BuildOutputs > 0 || c.BuildRules != nil || c.Model.QuantRules != nil {
+			mb, err := c.BuildModel()
+			if err != nil {
+				return nil, err
+			}
 			p := c.Profile()
 			if c.BuildRules != nil {
 				p.Rules = *c.BuildRules
+				// The page offset is left out of the planned span and
+				// allowed for as BuildSlack.
+				p.Rules.MetalMappedOffset = false
 			}
 			if c.BuildOutputs > 0 {
 				p.OutputsMax = c.BuildOutputs
 			}
-			rb, err := plan.Account(m, p, cpu, gpus)
+			rb, err := plan.Account(mb, p, cpu, gpus)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.ID, err)
 			}
@@ -170,6 +201,9 @@ func (c *Case) Compare() ([]Row, error) {
 			Lines: er.Lines, PlannedBytes: er.PlannedBytes, Planned: planned}
 		if v, ok := byGroup[er.BufferType+" "+er.Kind]; ok {
 			row.BuildBytes, row.BuildPlanned = v, true
+			if c.BuildRules != nil && c.BuildRules.MetalMappedOffset && metalMapped(er.BufferType) {
+				row.BuildSlack = metalPage - 1
+			}
 		}
 		switch {
 		case c.Shape == nil:
@@ -210,4 +244,24 @@ func (c *Case) Compare() ([]Row, error) {
 		add(er, true)
 	}
 	return rows, nil
+}
+
+// metalPage is the page a Metal mapped span's start is aligned down to on
+// Apple silicon.
+const metalPage = 16 << 10
+
+// metalMapped says a buffer type is a Metal buffer over the mapped file.
+func metalMapped(buft string) bool {
+	return strings.HasPrefix(buft, "MTL") && strings.HasSuffix(buft, "_Mapped")
+}
+
+// BuildEqual says the build's figure prints as llama.cpp printed it: some
+// figure from BuildBytes to BuildBytes+BuildSlack does.
+func (r Row) BuildEqual() bool {
+	if !r.BuildPlanned || r.Lines == 0 {
+		return false
+	}
+	lo, _ := strconv.ParseFloat(mib(r.BuildBytes), 64)
+	hi, _ := strconv.ParseFloat(mib(r.BuildBytes+r.BuildSlack), 64)
+	return r.LoggedMiB >= lo && r.LoggedMiB <= hi
 }

@@ -122,6 +122,10 @@ type Model struct {
 	Quant      string `json:"quant"`
 	QuantKnown bool   `json:"quant_known"`
 	QuantNote  string `json:"quant_note,omitempty"`
+	// QuantRules are the older llama-quantize rules that made the file,
+	// where they type tensors otherwise than synth's recipe; the build's
+	// plan (BuildBytes) reads the file they give.
+	QuantRules *synth.QuantRules `json:"quant_rules,omitempty"`
 }
 
 // Flags are the load's settings in llama-server's terms.

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/engine"
@@ -92,5 +95,43 @@ func TestLoadRejects(t *testing.T) {
 	c.Buffers[0].Printed = "1.23"
 	if problems := c.validate(c.ID); len(problems) == 0 {
 		t.Error("a hand-edited buffer passed validation")
+	}
+}
+
+// TestPublicQuantMix holds the file synth builds for a case whose quant
+// mix is known (under the older quantizer rules the case names) to the
+// tensor type counts its log prints ("- type q4_K:   61 tensors"), so a
+// weights group called equal is equal because the mix is, not by a
+// coincidence of sums.
+func TestPublicQuantMix(t *testing.T) {
+	typeLine := regexp.MustCompile(`llama_model_loader: - type +([A-Za-z0-9_]+): +(\d+) tensors`)
+	checked := 0
+	for _, c := range loadCases(t) {
+		logged := map[string]int{}
+		for _, l := range c.Lines {
+			if m := typeLine.FindStringSubmatch(l); m != nil {
+				n, _ := strconv.Atoi(m[2])
+				logged[strings.ToUpper(m[1])] = n
+			}
+		}
+		if len(logged) == 0 || !c.Model.QuantKnown || c.Shape == nil {
+			continue
+		}
+		m, err := c.BuildModel()
+		if err != nil {
+			t.Fatalf("%s: %v", c.ID, err)
+		}
+		mine := map[string]int{}
+		for _, tn := range m.Tensors {
+			mine[strings.ToUpper(tn.Type.String())]++
+		}
+		if !reflect.DeepEqual(mine, logged) {
+			t.Errorf("%s: synth's file has %v tensors by type, the log %v", c.ID, mine, logged)
+		}
+		checked++
+	}
+	// The Pythia CI runs (20) and the RX 7900 XTX's Qwen3-14B print them.
+	if checked < 21 {
+		t.Errorf("%d cases checked against their logged type counts, want 21", checked)
 	}
 }
