@@ -27,6 +27,11 @@ type Device struct {
 	// endpoint ("RPC0[10.0.0.2:50052]").
 	Endpoint string `json:"endpoint,omitempty"`
 	Buft     string `json:"buffer_type,omitempty"`
+	// NoEvents: the device reports no events capability, which a CUDA or
+	// HIP build made with GGML_CUDA_NO_PEER_COPY does
+	// (ggml_backend_cuda_device_get_props); llama.cpp then runs without
+	// pipeline parallelism.
+	NoEvents bool `json:"no_events,omitempty"`
 }
 
 // bufferType is the name llama.cpp prints for the device's own buffers.

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/synth"
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -57,6 +58,46 @@ func TestBackendBufferRules(t *testing.T) {
 		d := Device{Name: "GPU0", Backend: tc.backend}
 		if d.alignment() != tc.align || d.hostAlignment() != tc.hostAlign || d.HostBuffer() != tc.host || d.hostPad() != tc.pad {
 			t.Errorf("%s: align %d, host %q align %d pad %d", tc.backend, d.alignment(), d.HostBuffer(), d.hostAlignment(), d.hostPad())
+		}
+	}
+}
+
+// A GPU that reports no events capability (a CUDA or HIP build with
+// GGML_CUDA_NO_PEER_COPY) turns llama.cpp's pipeline parallelism off: one
+// copy of the graph inputs instead of four, on every device.
+func TestNoEventsNoPipeline(t *testing.T) {
+	m := model(t, "qwen3-8b", synth.Q4_K_M)
+	cpu := Device{Name: "CPU", Backend: "CPU"}
+	compute := func(noEvents bool) map[string]int64 {
+		gpus := []Device{
+			{Name: "ROCm0", Backend: "ROCm", Free: 24 << 30, NoEvents: noEvents},
+			{Name: "ROCm1", Backend: "ROCm", Free: 24 << 30, NoEvents: noEvents},
+		}
+		p := Defaults()
+		p.Ctx, p.Parallel, p.GPULayers = 8192, 1, 99
+		r, err := Account(m, p, cpu, gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, b := range r.Buffers {
+			if b.Kind == KindCompute {
+				out[b.BufferType] += b.Bytes
+			}
+		}
+		return out
+	}
+	pp, one := compute(false), compute(true)
+	// The host holds the graph inputs the devices read, four times over
+	// or once: above all the F16 KQ mask of flash attention, 8192 x 512 x
+	// 2 B = 8 MiB, beside a few KiB of positions and indices.
+	mask := int64(8192 * 512 * 2)
+	if d := pp["ROCm_Host"] - one["ROCm_Host"]; d < 3*mask || d > 3*mask+3*(64<<10) {
+		t.Errorf("ROCm_Host compute %d with pipeline parallelism, %d without: want three more copies of the 8 MiB mask and the small inputs", pp["ROCm_Host"], one["ROCm_Host"])
+	}
+	for _, d := range []string{"ROCm0", "ROCm1"} {
+		if one[d] >= pp[d] {
+			t.Errorf("%s compute %d without pipeline parallelism, not under %d with it", d, one[d], pp[d])
 		}
 	}
 }

@@ -30,7 +30,8 @@ func (b *gb) attn(il int, c Context, kv *kvInputs, s attnShape, q, k, v *tensor,
 	b.Expand(q)
 	switch {
 	case k == nil:
-	case kv.iswa:
+	case kv.iswa, b.rules.KVCopy:
+		// llm_build_kv expanded Q, K and V in that order too
 		b.Expand(k)
 		b.Expand(v)
 	default:
@@ -93,6 +94,10 @@ func (b *gb) kvAttention(il int, c Context, kv *kvInputs, s attnShape, q, k, v *
 // reshapes of the rows and of the cache. These reshapes are nodes, which
 // the Vulkan reorder counts.
 func (b *gb) writeKV(c Context, kv *kvInputs, s attnShape, cacheK, cacheV, k, v *tensor, vStrided bool) {
+	if b.rules.KVCopy {
+		b.copyKV(c, s, cacheK, cacheV, k, v)
+		return
+	}
 	dstK := cacheK
 	if s.streams > 1 {
 		dstK = b.Reshape(cacheK, s.headK*s.headsKV, s.nKV*s.streams)
@@ -121,4 +126,18 @@ func (b *gb) writeKV(c Context, kv *kvInputs, s attnShape, cacheK, cacheV, k, v 
 	}
 	dstV := b.Reshape(cacheV, 1, kv.maxV*s.nKV*s.streams)
 	b.Expand(b.SetRows(dstV, b.Reshape(v2d, 1, ggml.Elems(v2d.Ne())), kv.vIdx))
+}
+
+// copyKV is the cache write of builds before ggml_set_rows
+// (Rules.KVCopy): llm_build_kv_store's ggml_cpy of K, and of V (its
+// transpose when the cache is transposed), into views of the cache at
+// the write position, which take no indices and copy nothing first.
+func (b *gb) copyKV(c Context, s attnShape, cacheK, cacheV, k, v *tensor) {
+	width := s.headsKV * s.headV
+	b.Expand(b.Cpy(k, b.View(cacheK, s.headK*s.headsKV*s.T)))
+	if c.VTrans {
+		b.Expand(b.Cpy(b.Transpose(b.Reshape(v, width, s.T)), b.View(cacheV, s.T, width)))
+		return
+	}
+	b.Expand(b.Cpy(v, b.View(cacheV, width*s.T)))
 }

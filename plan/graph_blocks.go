@@ -38,7 +38,7 @@ func (b *gb) newKVBatch(m *arch.Model, c Context, nTokens int) (batch, *kvInputs
 // lastRows selects the output rows (inp_out_ids) of the layer's output
 // and of its residual when the layer is the last: only they go on.
 func (in batch) lastRows(b *gb, last bool, cur, resid *tensor) (*tensor, *tensor) {
-	if !last {
+	if !last || b.rules.NoOutIDs {
 		return cur, resid
 	}
 	return b.GetRows(cur, in.outIDs), b.GetRows(resid, in.outIDs)
@@ -95,7 +95,9 @@ func (b *gb) kvCacheInputs(m *arch.Model, c Context, T, nKV int64, suffix string
 		maskType = gguf.TypeF16 // flash attention takes an F16 mask
 	}
 	kv := &kvInputs{nKV: nKV, maxV: int64(maxVDim(m))}
-	kv.kIdx = b.Input("k_idxs"+suffix, gguf.TypeI64, T)
+	if !b.rules.KVCopy {
+		kv.kIdx = b.Input("k_idxs"+suffix, gguf.TypeI64, T)
+	}
 	if c.Flash && b.rules.MaskCast {
 		// an F32 mask, cast to F16 for flash attention in the graph
 		kv.mask = b.Cast(b.Input("kq_mask"+suffix, gguf.TypeF32, nKV, T/streams, 1, streams), gguf.TypeF16)
@@ -111,7 +113,9 @@ func (b *gb) kvCacheInputs(m *arch.Model, c Context, T, nKV int64, suffix string
 	if c.VTrans {
 		vIdxN = T * kv.maxV
 	}
-	kv.vIdx = b.Input("v_idxs"+suffix, gguf.TypeI64, vIdxN)
+	if !b.rules.KVCopy {
+		kv.vIdx = b.Input("v_idxs"+suffix, gguf.TypeI64, vIdxN)
+	}
 	quant := func(t gguf.GGMLType) bool { i, _ := t.Info(); return i.Quantized }
 	hk, hv := uniformHeads(m, keep)
 	if quant(c.TypeK) && hk > 0 && hk%64 == 0 {

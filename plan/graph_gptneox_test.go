@@ -3,6 +3,7 @@ package plan
 import (
 	"testing"
 
+	"github.com/headroom-llm/headroom/plan/ggml"
 	"github.com/headroom-llm/headroom/synth"
 )
 
@@ -78,5 +79,37 @@ func TestGPTNeoXBuilderDeclines(t *testing.T) {
 	}
 	if builderFor(&m) != nil {
 		t.Error("gptneox without the QKV bias is described")
+	}
+}
+
+// Early 2025's build_gptneox (Rules.QKVCont) copied Q, K and V out of the
+// fused projection, three n_embd x tokens copies a layer; later builds
+// take strided views and copy only V, for a transposed cache. Both copy
+// the merged heads of the attention's output once a layer.
+func TestGPTNeoXQKVCont(t *testing.T) {
+	s, _ := synth.Lookup("pythia-1.4b")
+	m := shapeQuantModel(t, s, synth.Q4_K_M)
+	p := Defaults()
+	p.Ctx, p.FlashAttn = 2048, FlashOff
+	c, err := resolveContext(p, m.CtxTrain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conts := func(r Rules) int {
+		n := 0
+		g := builderFor(m)(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r})
+		for _, x := range g.Nodes() {
+			if x.Op() == ggml.Cont && x.Ne() == [4]int64{int64(m.NEmbd), int64(c.NUBatch), 1, 1} {
+				n++
+			}
+		}
+		return n
+	}
+	layers := len(m.Layers)
+	if got := conts(Rules{}); got != 2*layers {
+		t.Errorf("now: %d copies of n_embd x tokens, want %d (V, and the merged heads)", got, 2*layers)
+	}
+	if got := conts(Rules{QKVCont: true}); got != 4*layers {
+		t.Errorf("QKVCont: %d copies, want %d (Q, K, V and the merged heads)", got, 4*layers)
 	}
 }

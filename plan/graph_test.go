@@ -117,3 +117,66 @@ func TestOlderBuildInputs(t *testing.T) {
 		t.Error("older build: the vector input is made")
 	}
 }
+
+// Builds before set_rows (Rules.KVCopy) write K and V with ggml_cpy into
+// views of the cache: no index inputs, one copy per cache per layer, and
+// the CPU compute buffer smaller by what the indices took. Builds before
+// PR #6122 (Rules.NoOutIDs) compute the last layer for every token.
+func TestOlderBuildKVWrite(t *testing.T) {
+	s, _ := synth.Lookup("llama-3.2-1b")
+	m := shapeQuantModel(t, s, synth.Q8_0)
+	p := Defaults()
+	p.Ctx, p.FlashAttn = 4096, FlashOff
+	c, err := resolveContext(p, m.CtxTrain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := builderFor(m)
+	count := func(r Rules) (leafs map[string]int64, cpys, setRows, getRows int) {
+		g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r})
+		leafs = map[string]int64{}
+		for _, l := range g.Leafs() {
+			leafs[l.Name] = ggml.Elems(l.Ne())
+		}
+		for _, n := range g.Nodes() {
+			switch n.Op() {
+			case ggml.Cpy:
+				cpys++
+			case ggml.SetRows:
+				setRows++
+			case ggml.GetRows:
+				getRows++
+			}
+		}
+		return leafs, cpys, setRows, getRows
+	}
+	now, cpys, setRows, getRowsNow := count(Rules{})
+	if cpys != 0 || setRows != 2*len(m.Layers) {
+		t.Fatalf("set_rows graph: %d copies, %d set_rows; want 0 and %d", cpys, setRows, 2*len(m.Layers))
+	}
+	old, cpys, setRows, _ := count(Rules{KVCopy: true})
+	if cpys != 2*len(m.Layers) || setRows != 0 {
+		t.Errorf("KVCopy: %d copies, %d set_rows; want %d and 0", cpys, setRows, 2*len(m.Layers))
+	}
+	for _, name := range []string{"k_idxs", "v_idxs"} {
+		if _, ok := old[name]; ok {
+			t.Errorf("KVCopy: the graph still has %s", name)
+		}
+	}
+	// A transposed V takes an I64 index per element: n_embd_v_gqa x
+	// tokens.
+	if want := int64(m.Layers[0].VDim) * int64(c.NUBatch); now["v_idxs"] != want {
+		t.Fatalf("v_idxs has %d elements, want %d", now["v_idxs"], want)
+	}
+	idx := 8 * (now["k_idxs"] + now["v_idxs"])
+	if got := cpuComputeBytes(m, c, Rules{}, build) - cpuComputeBytes(m, c, Rules{KVCopy: true}, build); got != idx {
+		t.Errorf("KVCopy saves %d bytes of CPU compute buffer, want the indices' %d", got, idx)
+	}
+	_, _, _, getRowsOld := count(Rules{NoOutIDs: true})
+	if now["inp_out_ids"] == 0 || getRowsNow-getRowsOld != 2 {
+		t.Errorf("NoOutIDs: %d get_rows, %d now; want the last layer's two fewer", getRowsOld, getRowsNow)
+	}
+	if old, _, _, _ := count(Rules{NoOutIDs: true}); old["inp_out_ids"] != 0 {
+		t.Error("NoOutIDs: the graph still has inp_out_ids")
+	}
+}

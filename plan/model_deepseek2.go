@@ -145,7 +145,11 @@ func (b *gb) mlaLatent(c Context, d mlaDims, il int, qCur, kCur *tensor, kv *kvI
 	if streams > 1 {
 		dst = b.Reshape(cache, kDim, nKV*streams) // the indices are global
 	}
-	b.Expand(b.SetRows(dst, b.View(kCur, kDim, T), kv.kIdx))
+	if b.rules.KVCopy {
+		b.Expand(b.Cpy(kCur, b.View(cache, kDim*T)))
+	} else {
+		b.Expand(b.SetRows(dst, b.View(kCur, kDim, T), kv.kIdx))
+	}
 	kView := b.View(cache, kDim, 1, nKV, streams)
 	qp := b.Permute(b.Reshape(qCur, kDim, H, T/streams, streams), 0, 2, 1, 3)
 	kp := b.Permute(kView, 0, 2, 1, 3)

@@ -41,11 +41,24 @@ func gptneoxGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 		// views into the fused result, with its row as their token
 		// stride (a copy to another backend holds that span); RoPE makes
 		// Q and K contiguous, V stays strided
-		head, row := s.headK*4, qkv.Ne()[0]*4
-		q := b.Rope(b.View(qkv, s.headK, s.heads, T).Strided(head, row), in.pos, nil)
-		k := b.Rope(b.View(qkv, s.headK, s.headsKV, T).Strided(head, row), in.pos, nil)
-		v := b.View(qkv, s.headV, s.headsKV, T).Strided(s.headV*4, row)
-		cur = b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{vStrided: true}))
+		var q, k, v *tensor
+		if b.rules.QKVCont {
+			// early 2025's build_gptneox: each of Q, K and V copied out
+			// of a 2-D view of the fused result, Q and K roped from
+			// reshapes of the copies
+			qc := b.Cont(b.View(qkv, s.headK*s.heads, T))
+			kc := b.Cont(b.View(qkv, s.headK*s.headsKV, T))
+			vc := b.Cont(b.View(qkv, s.headV*s.headsKV, T))
+			q = b.Rope(b.Reshape(qc, s.headK, s.heads, T), in.pos, nil)
+			k = b.Rope(b.Reshape(kc, s.headK, s.headsKV, T), in.pos, nil)
+			v = b.Reshape(vc, s.headV, s.headsKV, T)
+		} else {
+			head, row := s.headK*4, qkv.Ne()[0]*4
+			q = b.Rope(b.View(qkv, s.headK, s.heads, T).Strided(head, row), in.pos, nil)
+			k = b.Rope(b.View(qkv, s.headK, s.headsKV, T).Strided(head, row), in.pos, nil)
+			v = b.View(qkv, s.headV, s.headsKV, T).Strided(s.headV*4, row)
+		}
+		cur = b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{vStrided: !b.rules.QKVCont}))
 		cur, inpL = in.lastRows(b, il == len(m.Layers)-1, cur, inpL)
 		if m.ParallelResidual {
 			attnOut := cur

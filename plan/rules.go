@@ -55,6 +55,21 @@ type Rules struct {
 	// start's offset into the page (16 KiB on Apple silicon). Later builds
 	// map the same pages but give the buffer the span's size.
 	MetalMappedOffset bool `json:"metal_mapped_offset,omitempty"`
+	// KVCopy: builds before the KV cache wrote with ggml_set_rows (2025)
+	// copied K and V into views of the cache at the write position with
+	// ggml_cpy (llm_build_kv_store; V transposed on the way without flash
+	// attention), so their graphs have no k_idxs and v_idxs inputs: a
+	// transposed V's indices are one per element, n_embd_v_gqa x n_tokens
+	// I64 (16 MiB for Llama 2 7B's 512-token micro-batch).
+	KVCopy bool `json:"kv_copy,omitempty"`
+	// QKVCont: early 2025's build_gptneox (build 4715 of February 2025)
+	// copied Q, K and V out of the fused projection with ggml_cont of
+	// 2-D views, where later builds take strided views (gptneox.cpp).
+	QKVCont bool `json:"qkv_cont,omitempty"`
+	// NoOutIDs: builds before llama.cpp PR #6122 (March 2024) computed
+	// the last layer for every token: no inp_out_ids and no get_rows of
+	// the rows that are output.
+	NoOutIDs bool `json:"no_out_ids,omitempty"`
 	// NoEmbdSelect: builds before llama.cpp PR #18898 (January 2026) made
 	// only the token path of build_inp_embd for a batch of tokens; from it
 	// both inputs are made and ggml_build_forward_select keeps the lookup,

@@ -24,7 +24,7 @@ func schedCopies(m *arch.Model, p Profile, gpus []Device, layerDev []string) int
 		return 1
 	}
 	for _, g := range gpus {
-		if !asyncEvents(g.Backend) {
+		if !asyncEvents(g.Backend) || g.NoEvents {
 			return 1
 		}
 	}

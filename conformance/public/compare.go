@@ -84,7 +84,7 @@ func (c *Case) Devices() (plan.Device, []plan.Device) {
 	}
 	gpus := make([]plan.Device, len(c.GPUs))
 	for i := range c.GPUs {
-		gpus[i] = plan.Device{Name: prefix + strconv.Itoa(i), Backend: c.Backend}
+		gpus[i] = plan.Device{Name: prefix + strconv.Itoa(i), Backend: c.Backend, NoEvents: c.Flags.GPUNoEvents}
 		if i < len(c.Flags.GPUFreeMiB) {
 			gpus[i].Free = c.Flags.GPUFreeMiB[i] << 20
 		}

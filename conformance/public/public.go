@@ -149,6 +149,10 @@ type Flags struct {
 	// where the GPUs' free memory is not printed (listed in Inferred).
 	TensorSplit []float64 `json:"tensor_split,omitempty"`
 	NoMmap      bool      `json:"no_mmap,omitempty"`
+	// GPUNoEvents: the GPUs report no events capability, so the load ran
+	// without pipeline parallelism (plan.Device.NoEvents); listed in
+	// Inferred with the evidence.
+	GPUNoEvents bool `json:"gpu_no_events,omitempty"`
 	// GPUFreeMiB is each GPU's free memory at load, which splits layers
 	// across several GPUs; from the log's "using device ... MiB free"
 	// lines, or, where those are not shown, worked out from the logged

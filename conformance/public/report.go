@@ -31,13 +31,19 @@ for a case from such a build (build_outputs), or from a build with other rules i
 date or log shows (build_rules: its output buffer and context padding, no Metal reorder
 before llama.cpp PR #15929, F32 KQ masks cast to F16 for flash attention before PR
 #23764, no unused vector input before PR #18898, no CUDA MoE-reduction dependency before
-PR #25952, a Metal mapped buffer printed with its start's page offset before PR #15995),
+PR #25952, a Metal mapped buffer printed with its start's page offset before PR #15995,
+the KV cache written with ggml_cpy into views of the cache, with no index inputs, before
+PR #14959 made ggml_set_rows the default, Q, K and V copied out of a fused projection
+in early 2025's build_gptneox, the last layer computed for every token before PR #6122),
 or from a file its build's llama-quantize typed otherwise (quant_rules: a fused attn_qkv
 by its own rule before llama-quantize's tensor categories), the last figure column is
 headroom's plan under those rules, shown where it differs. A Metal mapped span's page
 offset comes from the real file's header length, which no log prints, so that figure
 is a range: the span plus 0 to 16383 bytes. Where a log prints its file's tensor type
-counts, the file headroom plans from has the same counts (TestPublicQuantMix).
+counts, the file headroom plans from has the same counts (TestPublicQuantMix). A case
+whose log shows it ran without pipeline parallelism where llama.cpp would have used it
+(gpu_no_events: GPUs reporting no events capability) is planned that way, with the
+evidence listed among what was inferred.
 
 Many public logs are excerpts (the lines a reporter pasted, or the part of a thread
 the source shows): a case marked incomplete holds only some of its load's buffer
