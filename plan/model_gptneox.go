@@ -38,9 +38,6 @@ func gptneoxGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 		s := layerShape(m, l, c, kv, T)
 		cur := b.layerNormBias(inpL, blk+"attn_norm")
 		qkv := b.Add(b.MulMat(b.weight(blk+"attn_qkv.weight"), cur), b.weight(blk+"attn_qkv.bias"))
-		// views into the fused result, with its row as their token
-		// stride (a copy to another backend holds that span); RoPE makes
-		// Q and K contiguous, V stays strided
 		var q, k, v *tensor
 		if b.rules.QKVCont {
 			// early 2025's build_gptneox: each of Q, K and V copied out
@@ -53,6 +50,9 @@ func gptneoxGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 			k = b.Rope(b.Reshape(kc, s.headK, s.headsKV, T), in.pos, nil)
 			v = b.Reshape(vc, s.headV, s.headsKV, T)
 		} else {
+			// views into the fused result, with its row as their token
+			// stride (a copy to another backend holds that span); RoPE
+			// makes Q and K contiguous, V stays strided
 			head, row := s.headK*4, qkv.Ne()[0]*4
 			q = b.Rope(b.View(qkv, s.headK, s.heads, T).Strided(head, row), in.pos, nil)
 			k = b.Rope(b.View(qkv, s.headK, s.headsKV, T).Strided(head, row), in.pos, nil)
