@@ -110,6 +110,26 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 	fmt.Fprintf(b, "- groups of cases with no shape: %d; planned groups not in an excerpt: %d\n",
 		count(func(r Row) bool { return r.Status == NoShape }), count(func(r Row) bool { return r.Status == NotInExcerpt }))
 
+	// The same, planned under each build's own rules where a case has
+	// them: what the rules leave unexplained in the dangerous direction.
+	var underBuild []string
+	for _, r := range rows {
+		if !r.Planned || r.Lines == 0 || r.LoggedMiB == 0 || r.Status == QuantUnknown || r.Status == Partial {
+			continue
+		}
+		bytes := r.PlannedBytes
+		if r.BuildPlanned {
+			bytes = r.BuildBytes + r.BuildSlack
+		}
+		if e := 100 * (float64(bytes)/(1<<20) - r.LoggedMiB) / r.LoggedMiB; e < -2 {
+			underBuild = append(underBuild, fmt.Sprintf("%s %s %s (%+.1f%%)", r.Case, r.BufferType, r.Kind, e))
+		}
+	}
+	fmt.Fprintf(b, "- under-estimates of more than 2%% left under the builds' own rules (build_outputs, build_rules): %d", len(underBuild))
+	if len(underBuild) > 0 {
+		b.WriteString(": " + strings.Join(underBuild, "; "))
+	}
+	b.WriteString("\n")
 	var under []Row
 	for _, r := range rows {
 		if e := r.ErrorPct(); !math.IsNaN(e) && e < -2 && r.Status != QuantUnknown {
