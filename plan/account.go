@@ -257,7 +257,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 		if s.buft != mappedCPU && p.Rules.MetalMappedOffset {
 			// The file is mapped from its start, so the span's start
 			// lies first bytes past a page boundary.
-			b.Bytes += s.first % metalPage
+			b.Bytes += s.first % MetalPage
 		}
 		if s.buft == mappedCPU && s.used < b.Bytes {
 			b.Resident = s.used
@@ -276,8 +276,9 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	return out
 }
 
-// metalPage is the page size on Apple silicon (sysconf(_SC_PAGESIZE)).
-const metalPage = 16 << 10
+// MetalPage is the page size on Apple silicon (sysconf(_SC_PAGESIZE)), to
+// which Metal aligns the start of a buffer over the mapped file.
+const MetalPage = 16 << 10
 
 // loader decides which buffer each weight goes into, as llama.cpp's
 // model loader does; the model buffers and the scheduler's weight homes

@@ -187,10 +187,10 @@ func TestMetalMappedOffset(t *testing.T) {
 		}
 	}
 	now, old := spans(Rules{}), spans(Rules{MetalMappedOffset: true})
-	if first%metalPage == 0 {
+	if first%MetalPage == 0 {
 		t.Fatalf("the span starts on a page boundary (%d), which tests nothing", first)
 	}
-	if got, want := old["MTL0_Mapped"]-now["MTL0_Mapped"], first%metalPage; got != want {
+	if got, want := old["MTL0_Mapped"]-now["MTL0_Mapped"], first%MetalPage; got != want {
 		t.Errorf("the older build's MTL0_Mapped is %d bytes over the span, want the start's page offset %d", got, want)
 	}
 	if old["CPU_Mapped"] != now["CPU_Mapped"] || now["CPU_Mapped"] == 0 {

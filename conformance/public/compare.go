@@ -202,7 +202,7 @@ func (c *Case) Compare() ([]Row, error) {
 		if v, ok := byGroup[er.BufferType+" "+er.Kind]; ok {
 			row.BuildBytes, row.BuildPlanned = v, true
 			if c.BuildRules != nil && c.BuildRules.MetalMappedOffset && metalMapped(er.BufferType) {
-				row.BuildSlack = metalPage - 1
+				row.BuildSlack = plan.MetalPage - 1
 			}
 		}
 		switch {
@@ -245,10 +245,6 @@ func (c *Case) Compare() ([]Row, error) {
 	}
 	return rows, nil
 }
-
-// metalPage is the page a Metal mapped span's start is aligned down to on
-// Apple silicon.
-const metalPage = 16 << 10
 
 // metalMapped says a buffer type is a Metal buffer over the mapped file.
 func metalMapped(buft string) bool {
