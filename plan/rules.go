@@ -55,8 +55,10 @@ type Rules struct {
 	// start's offset into the page (16 KiB on Apple silicon). Later builds
 	// map the same pages but give the buffer the span's size.
 	MetalMappedOffset bool `json:"metal_mapped_offset,omitempty"`
-	// KVCopy: builds before the KV cache wrote with ggml_set_rows (2025)
-	// copied K and V into views of the cache at the write position with
+	// KVCopy: builds before llama.cpp PR #14959 (August 2025) made
+	// ggml_set_rows the KV cache's write (PR #14285 had added it behind
+	// LLAMA_SET_ROWS) copied K and V into views of the cache at the write
+	// position with
 	// ggml_cpy (llm_build_kv_store; V transposed on the way without flash
 	// attention), so their graphs have no k_idxs and v_idxs inputs: a
 	// transposed V's indices are one per element, n_embd_v_gqa x n_tokens
