@@ -59,3 +59,14 @@ func TestTinyLlamaCPU(t *testing.T) {
 		t.Errorf("missing buffers %v in\n%s", want, r)
 	}
 }
+
+// byType sums the buffers of one kind by buffer type.
+func byType(bufs []Buffer, kind BufferKind) map[string]int64 {
+	out := map[string]int64{}
+	for _, b := range bufs {
+		if b.Kind == kind {
+			out[b.BufferType] += b.Bytes
+		}
+	}
+	return out
+}

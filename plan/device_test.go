@@ -79,13 +79,7 @@ func TestNoEventsNoPipeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]int64{}
-		for _, b := range r.Buffers {
-			if b.Kind == KindCompute {
-				out[b.BufferType] += b.Bytes
-			}
-		}
-		return out
+		return byType(r.Buffers, KindCompute)
 	}
 	pp, one := compute(false), compute(true)
 	// The host holds the graph inputs the devices read, four times over

@@ -171,13 +171,7 @@ func TestMetalMappedOffset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]int64{}
-		for _, b := range res.Buffers {
-			if b.Kind == KindModel {
-				out[b.BufferType] += b.Bytes
-			}
-		}
-		return out
+		return byType(res.Buffers, KindModel)
 	}
 	// The first weight Metal holds starts its span.
 	first := int64(-1)

@@ -62,7 +62,7 @@ type Rules struct {
 	// ggml_cpy (llm_build_kv_store; V transposed on the way without flash
 	// attention), so their graphs have no k_idxs and v_idxs inputs: a
 	// transposed V's indices are one per element, n_embd_v_gqa x n_tokens
-	// I64 (16 MiB for Llama 2 7B's 512-token micro-batch).
+	// I64 (16 MiB for Open LLaMA 7B's 512-token micro-batch, 4096 wide).
 	KVCopy bool `json:"kv_copy,omitempty"`
 	// QKVCont: early 2025's build_gptneox (build 4715 of February 2025)
 	// copied Q, K and V out of the fused projection with ggml_cont of

@@ -67,11 +67,23 @@ type Row struct {
 // ErrorPct is (headroom - llama.cpp) / llama.cpp in percent: negative is
 // an under-estimate, the direction in which a plan that fits fails.
 // NaN when either side is missing.
-func (r Row) ErrorPct() float64 {
+func (r Row) ErrorPct() float64 { return r.errorPct(r.PlannedBytes) }
+
+// BuildErrorPct is ErrorPct of the figure under the build's own rules
+// (the top of its range, BuildBytes+BuildSlack), or of headroom's where
+// the case has no rules of its own.
+func (r Row) BuildErrorPct() float64 {
+	if r.BuildPlanned {
+		return r.errorPct(r.BuildBytes + r.BuildSlack)
+	}
+	return r.ErrorPct()
+}
+
+func (r Row) errorPct(bytes int64) float64 {
 	if !r.Planned || r.Lines == 0 || r.LoggedMiB == 0 {
 		return math.NaN()
 	}
-	return 100 * (float64(r.PlannedBytes)/(1<<20) - r.LoggedMiB) / r.LoggedMiB
+	return 100 * (float64(bytes)/(1<<20) - r.LoggedMiB) / r.LoggedMiB
 }
 
 // Devices are the CPU and GPUs of the case's machine, named as llama.cpp

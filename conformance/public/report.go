@@ -114,14 +114,10 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 	// them: what the rules leave unexplained in the dangerous direction.
 	var underBuild []string
 	for _, r := range rows {
-		if !r.Planned || r.Lines == 0 || r.LoggedMiB == 0 || r.Status == QuantUnknown || r.Status == Partial {
+		if r.Status == QuantUnknown || r.Status == Partial {
 			continue
 		}
-		bytes := r.PlannedBytes
-		if r.BuildPlanned {
-			bytes = r.BuildBytes + r.BuildSlack
-		}
-		if e := 100 * (float64(bytes)/(1<<20) - r.LoggedMiB) / r.LoggedMiB; e < -2 {
+		if e := r.BuildErrorPct(); !math.IsNaN(e) && e < -2 {
 			underBuild = append(underBuild, fmt.Sprintf("%s %s %s (%+.1f%%)", r.Case, r.BufferType, r.Kind, e))
 		}
 	}
