@@ -64,6 +64,15 @@ type Row struct {
 	Explanation string
 }
 
+// buildOrPlanned is headroom's figure under the build's rules where the
+// case has rules of its own, else under headroom's.
+func (r Row) buildOrPlanned() int64 {
+	if r.BuildPlanned {
+		return r.BuildBytes
+	}
+	return r.PlannedBytes
+}
+
 // ErrorPct is (headroom - llama.cpp) / llama.cpp in percent: negative is
 // an under-estimate, the direction in which a plan that fits fails.
 // NaN when either side is missing.
@@ -118,6 +127,8 @@ func (c *Case) Profile() plan.Profile {
 		p.CacheV = f.CacheV
 	}
 	p.CPUMoE = f.CPUMoE
+	// Load refused a case whose overrides do not parse.
+	p.Overrides, _ = plan.ParseOverrides(f.Overrides...)
 	p.KVUnified = f.KVUnified
 	if len(f.TensorSplit) > 0 {
 		p.TensorSplit = f.TensorSplit

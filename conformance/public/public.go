@@ -142,6 +142,9 @@ type Flags struct {
 	Batch     int    `json:"batch"`
 	UBatch    int    `json:"ubatch"`
 	CPUMoE    int    `json:"cpu_moe,omitempty"`
+	// Overrides are the command's -ot/--override-tensor values, each
+	// PATTERN=BUFFER_TYPE (plan.ParseOverrides reads them).
+	Overrides []string `json:"override_tensor,omitempty"`
 	// KVUnified is a single KV cache shared by every sequence
 	// (--kv-unified), as the log's kv_unified line shows it.
 	KVUnified bool `json:"kv_unified,omitempty"`
@@ -243,6 +246,9 @@ func (c *Case) validate(base string) []string {
 	if f.FlashAttn != "on" && f.FlashAttn != "off" {
 		bad = append(bad, "flash_attn must be on or off, as the log shows it in effect")
 	}
+	if _, err := plan.ParseOverrides(f.Overrides...); err != nil {
+		bad = append(bad, err.Error())
+	}
 	if len(f.GPUFreeMiB) != 0 && len(f.GPUFreeMiB) != len(c.GPUs) {
 		bad = append(bad, "gpu_free_mib needs one figure per GPU")
 	}
@@ -263,6 +269,23 @@ func (c *Case) validate(base string) []string {
 		}
 	}
 	return bad
+}
+
+// ExpertsInSystemMemory says whether the load kept routed experts in
+// system memory while their layers ran on a GPU: --n-cpu-moe or
+// --cpu-moe, or an -ot override sending expert tensors (…_exps) to the
+// CPU.
+func (c *Case) ExpertsInSystemMemory() bool {
+	if c.Flags.CPUMoE > 0 {
+		return true
+	}
+	for _, o := range c.Flags.Overrides {
+		pattern, buft, _ := strings.Cut(o, "=")
+		if buft == "CPU" && strings.Contains(pattern, "exps") {
+			return true
+		}
+	}
+	return false
 }
 
 // HeadroomName is the name headroom gives the buffer type a log line

@@ -105,6 +105,20 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 		count(func(r Row) bool {
 			return compute(r) && r.BuildPlanned && mib(r.BuildBytes) == fmt.Sprintf("%.2f", r.LoggedMiB)
 		}))
+	experts := map[string]bool{}
+	for _, c := range cases {
+		if c.ExpertsInSystemMemory() {
+			experts[c.ID] = true
+		}
+	}
+	moe := func(r Row) bool { return compute(r) && experts[r.Case] }
+	fmt.Fprintf(b, "- compute groups of loads with routed experts in system memory (--n-cpu-moe, -ot ...exps...=CPU): %d in %d cases; within the bounds under headroom's rules %d, under the builds' rules %d, of which %d equal to the printed figure\n",
+		count(moe), len(experts),
+		count(func(r Row) bool { return moe(r) && r.Status == Within }),
+		count(func(r Row) bool {
+			return moe(r) && engine.ComputeWithin(r.buildOrPlanned(), loggedBytes(r))
+		}),
+		count(func(r Row) bool { return moe(r) && mib(r.buildOrPlanned()) == fmt.Sprintf("%.2f", r.LoggedMiB) }))
 	fmt.Fprintf(b, "- groups logged and not planned, or planned and not logged in a complete case: %d\n",
 		count(func(r Row) bool { return r.Status == Miss && (!r.Planned || r.Lines == 0) }))
 	fmt.Fprintf(b, "- groups of cases with no shape: %d; planned groups not in an excerpt: %d\n",
@@ -167,6 +181,9 @@ func writeCases(b *strings.Builder, cases []Case) {
 		}
 		if f.CPUMoE > 0 {
 			flags += fmt.Sprintf(" --n-cpu-moe %d", f.CPUMoE)
+		}
+		for _, o := range f.Overrides {
+			flags += fmt.Sprintf(" -ot '%s'", o)
 		}
 		if f.KVUnified {
 			flags += " --kv-unified"
