@@ -326,11 +326,19 @@ func (l loader) buffer(t arch.Tensor) bufKey {
 // buffer, consider the extra buffer types"): the first GPU's pinned host
 // buffer, which under mmap is the mapped file, else a repack buffer where
 // the CPU repacks the weight, else plain CPU.
+// Builds before b6049 (Rules.OverrideCPUPlain) took the CPU's own buffer
+// type: the mapped file under mmap, else plain CPU memory.
 func (l loader) overridden(t arch.Tensor, buft string) bufKey {
 	for _, g := range l.gpus {
 		if g.bufferType() == buft {
 			return bufKey{g.Name, buft}
 		}
+	}
+	if l.p.Rules.OverrideCPUPlain {
+		if l.p.Mmap {
+			return bufKey{l.cpu.Name, mappedCPU}
+		}
+		return bufKey{l.cpu.Name, "CPU"}
 	}
 	return chooseBuffer(t, l.cpu, l.cpu, l.gpus, l.p.Mmap)
 }

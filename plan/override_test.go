@@ -98,18 +98,24 @@ func TestOverridePlacement(t *testing.T) {
 		ngl  int
 		ot   []Override
 		mmap bool
+		// older: the rule of builds before b6049 (Rules.OverrideCPUPlain)
+		older bool
 		// the buffer type of blk.3.ffn_up_exps.weight and blk.3.attn_q.weight
 		exps, q string
 	}{
-		{"experts to the CPU, mmap", cuda, GPULayersAuto, exps, true, "CPU_Mapped", "CUDA0"},
-		{"experts to the CPU, no mmap: pinned host memory", cuda, GPULayersAuto, exps, false, "CUDA_Host", "CUDA0"},
-		{"experts to the CPU, no GPU: repacked", nil, 0, exps, true, "CPU_REPACK", "CPU_REPACK"},
-		{"a CPU layer's projection to the GPU", cuda, 0, attn, true, "CPU_Mapped", "CUDA0"},
+		{"experts to the CPU, mmap", cuda, GPULayersAuto, exps, true, false, "CPU_Mapped", "CUDA0"},
+		{"experts to the CPU, no mmap: pinned host memory", cuda, GPULayersAuto, exps, false, false, "CUDA_Host", "CUDA0"},
+		{"experts to the CPU, no GPU: repacked", nil, 0, exps, true, false, "CPU_REPACK", "CPU_REPACK"},
+		{"a CPU layer's projection to the GPU", cuda, 0, attn, true, false, "CPU_Mapped", "CUDA0"},
+		{"before b6049, experts to the CPU, mmap", cuda, GPULayersAuto, exps, true, true, "CPU_Mapped", "CUDA0"},
+		{"before b6049, experts to the CPU, no mmap: plain CPU memory", cuda, GPULayersAuto, exps, false, true, "CPU", "CUDA0"},
+		{"before b6049, experts to the CPU, no GPU: not repacked", nil, 0, exps, true, true, "CPU_Mapped", "CPU_REPACK"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := Defaults()
 			p.GPULayers, p.Overrides, p.Mmap = c.ngl, c.ot, c.mmap
+			p.Rules.OverrideCPUPlain = c.older
 			layerDev := placeLayers(m.NLayer, p.GPULayers, nil, c.gpus, cpu.Name)
 			ld := newLoader(m, p, cpu, c.gpus, layerDev)
 			got := map[string]string{}

@@ -91,6 +91,14 @@ type Rules struct {
 	// (build_gdn_l2_norm, llama.cpp PR #28068): two nodes for one
 	// (Qwen3-Next: 5059 -> 5131).
 	GDNNormAsRMS bool `json:"gdn_norm_as_rms,omitempty"`
+	// OverrideCPUPlain: builds before llama.cpp b6049 ("when overriding
+	// to a CPU buffer, consider the extra buffer types") loaded a weight
+	// that -ot sends to the CPU (--n-cpu-moe came later) into the CPU's
+	// own buffer type: the mapped file under mmap, else plain CPU memory,
+	// never a GPU's pinned host buffer or a repack buffer. A --no-mmap
+	// load of build 5192 prints the overridden FFNs as "CPU model buffer"
+	// beside the token embedding's "CUDA_Host model buffer".
+	OverrideCPUPlain bool `json:"override_cpu_plain,omitempty"`
 	// CtxPad is the cells a context is padded to; 0 is 256, the rule of
 	// every build measured here. Older builds padded to 32 without flash
 	// attention (llama_kv_cache_get_padding), as build 4715's public logs

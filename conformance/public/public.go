@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -273,16 +274,23 @@ func (c *Case) validate(base string) []string {
 
 // ExpertsInSystemMemory says whether the load kept routed experts in
 // system memory while their layers ran on a GPU: --n-cpu-moe or
-// --cpu-moe, or an -ot override sending expert tensors (…_exps) to the
-// CPU.
+// --cpu-moe, or an -ot override that sends an expert tensor
+// (blk.N.ffn_up_exps.weight) to the CPU, alone or with the rest of its
+// layer's FFN.
 func (c *Case) ExpertsInSystemMemory() bool {
 	if c.Flags.CPUMoE > 0 {
 		return true
 	}
 	for _, o := range c.Flags.Overrides {
 		pattern, buft, _ := strings.Cut(o, "=")
-		if buft == "CPU" && strings.Contains(pattern, "exps") {
-			return true
+		re, err := regexp.Compile(pattern)
+		if err != nil || buft != "CPU" {
+			continue
+		}
+		for il := range 256 {
+			if re.MatchString(fmt.Sprintf("blk.%d.ffn_up_exps.weight", il)) {
+				return true
+			}
 		}
 	}
 	return false
