@@ -19,7 +19,7 @@ func TestEngineFlag(t *testing.T) {
 		{"", true, "figures for llama.cpp de3ff81, the newest build headroom has measured"},
 		{"80fb11a", true, "figures for llama.cpp 80fb11a: your build (80fb11a) is one headroom has measured"},
 		{"de3ff81", true, "figures for llama.cpp de3ff81: your build (de3ff81) is one headroom has measured"},
-		{"b7000", false, "figures for llama.cpp de3ff81, not for your build (b7000), which headroom has not measured"},
+		{"b7000", false, "figures for your build (b7000) under the rules its build number implies; headroom has not measured this build, so they are estimates"},
 	} {
 		args := []string{"fit", "--quiet", "--json", path, "-c", "4096", "--machine", "cpu-32"}
 		if tt.engine != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -132,14 +133,14 @@ func printCheck(w io.Writer, c *engine.Check) {
 // engineFlag is --engine: the llama.cpp build the user will run, to be
 // told which build the figures are for and what is known to differ.
 func engineFlag(fs *flags) *string {
-	return fs.String("engine", "", "the llama.cpp `build` you will run: a llama-server program (asked for --version) or a commit; the figures follow its rules where headroom measured it, and the output says what is known to differ where not; default: --llama-server's build when given, else the newest build headroom measured")
+	return fs.String("engine", "", "the llama.cpp `build` you will run: a llama-server program (asked for --version), a commit, or a release tag bNNNN; a build headroom measured gets its own figures, any other with a build number the rules its number implies (said to be estimates); default: --llama-server's build when given, else the newest build headroom measured")
 }
 
 // startedEngine is the note of the llama-server a command starts, whose
 // build the plan follows; an --engine naming another build is refused
 // rather than planned for a build that will not load the model.
 func startedEngine(ctx context.Context, engineArg string, build engine.Build) (engine.EngineNote, error) {
-	note := engine.Note(build.Commit, build.String())
+	note := engine.BuildNote(build)
 	if engineArg == "" {
 		return note, nil
 	}
@@ -170,9 +171,13 @@ func engineNote(ctx context.Context, engineArg, llamaServer string) (engine.Engi
 	case len(c) >= 7 && strings.Trim(c, "0123456789abcdef") == "":
 		return engine.Note(c, c), nil
 	case len(c) > 1 && c[0] == 'b' && strings.Trim(c[1:], "0123456789") == "":
-		// A release tag names a commit headroom cannot look up offline:
-		// said as a build it has not measured, not guessed.
-		return engine.Note("", c), nil
+		// A release tag is a build number: the figures follow the rules
+		// it implies, said to be estimates.
+		n, err := strconv.Atoi(c[1:])
+		if err != nil {
+			return engine.EngineNote{}, usagef("--engine %q: %v", engineArg, err)
+		}
+		return engine.BuildNote(engine.Build{Number: n}), nil
 	}
 	return engine.EngineNote{}, usagef("--engine %q: want a llama-server program, a commit (seven or more hex digits) or a release tag bNNNN", engineArg)
 }

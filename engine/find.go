@@ -89,6 +89,9 @@ func (b Build) String() string {
 	if b.Release != "" {
 		return fmt.Sprintf("%s (%s)", b.Release, b.Commit)
 	}
+	if b.Commit == "" {
+		return fmt.Sprintf("b%d", b.Number)
+	}
 	return fmt.Sprintf("b%d (%s)", b.Number, b.Commit)
 }
 

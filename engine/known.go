@@ -201,5 +201,32 @@ func AskNote(ctx context.Context, bin string) EngineNote {
 		n.Says = fmt.Sprintf("figures for llama.cpp %s; %s did not say its build: %v", Default().Commit, bin, err)
 		return n
 	}
-	return Note(b.Commit, b.String())
+	return BuildNote(b)
+}
+
+// BuildNote describes figures for a build the user has: a build headroom
+// measured is known by its commit; any other with a release build number
+// is planned under the rules its number implies (RulesForBuild), said to
+// be an estimate; one without (a packaged build says "build 1") gets
+// the newest measured build's figures, as Note gives them.
+func BuildNote(b Build) EngineNote {
+	ks := engines(KnownEngines())
+	if _, ok := ks.identify(b.Commit); ok || b.Number <= 1 {
+		return ks.note(b.Commit, b.String())
+	}
+	br := RulesForBuild(b.Number)
+	n := EngineNote{Build: b.String(), Rules: br.Rules,
+		FiguresFor: fmt.Sprintf("llama.cpp b%d's rules, as far as headroom knows them", b.Number)}
+	says := fmt.Sprintf("figures for your build (%s) under the rules its build number implies; headroom has not measured this build, so they are estimates", b)
+	if len(br.Predates) > 0 {
+		says += fmt.Sprintf("; it predates %d changes headroom models, whose earlier rules are applied: %s", len(br.Predates), strings.Join(br.Predates, "; "))
+	}
+	if len(br.Uncertain) > 0 {
+		says += "; where a change's first build is only bounded, the later rule is taken: " + strings.Join(br.Uncertain, "; ")
+	}
+	if br.Outside != "" {
+		says += "; " + br.Outside
+	}
+	n.Says = says + "; fit and plan --verify ask your build itself"
+	return n
 }

@@ -160,7 +160,11 @@ func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLT
 	c.NBatch = min(c.NCtx, batch)
 	c.NUBatch = min(c.NBatch, ubatch)
 	c.NOutputsMax = p.OutputsMax
-	if c.NOutputsMax <= 0 {
+	switch {
+	case c.NOutputsMax > 0:
+	case p.Rules.ReserveAllOutputs:
+		c.NOutputsMax = c.NBatch
+	default:
 		c.NOutputsMax = p.ServerOutputsMax(c.NBatch)
 	}
 	var ok bool

@@ -99,6 +99,15 @@ type Rules struct {
 	// load of build 5192 prints the overridden FFNs as "CPU model buffer"
 	// beside the token embedding's "CUDA_Host model buffer".
 	OverrideCPUPlain bool `json:"override_cpu_plain,omitempty"`
+	// ReserveAllOutputs: builds before llama.cpp PR #23861 (b9460, June
+	// 2026, "limit max outputs of llama_context") reserved the worst-case
+	// graph with every token of the micro-batch an output
+	// (graph_reserve(n_tokens, n_seqs, n_tokens, ...)), where later
+	// llama-servers keep n_outputs_max rows (one per slot): the compute
+	// buffer of the device with the output layer holds n_ubatch rows of
+	// logits (392.75 MiB for gpt-oss at 512 tokens; public logs of builds
+	// 5192 to 6699, docs/accuracy-public.md).
+	ReserveAllOutputs bool `json:"reserve_all_outputs,omitempty"`
 	// CtxPad is the cells a context is padded to; 0 is 256, the rule of
 	// every build measured here. Older builds padded to 32 without flash
 	// attention (llama_kv_cache_get_padding), as build 4715's public logs

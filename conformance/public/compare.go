@@ -29,6 +29,11 @@ const (
 	// QuantUnknown: a weights group of a file whose quant mix the log
 	// does not show; its error is shown but not held to exactness.
 	QuantUnknown Status = "quant mix unknown"
+	// SplitUnknown: a mapped weights group of a model in several files
+	// (Model.SplitFiles) whose split points the log does not show:
+	// llama.cpp maps each file's span apart, headroom plans one file.
+	// Its error is shown but not held to exactness.
+	SplitUnknown Status = "split unknown"
 	// NotInExcerpt: planned, while the case's lines are only part of
 	// the log, so its absence says nothing.
 	NotInExcerpt Status = "not in the excerpt"
@@ -242,6 +247,8 @@ func (c *Case) Compare() ([]Row, error) {
 			row.Explanation = c.PartialGroups[er.BufferType+" "+er.Kind]
 		case er.Kind == "model" && !c.Model.QuantKnown:
 			row.Status = QuantUnknown
+		case er.Kind == "model" && c.Model.SplitFiles > 1 && strings.HasSuffix(er.BufferType, "_Mapped") && !er.Within:
+			row.Status = SplitUnknown
 		case er.Within && er.Kind == "compute":
 			row.Status = Within
 		case er.Within:

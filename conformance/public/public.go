@@ -40,9 +40,13 @@ type Case struct {
 	// as printed; "" when the source does not show it, and then
 	// BuildNote says what dates the log (its log format, the thread's
 	// date).
-	Build     string `json:"build"`
-	BuildNote string `json:"build_note,omitempty"`
-	Model     Model  `json:"model"`
+	Build string `json:"build"`
+	// BuildNumber is the upstream build number the log prints (llama.cpp's
+	// bNNNN), 0 where it prints none or a rebuild's own count. The rules
+	// it implies (engine.RulesForBuild) must agree with BuildRules.
+	BuildNumber int    `json:"build_number,omitempty"`
+	BuildNote   string `json:"build_note,omitempty"`
+	Model       Model  `json:"model"`
 	// Shape is the architecture for synth, in the catalog's terms; nil
 	// when the model cannot be built honestly (the case is then listed
 	// as "no shape"). ShapeSource says where its figures come from.
@@ -127,6 +131,10 @@ type Model struct {
 	// where they type tensors otherwise than synth's recipe; the build's
 	// plan (BuildBytes) reads the file they give.
 	QuantRules *synth.QuantRules `json:"quant_rules,omitempty"`
+	// SplitFiles is the number of files the model was split into
+	// (llama-gguf-split), where more than one: the comparison plans one
+	// file, so its mapped spans are shown, not held to exactness.
+	SplitFiles int `json:"split_files,omitempty"`
 }
 
 // Flags are the load's settings in llama-server's terms.

@@ -1,6 +1,7 @@
 package public
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/plan"
 )
 
 var updatePublic = flag.Bool("update-public", false, "rewrite docs/accuracy-public.md from conformance/testdata/public")
@@ -134,5 +136,37 @@ func TestPublicQuantMix(t *testing.T) {
 	// and the RTX 4090 + 5090's Qwen3-30B-A3B print them.
 	if checked < 23 {
 		t.Errorf("%d cases checked against their logged type counts, want 23", checked)
+	}
+}
+
+// TestBuildNumberRules holds engine.RulesForBuild, which plans a user's
+// build from its number, to the rules each public case of a known
+// upstream build needs for its logged figures: they must be the same
+// rules, so the figures a user of that build is given are the ones
+// compared with the log here.
+func TestBuildNumberRules(t *testing.T) {
+	checked := 0
+	for _, c := range loadCases(t) {
+		if c.BuildNumber < engine.OldestRuled {
+			continue
+		}
+		var have plan.Rules
+		if c.BuildRules != nil {
+			have = *c.BuildRules
+		}
+		// What the build number does not decide: the cells a context
+		// is padded to, and the output buffer of a library context.
+		have.CtxPad, have.OutputRows, have.OutputEmbd = 0, 0, false
+		have.ReserveAllOutputs = have.ReserveAllOutputs || c.BuildOutputs > 0
+		want := engine.RulesForBuild(c.BuildNumber).Rules
+		if have != want {
+			got, _ := json.Marshal(have)
+			w, _ := json.Marshal(want)
+			t.Errorf("%s (build %d): the case plans under %s, build %d's number implies %s", c.ID, c.BuildNumber, got, c.BuildNumber, w)
+		}
+		checked++
+	}
+	if checked < 25 {
+		t.Errorf("%d cases of known builds checked, want 25", checked)
 	}
 }

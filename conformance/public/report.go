@@ -92,6 +92,8 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 		count(func(r Row) bool { return ruled(r) && r.BuildEqual() }), count(ruled))
 	fmt.Fprintf(b, "- weights groups of files whose quant mix the log does not show (error shown, not held to exactness): %d\n",
 		count(func(r Row) bool { return r.Status == QuantUnknown }))
+	fmt.Fprintf(b, "- mapped weights groups of models split into files at points the log does not show (error shown, not held to exactness): %d\n",
+		count(func(r Row) bool { return r.Status == SplitUnknown }))
 	compute := func(r Row) bool {
 		return r.Kind == "compute" && (r.Status == Within || r.Status == Miss) && r.Lines > 0 && r.Planned
 	}
@@ -128,7 +130,7 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 	// them: what the rules leave unexplained in the dangerous direction.
 	var underBuild []string
 	for _, r := range rows {
-		if r.Status == QuantUnknown || r.Status == Partial {
+		if r.Status == QuantUnknown || r.Status == SplitUnknown || r.Status == Partial {
 			continue
 		}
 		if e := r.BuildErrorPct(); !math.IsNaN(e) && e < -2 {
@@ -142,7 +144,7 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 	b.WriteString("\n")
 	var under []Row
 	for _, r := range rows {
-		if e := r.ErrorPct(); !math.IsNaN(e) && e < -2 && r.Status != QuantUnknown {
+		if e := r.ErrorPct(); !math.IsNaN(e) && e < -2 && r.Status != QuantUnknown && r.Status != SplitUnknown {
 			under = append(under, r)
 		}
 	}
