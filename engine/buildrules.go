@@ -22,8 +22,10 @@ type ruleChange struct {
 // them. A build number is the bNNNN of llama.cpp's release tags
 // (git rev-list --count of the commit), which --version prints as
 // "version: NNNN (commit)" or, from b10394, "version: X.Y.Z (build NNNN,
-// commit C)". Each first build was read from the tag that contains the
-// pull request's merge commit.
+// commit C)". Each first build was read from the release tag that
+// contains the pull request's merge commit (git rev-list --count of it)
+// or, for the changes of September 2026, from the release notes that
+// name the pull request.
 func ruleChanges() []ruleChange {
 	return []ruleChange{
 		{From: 2540, What: "the last layer computed only the output rows (PR #6122, b2540)",
