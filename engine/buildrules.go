@@ -8,8 +8,9 @@ import (
 
 // A ruleChange is one accounting rule that llama.cpp changed at a known
 // build: builds from From on behave the later way, builds before it the
-// earlier way. Where the change is only bounded, builds in [From, Until)
-// may be either; they get the later rule and the note says so.
+// earlier way. Where the change is only bounded, or came in steps of
+// which the later ones are not modeled, builds in [From, Until) get the
+// later rule and the note says so.
 type ruleChange struct {
 	From, Until int
 	// What names the change and where its build number comes from.

@@ -306,7 +306,7 @@ func newLoader(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []s
 // device that takes it (tensors of no layer go to the CPU).
 func (l loader) buffer(t arch.Tensor) bufKey {
 	for _, o := range l.p.Overrides {
-		if o.matches(t.Name) {
+		if o.Matches(t.Name) {
 			return l.overridden(t, o.Buft)
 		}
 	}
@@ -335,10 +335,7 @@ func (l loader) overridden(t arch.Tensor, buft string) bufKey {
 		}
 	}
 	if l.p.Rules.OverrideCPUPlain {
-		if l.p.Mmap {
-			return bufKey{l.cpu.Name, mappedCPU}
-		}
-		return bufKey{l.cpu.Name, "CPU"}
+		return bufKey{l.cpu.Name, cpuOwnBuffer(l.p.Mmap)}
 	}
 	return chooseBuffer(t, l.cpu, l.cpu, l.gpus, l.p.Mmap)
 }
@@ -353,6 +350,15 @@ func (l loader) tiedOutput(emb arch.Tensor) (arch.Tensor, bufKey) {
 
 // mappedCPU marks the CPU buffer type when weights stay in the mapped file.
 const mappedCPU = "CPU_Mapped"
+
+// cpuOwnBuffer is the CPU backend's own buffer type: the mapped file
+// under mmap, else plain CPU memory.
+func cpuOwnBuffer(mmap bool) string {
+	if mmap {
+		return mappedCPU
+	}
+	return "CPU"
+}
 
 // sameBuffer reports whether two choices land in the same llama.cpp
 // buffer-type context: the mapped file and the plain CPU buffer type are one.
@@ -378,10 +384,7 @@ func chooseBuffer(t arch.Tensor, d, cpu Device, gpus []Device, mmap bool) bufKey
 	fitsOn := func(g Device) bool {
 		return g.MaxAlloc == 0 || int64(t.Size) <= g.MaxAlloc
 	}
-	cpuBuft := "CPU"
-	if mmap {
-		cpuBuft = mappedCPU
-	}
+	cpuBuft := cpuOwnBuffer(mmap)
 	if d.Backend != "CPU" && fitsOn(d) {
 		return bufKey{d.Name, d.bufferType()}
 	}

@@ -87,17 +87,10 @@ func TestGPTNeoXBuilderDeclines(t *testing.T) {
 // take strided views and copy only V, for a transposed cache. Both copy
 // the merged heads of the attention's output once a layer.
 func TestGPTNeoXQKVCont(t *testing.T) {
-	s, _ := synth.Lookup("pythia-1.4b")
-	m := shapeQuantModel(t, s, synth.Q4_K_M)
-	p := Defaults()
-	p.Ctx, p.FlashAttn = 2048, FlashOff
-	c, err := resolveContext(p, m.CtxTrain, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c, graph := ruleGraphs(t, "pythia-1.4b", synth.Q4_K_M, 2048, FlashOff)
 	conts := func(r Rules) int {
 		n := 0
-		g := builderFor(m)(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r})
+		g := graph(r)
 		for _, x := range g.Nodes() {
 			if x.Op() == ggml.Cont && x.Ne() == [4]int64{int64(m.NEmbd), int64(c.NUBatch), 1, 1} {
 				n++

@@ -77,20 +77,30 @@ func TestComputeReplayCPU(t *testing.T) {
 // hold the replay to were measured that way, with n_ubatch output rows.
 const libraryOutputs = 1 << 20
 
-// Older builds' inputs (plan.Rules.MaskCast, NoEmbdSelect): an F32 mask
-// that the graph casts to F16 for flash attention, and no unused vector
-// input beside the token lookup.
-func TestOlderBuildInputs(t *testing.T) {
-	s, _ := synth.Lookup("llama-3.2-1b")
-	m := shapeQuantModel(t, s, synth.Q8_0)
+// ruleGraphs is a shape's worst-case graph at ctx cells as a build
+// with rules r records it, for the tests of older builds' rules; the
+// model and context are returned beside it.
+func ruleGraphs(t *testing.T, shape string, q synth.Quant, ctx int, fa FlashAttn) (*arch.Model, Context, func(r Rules) *ggml.Graph) {
+	t.Helper()
+	s, _ := synth.Lookup(shape)
+	m := shapeQuantModel(t, s, q)
 	p := Defaults()
-	p.Ctx, p.FlashAttn = 4096, FlashOn
+	p.Ctx, p.FlashAttn = ctx, fa
 	c, err := resolveContext(p, m.CtxTrain, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	build := builderFor(m)
+	return m, c, func(r Rules) *ggml.Graph { return build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r}) }
+}
+
+// Older builds' inputs (plan.Rules.MaskCast, NoEmbdSelect): an F32 mask
+// that the graph casts to F16 for flash attention, and no unused vector
+// input beside the token lookup.
+func TestOlderBuildInputs(t *testing.T) {
+	_, _, graph := ruleGraphs(t, "llama-3.2-1b", synth.Q8_0, 4096, FlashOn)
 	inputs := func(r Rules) (names map[string]gguf.GGMLType, casts int) {
-		g := builderFor(m)(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r})
+		g := graph(r)
 		names = map[string]gguf.GGMLType{}
 		for _, l := range g.Leafs() {
 			names[l.Name] = l.Type()
@@ -123,17 +133,10 @@ func TestOlderBuildInputs(t *testing.T) {
 // the CPU compute buffer smaller by what the indices took. Builds before
 // PR #6122 (Rules.NoOutIDs) compute the last layer for every token.
 func TestOlderBuildKVWrite(t *testing.T) {
-	s, _ := synth.Lookup("llama-3.2-1b")
-	m := shapeQuantModel(t, s, synth.Q8_0)
-	p := Defaults()
-	p.Ctx, p.FlashAttn = 4096, FlashOff
-	c, err := resolveContext(p, m.CtxTrain, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c, graph := ruleGraphs(t, "llama-3.2-1b", synth.Q8_0, 4096, FlashOff)
 	build := builderFor(m)
 	count := func(r Rules) (leafs map[string]int64, cpys, setRows, getRows int) {
-		g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r})
+		g := graph(r)
 		leafs = map[string]int64{}
 		for _, l := range g.Leafs() {
 			leafs[l.Name] = ggml.Elems(l.Ne())

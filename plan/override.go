@@ -44,8 +44,8 @@ func ParseOverrides(values ...string) ([]Override, error) {
 // String is the override as -ot takes it.
 func (o Override) String() string { return o.Pattern + "=" + o.Buft }
 
-// matches reports whether the override applies to the tensor name.
-func (o Override) matches(name string) bool {
+// Matches reports whether the override applies to the tensor name.
+func (o Override) Matches(name string) bool {
 	if o.re == nil {
 		// An Override built by hand rather than parsed; patterns that do
 		// not compile were refused by ParseOverrides.

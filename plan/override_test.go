@@ -53,7 +53,7 @@ func TestParseOverrides(t *testing.T) {
 		t.Fatalf("%s %v", b, err)
 	}
 	var back []Override
-	if err := json.Unmarshal(b, &back); err != nil || len(back) != 1 || !back[0].matches("blk.0.attn_q.weight") || back[0].matches("blk.10.attn_q.weight") {
+	if err := json.Unmarshal(b, &back); err != nil || len(back) != 1 || !back[0].Matches("blk.0.attn_q.weight") || back[0].Matches("blk.10.attn_q.weight") {
 		t.Errorf("round trip %+v %v", back, err)
 	}
 	if err := json.Unmarshal([]byte(`["nope"]`), &back); err == nil {

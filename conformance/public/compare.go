@@ -31,8 +31,9 @@ const (
 	QuantUnknown Status = "quant mix unknown"
 	// SplitUnknown: a mapped weights group of a model in several files
 	// (Model.SplitFiles) whose split points the log does not show:
-	// llama.cpp maps each file's span apart, headroom plans one file.
-	// Its error is shown but not held to exactness.
+	// llama.cpp maps each file's span apart (as headroom does for the
+	// shards of a real split model), while the comparison plans synth's
+	// single file. Its error is shown but not held to exactness.
 	SplitUnknown Status = "split unknown"
 	// NotInExcerpt: planned, while the case's lines are only part of
 	// the log, so its absence says nothing.
@@ -281,13 +282,15 @@ func metalMapped(buft string) bool {
 	return strings.HasPrefix(buft, "MTL") && strings.HasSuffix(buft, "_Mapped")
 }
 
-// BuildEqual says the build's figure prints as llama.cpp printed it: some
-// figure from BuildBytes to BuildBytes+BuildSlack does.
+// BuildEqual says the figure under the build's own rules (headroom's,
+// where the case has none) prints as llama.cpp printed it: some figure
+// from it to it plus BuildSlack does.
 func (r Row) BuildEqual() bool {
-	if !r.BuildPlanned || r.Lines == 0 {
+	if !r.Planned && !r.BuildPlanned || r.Lines == 0 {
 		return false
 	}
-	lo, _ := strconv.ParseFloat(mib(r.BuildBytes), 64)
-	hi, _ := strconv.ParseFloat(mib(r.BuildBytes+r.BuildSlack), 64)
+	b := r.buildOrPlanned()
+	lo, _ := strconv.ParseFloat(mib(b), 64)
+	hi, _ := strconv.ParseFloat(mib(b+r.BuildSlack), 64)
 	return r.LoggedMiB >= lo && r.LoggedMiB <= hi
 }

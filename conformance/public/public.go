@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -132,8 +131,9 @@ type Model struct {
 	// plan (BuildBytes) reads the file they give.
 	QuantRules *synth.QuantRules `json:"quant_rules,omitempty"`
 	// SplitFiles is the number of files the model was split into
-	// (llama-gguf-split), where more than one: the comparison plans one
-	// file, so its mapped spans are shown, not held to exactness.
+	// (llama-gguf-split), where more than one: the comparison plans
+	// synth's single file, so its mapped spans are shown, not held to
+	// exactness.
 	SplitFiles int `json:"split_files,omitempty"`
 }
 
@@ -289,14 +289,14 @@ func (c *Case) ExpertsInSystemMemory() bool {
 	if c.Flags.CPUMoE > 0 {
 		return true
 	}
-	for _, o := range c.Flags.Overrides {
-		pattern, buft, _ := strings.Cut(o, "=")
-		re, err := regexp.Compile(pattern)
-		if err != nil || buft != "CPU" {
+	// Load refused a case whose overrides do not parse.
+	overrides, _ := plan.ParseOverrides(c.Flags.Overrides...)
+	for _, o := range overrides {
+		if o.Buft != "CPU" {
 			continue
 		}
 		for il := range 256 {
-			if re.MatchString(fmt.Sprintf("blk.%d.ffn_up_exps.weight", il)) {
+			if o.Matches(fmt.Sprintf("blk.%d.ffn_up_exps.weight", il)) {
 				return true
 			}
 		}

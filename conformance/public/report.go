@@ -105,7 +105,7 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 			return compute(r) && r.BuildPlanned && engine.ComputeWithin(r.BuildBytes, loggedBytes(r))
 		}),
 		count(func(r Row) bool {
-			return compute(r) && r.BuildPlanned && mib(r.BuildBytes) == fmt.Sprintf("%.2f", r.LoggedMiB)
+			return compute(r) && r.BuildPlanned && r.BuildEqual()
 		}))
 	experts := map[string]bool{}
 	for _, c := range cases {
@@ -120,7 +120,7 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 		count(func(r Row) bool {
 			return moe(r) && engine.ComputeWithin(r.buildOrPlanned(), loggedBytes(r))
 		}),
-		count(func(r Row) bool { return moe(r) && mib(r.buildOrPlanned()) == fmt.Sprintf("%.2f", r.LoggedMiB) }))
+		count(func(r Row) bool { return moe(r) && r.BuildEqual() }))
 	fmt.Fprintf(b, "- groups logged and not planned, or planned and not logged in a complete case: %d\n",
 		count(func(r Row) bool { return r.Status == Miss && (!r.Planned || r.Lines == 0) }))
 	fmt.Fprintf(b, "- groups of cases with no shape: %d; planned groups not in an excerpt: %d\n",
