@@ -291,7 +291,17 @@ Examples:
 		return err
 	}
 	p.Rules = note.Rules
-	a, err := plan.Assess(in.Arch, in.ArchErr, p, snap)
+	var a *plan.Assessment
+	pr, why := openProjection(ctx, env, in, *llama)
+	if pr != nil {
+		defer pr.cleanup()
+		a, err = assessProjected(ctx, pr, p, snap)
+	} else {
+		a, err = plan.Assess(in.Arch, in.ArchErr, p, snap)
+		if a != nil && a.Verdict == plan.Incompatible && why != "" {
+			a.Reason = why
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -89,6 +90,21 @@ Examples:
 	_, gpus := plan.Devices(snap)
 	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note, Backends: plan.Backends(gpus)}
 	var p *plan.Plan
+	pr, why := openProjection(ctx, env, in, *llama)
+	if pr != nil {
+		defer pr.cleanup()
+		var progress func(string)
+		if !*quiet && !*printArgs {
+			fmt.Fprintf(env.Stderr, "architecture %s is not one headroom models: asking %s to project each candidate\n", pr.Basics.Arch, pr.Bin)
+			progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+line) }
+		}
+		p, err = engine.SearchProjected(ctx, pr.Projector, snap, opts, progress)
+		if err != nil {
+			why, p = "llama.cpp's own projection failed: "+oneLine(err.Error()), nil
+		} else {
+			out.Projected = projectedSays(pr)
+		}
+	}
 	if in.ArchErr == nil {
 		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs, in.header()); err != nil {
 			return err
@@ -98,9 +114,10 @@ Examples:
 		}
 	}
 	switch {
-	case in.ArchErr != nil:
-		out.Verdict, out.Reason = plan.Incompatible, in.ArchErr.Error()
-		out.Plan = &plan.Plan{Candidates: []plan.Candidate{}, Explain: []string{in.ArchErr.Error()}}
+	case in.ArchErr != nil && p == nil:
+		reason := cmp.Or(why, in.ArchErr.Error())
+		out.Verdict, out.Reason = plan.Incompatible, reason
+		out.Plan = &plan.Plan{Candidates: []plan.Candidate{}, Explain: []string{reason}}
 	case p.Chosen == nil:
 		out.Verdict, out.Reason, out.Plan = plan.DoesNotFit, strings.Join(p.Explain, "; "), p
 		if p.Candidates == nil {
@@ -110,6 +127,9 @@ Examples:
 		out.Verdict, out.Reason, out.Plan = plan.Fits, "fits", p
 		if r := p.Chosen.Result; r != nil && r.Reason != "" {
 			out.Reason = r.Reason
+		}
+		if in.Arch == nil {
+			break // projected: no model of the architecture to estimate speed from
 		}
 		out.Speed = decodeEstimate(in.Arch, p.Chosen, snap)
 		if out.Network, err = networkEstimate(in.Arch, p.Chosen, snap, *netGbps); err != nil {
@@ -183,6 +203,9 @@ type planReport struct {
 	EngineCheck *engine.Check `json:"engine_check,omitempty"`
 	// Engine says which llama.cpp build the figures are for.
 	Engine engine.EngineNote `json:"engine"`
+	// Projected says the plan's figures are llama.cpp's own projection,
+	// for an architecture headroom does not model.
+	Projected string `json:"projected,omitempty"`
 	// Backends say whether each GPU backend's figures were measured.
 	Backends []plan.BackendNote `json:"backends,omitempty"`
 }

@@ -119,6 +119,9 @@ Examples:
 	}
 	d.Engine = build.String()
 	d.Cache = &admission.Cache{}
+	// The llama.cpp that loads the model projects what headroom does not
+	// model.
+	d.FitParams, _ = engine.FindFitParams(path, nil)
 	if !*quiet {
 		d.Say("resolving", fmt.Sprintf("llama-server %s at %s", build, path))
 		// serve's own check (--check) reconciles the real load; this
@@ -157,7 +160,11 @@ Examples:
 		if !run.Reconciliation.OK() {
 			return fmt.Errorf("check failed: %s", run.Reconciliation.Summary())
 		}
-		fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer within bounds")
+		if run.Reconciliation.Projected {
+			fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer at or under llama.cpp's projection")
+		} else {
+			fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer within bounds")
+		}
 		return nil
 	}
 	var died error
@@ -297,6 +304,10 @@ func writeReconciliation(w io.Writer, r engine.Reconciliation) {
 	}
 	for _, x := range r.Rows {
 		switch {
+		case r.Projected && x.Within:
+			row(x, fmt.Sprintf("at or under the projection (%+.2f MiB)", float64(x.DiffBytes)/(1<<20)))
+		case r.Projected:
+			row(x, fmt.Sprintf("OVER the projection (%+.2f MiB)", float64(x.DiffBytes)/(1<<20)))
 		case !x.Within:
 			row(x, fmt.Sprintf("OUT of bounds (%+.2f MiB)", float64(x.DiffBytes)/(1<<20)))
 		case x.Kind == "compute":

@@ -20,9 +20,11 @@ Shapes: `+strings.Join(synth.Names(), ", ")+`
 
 Example:
   headroom synth llama-3.1-70b /tmp/llama-70b.gguf
-  headroom inspect /tmp/llama-70b.gguf`)
+  headroom inspect /tmp/llama-70b.gguf
+  headroom synth --as ernie4_5 llama-3.2-1b /tmp/ernie-shaped.gguf`)
 	quant := fs.String("quant", "Q4_K_M", "quantization recipe: F16, Q8_0, Q4_K_M, Q5_K_M, Q6_K or MXFP4_MOE (experts in MXFP4, as gpt-oss ships)")
 	list := fs.Bool("list", false, "list the shapes and where their figures come from")
+	as := fs.String("as", "", "write the shape under another llama.cpp `architecture` name whose tensors and keys are the same (e.g. a llama shape as ernie4_5): a file of an architecture headroom does not model, which it answers for through llama.cpp's projection")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -48,6 +50,11 @@ Example:
 	b, err := synth.Build(shape, q)
 	if err != nil {
 		return err
+	}
+	if *as != "" {
+		if err := b.RenameArchitecture(*as); err != nil {
+			return usageError{err.Error()}
+		}
 	}
 	if err := b.WriteFile(pos[1]); err != nil {
 		return err

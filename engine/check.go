@@ -55,10 +55,16 @@ func FindFitParams(llamaServer string, lookPath func(string) (string, error)) (s
 // log. The flags should carry -c and -ngl: with them set and --fit off
 // left out, llama-fit-params only reports.
 func Project(ctx context.Context, fitParams, model string, args []string, env []string) ([]BreakdownRow, []string, error) {
+	return project(ctx, fitParams, model, args, env, "4")
+}
+
+// project runs llama-fit-params at a log verbosity: 4 prints the
+// breakdown, 5 (-v) also the context llama_context created.
+func project(ctx context.Context, fitParams, model string, args []string, env []string, verbosity string) ([]BreakdownRow, []string, error) {
 	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
 	defer cancel()
 	argv := append([]string{"-m", model}, withoutFitFlags(args)...)
-	argv = append(argv, "-lv", "4")
+	argv = append(argv, "-lv", verbosity)
 	cmd := exec.CommandContext(ctx, fitParams, argv...)
 	cmd.Env = env
 	var out bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Builder assembles a GGUF file: metadata in insertion order, then tensors
@@ -321,4 +322,37 @@ func (z zeroTail) ReadAt(p []byte, off int64) (int, error) {
 	}
 	clear(p[n:])
 	return len(p), nil
+}
+
+// RenameArchitecture moves the builder to another architecture name: it
+// sets general.architecture and renames every key under the old name's
+// prefix, keeping their order. llama.cpp reads an architecture's
+// hyperparameters under its own name, so this is how a test writes a
+// file of an architecture whose tensors and keys match another's.
+func (b *Builder) RenameArchitecture(to string) error {
+	i, ok := b.keys["general.architecture"]
+	if !ok {
+		return errors.New("gguf: no general.architecture to rename")
+	}
+	from, _ := b.meta[i].Value.AsString()
+	if to == "" || to == from {
+		return fmt.Errorf("gguf: rename architecture %q to %q: want another, non-empty name", from, to)
+	}
+	prefix := from + "."
+	for j := range b.meta {
+		if rest, ok := strings.CutPrefix(b.meta[j].Key, prefix); ok {
+			if _, clash := b.keys[to+"."+rest]; clash {
+				return fmt.Errorf("gguf: rename architecture to %q: key %s.%s exists already", to, to, rest)
+			}
+		}
+	}
+	for j := range b.meta {
+		if rest, ok := strings.CutPrefix(b.meta[j].Key, prefix); ok {
+			delete(b.keys, b.meta[j].Key)
+			b.meta[j].Key = to + "." + rest
+			b.keys[b.meta[j].Key] = j
+		}
+	}
+	b.meta[i].Value = StringValue(to)
+	return nil
 }

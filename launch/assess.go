@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 )
@@ -35,6 +36,10 @@ type Assessed struct {
 	Result *plan.Result
 	// Key names the inputs of Result.
 	Key admission.Key
+	// Projector, for an architecture headroom does not model, is the
+	// user's llama.cpp that projected the plan and projects the load
+	// again; nil for a modeled one.
+	Projector *engine.Projector
 }
 
 // Chosen is the plan's chosen candidate; nil when nothing fits.
@@ -49,7 +54,7 @@ func (d *Deps) Assess(ctx context.Context, m *Model, o plan.SearchOptions) (*Ass
 		return nil, err
 	}
 	if m.ArchErr != nil {
-		return nil, &NotFit{Ref: m.Ref, Verdict: plan.Incompatible, Why: []string{m.ArchErr.Error()}}
+		return d.assessProjected(ctx, m, snap, o)
 	}
 	if m.Companions != nil && o.Base.Companions == nil {
 		o.Base.Companions = m.Companions

@@ -85,7 +85,12 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	}
 	if !reused {
 		cpu, gpus := plan.Devices(fresh)
-		if r, err = plan.Account(a.Model.Arch, c.Profile, cpu, gpus); err != nil {
+		if a.Projector != nil {
+			r, err = projectLoad(ctx, a, path, fresh)
+		} else {
+			r, err = plan.Account(a.Model.Arch, c.Profile, cpu, gpus)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if d.Cache != nil {
@@ -176,7 +181,11 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	if seen != nil {
 		planned = planned[:len(planned)-len(seen.Rows)]
 	}
-	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused, Reconciliation: engine.Reconcile(planned, logged), Observed: seen}
+	rec := engine.Reconcile(planned, logged)
+	if a.Projector != nil {
+		rec = engine.ReconcileProjected(planned, logged)
+	}
+	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused, Reconciliation: rec, Observed: seen}
 	if o.Records != "" {
 		rec := Record{Time: time.Now().UTC(), Ref: a.Model.Ref, Artifacts: key.Artifacts, Engine: key.Engine, Machine: key.Topology,
 			Flags: flags, Planned: planned, Logged: logged, Diff: run.Reconciliation, Summary: run.Reconciliation.Summary()}

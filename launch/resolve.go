@@ -37,6 +37,10 @@ type Deps struct {
 	// Cache keeps accountings between a preview and its load; nil
 	// computes every one.
 	Cache *admission.Cache
+	// FitParams is the llama-fit-params of the llama.cpp that will load
+	// the model ("" when there is none): it projects the loads of an
+	// architecture headroom does not model.
+	FitParams string
 }
 
 func (d *Deps) say(state, format string, args ...any) {

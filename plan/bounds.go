@@ -75,7 +75,7 @@ func (b *boundsMemo) keeps(p Profile, only string) (*Assessment, bool, error) {
 		if only != "" {
 			return a, marginIn(a, only) >= b.target, nil
 		}
-		return a, a.Verdict == Fits && minMargin(a) >= b.target, nil
+		return a, a.Verdict == Fits && a.LeastMargin() >= b.target, nil
 	}
 	if a, ok, err := judge(nil); err != nil || !ok {
 		return a, false, err
@@ -141,7 +141,7 @@ func (b *boundsMemo) mayKeep(p Profile) bool {
 	if err != nil {
 		return false
 	}
-	if a.Verdict == Fits && minMargin(a) >= b.target {
+	if a.Verdict == Fits && a.LeastMargin() >= b.target {
 		return true
 	}
 	if len(b.gpus) < 2 || len(a.Breaches) > 0 {

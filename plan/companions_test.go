@@ -186,7 +186,7 @@ func TestSearchCountsCompanions(t *testing.T) {
 		t.Errorf("with a draft and a projector: %d layers, %d per slot; without: %d, %d", c.GPULayers, c.CtxPerSlot, bare.Chosen.GPULayers, bare.Chosen.CtxPerSlot)
 	}
 	a, err := Assess(main, nil, c.Profile, s)
-	if err != nil || a.Verdict != Fits || minMargin(a) < o.FitTarget {
+	if err != nil || a.Verdict != Fits || a.LeastMargin() < o.FitTarget {
 		t.Errorf("chosen %v does not keep the target with its companions: %v", c.Flags, a.Reason)
 	}
 	owners := map[string]bool{}

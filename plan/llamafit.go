@@ -40,7 +40,7 @@ func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target
 		p := base
 		p.Ctx, p.GPULayers, p.CPUMoE = ctx*base.Parallel, ngl, moe
 		a, err := assessOnce(m, p, s, cpu, gpus)
-		return err == nil && a.Verdict == Fits && minMargin(a) >= target
+		return err == nil && a.Verdict == Fits && a.LeastMargin() >= target
 	}
 	fits := func(ctx, ngl int) bool { return fitsMoE(ctx, ngl, 0) }
 	train := m.CtxTrain

@@ -155,7 +155,7 @@ func TestSearchKeepsOverrides(t *testing.T) {
 		}
 	}
 	a, err := Assess(m, nil, p.Chosen.Profile, s)
-	if err != nil || a.Verdict != Fits || minMargin(a) < o.FitTarget {
+	if err != nil || a.Verdict != Fits || a.LeastMargin() < o.FitTarget {
 		t.Errorf("chosen %v: %v", p.Chosen.Flags, a.Reason)
 	}
 }

@@ -47,7 +47,7 @@ func TestPlanFitsEveryPreset(t *testing.T) {
 			}
 			chosen++
 			a, err := Assess(m, nil, p.Chosen.Profile, snap)
-			if err != nil || a.Verdict != Fits || minMargin(a) < o.FitTarget {
+			if err != nil || a.Verdict != Fits || a.LeastMargin() < o.FitTarget {
 				t.Errorf("%s on %s: %v does not keep %d MiB free: %v %v", name, preset.Name, p.Chosen.Flags, o.FitTarget>>20, err, a.Reason)
 			}
 		}

@@ -168,10 +168,10 @@ func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLT
 		c.NOutputsMax = p.ServerOutputsMax(c.NBatch)
 	}
 	var ok bool
-	if c.TypeK, ok = cacheType(p.CacheK); !ok {
+	if c.TypeK, ok = CacheType(p.CacheK); !ok {
 		return c, fmt.Errorf("unknown K cache type %q (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", p.CacheK)
 	}
-	if c.TypeV, ok = cacheType(p.CacheV); !ok {
+	if c.TypeV, ok = CacheType(p.CacheV); !ok {
 		return c, fmt.Errorf("unknown V cache type %q (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", p.CacheV)
 	}
 	switch p.FlashAttn {
@@ -200,8 +200,8 @@ func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLT
 	return c, nil
 }
 
-// cacheType maps -ctk/-ctv names to the types llama.cpp allows for caches.
-func cacheType(name string) (gguf.GGMLType, bool) {
+// CacheType maps -ctk/-ctv names to the types llama.cpp allows for caches.
+func CacheType(name string) (gguf.GGMLType, bool) {
 	if name == "" {
 		return gguf.TypeF16, true
 	}

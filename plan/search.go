@@ -114,7 +114,7 @@ type Plan struct {
 // context with every layer in system memory.
 func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	for _, c := range []struct{ flag, name string }{{"-ctk", o.Fixed.CacheK}, {"-ctv", o.Fixed.CacheV}} {
-		if _, ok := cacheType(c.name); !ok {
+		if _, ok := CacheType(c.name); !ok {
 			return nil, fmt.Errorf("%s %q: not a cache type llama.cpp accepts (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", c.flag, c.name)
 		}
 	}
@@ -341,8 +341,9 @@ func mappedWaste(m *arch.Model, o SearchOptions, cpu Device, gpus []Device, maxL
 	return 0
 }
 
-// minMargin is the smallest margin over the domains that carry charges.
-func minMargin(a *Assessment) int64 {
+// LeastMargin is the smallest margin over the domains that carry
+// charges: what the search holds to its fit target.
+func (a *Assessment) LeastMargin() int64 {
 	m := int64(1 << 62)
 	for _, d := range a.Domains {
 		if d.Required > 0 && d.Margin < m {

@@ -265,7 +265,7 @@ func (r *cacheRun) mostContext(lc layers, most int) (Candidate, bool) {
 	if !ok {
 		return Candidate{}, false
 	}
-	c := Candidate{Profile: prof, CtxPerSlot: perSlot, GPULayers: lc.ngl, MinMargin: minMargin(a), Result: a}
+	c := Candidate{Profile: prof, CtxPerSlot: perSlot, GPULayers: lc.ngl, MinMargin: a.LeastMargin(), Result: a}
 	c.Flags = append(c.Profile.Args(), rpcFlags(r.m.NLayer, c.Profile, r.cpu, r.gpus)...)
 	return c, true
 }
@@ -281,8 +281,8 @@ func (r *cacheRun) exact(out []Candidate) []Candidate {
 	for _, c := range out {
 		for steps := 0; steps < 32; steps++ {
 			a, err := r.memo.exact(c.Profile)
-			if err == nil && a.Verdict == Fits && minMargin(a) >= r.o.FitTarget {
-				c.Result, c.MinMargin = a, minMargin(a)
+			if err == nil && a.Verdict == Fits && a.LeastMargin() >= r.o.FitTarget {
+				c.Result, c.MinMargin = a, a.LeastMargin()
 				kept = append(kept, c)
 				break
 			}

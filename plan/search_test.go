@@ -29,7 +29,7 @@ func TestSearch(t *testing.T) {
 			t.Fatalf("%s: nothing chosen: %v", name, p.Explain)
 		}
 		a, err := Assess(m, nil, p.Chosen.Profile, s)
-		if err != nil || a.Verdict != Fits || minMargin(a) < o.FitTarget {
+		if err != nil || a.Verdict != Fits || a.LeastMargin() < o.FitTarget {
 			t.Errorf("%s: chosen %v does not fit with the target: %v", name, p.Chosen.Flags, a.Reason)
 		}
 	}
@@ -109,10 +109,10 @@ func TestSearchHeadless(t *testing.T) {
 	}
 	// The headless plan fits only without the desktop session (or the
 	// desktop search left room unused).
-	if a, _ := Assess(m70, nil, h.Profile, s); a.Verdict == Fits && minMargin(a) >= o.FitTarget {
+	if a, _ := Assess(m70, nil, h.Profile, s); a.Verdict == Fits && a.LeastMargin() >= o.FitTarget {
 		t.Errorf("headless %v already fits with the desktop running: the search left room unused", h.Flags)
 	}
-	if a, _ := Assess(m70, nil, h.Profile, s.Headless()); a.Verdict != Fits || minMargin(a) < o.FitTarget {
+	if a, _ := Assess(m70, nil, h.Profile, s.Headless()); a.Verdict != Fits || a.LeastMargin() < o.FitTarget {
 		t.Errorf("headless %v does not fit headless: %s", h.Flags, a.Reason)
 	}
 	o.Headless = true
@@ -174,7 +174,7 @@ func TestSearchFixed(t *testing.T) {
 		if !tc.check(p.Chosen) {
 			t.Errorf("%s: chose %v (%d per slot)", tc.name, p.Chosen.Flags, p.Chosen.CtxPerSlot)
 		}
-		if a, _ := Assess(tc.m, nil, p.Chosen.Profile, s); a.Verdict != Fits || minMargin(a) < o.FitTarget {
+		if a, _ := Assess(tc.m, nil, p.Chosen.Profile, s); a.Verdict != Fits || a.LeastMargin() < o.FitTarget {
 			t.Errorf("%s: %v does not fit: %s", tc.name, p.Chosen.Flags, a.Reason)
 		}
 		if !strings.Contains(strings.Join(p.Explain, "\n"), "kept as given and checked: "+tc.fixed.flags()) {
@@ -232,7 +232,7 @@ func TestSearchGoalContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Verdict == Fits && minMargin(a) >= o.FitTarget {
+		if a.Verdict == Fits && a.LeastMargin() >= o.FitTarget {
 			t.Errorf("%s on %s, --goal context: chose %v, but -ngl %d fits at the same context", c.name, c.machine, got.Flags, more.GPULayers)
 		}
 		if got.GPULayers == 0 {
