@@ -93,6 +93,10 @@ type Model struct {
 	// ParallelResidual is gptneox's use_parallel_residual: the attention
 	// and the FFN read the same layer input, and both are added to it.
 	ParallelResidual bool
+	// PosPerEmbd is how many positions a token has, 4 under multi-section
+	// RoPE (MROPE and IMROPE: llama_hparams::n_pos_per_embd), else 0 for
+	// one: the graph's position input holds that many rows a token.
+	PosPerEmbd int
 	// AttnTempScale is mistral3's attention.temperature_scale: when not
 	// 0 its graph multiplies Q by a per-token factor, an input of the
 	// graph (build_inp_attn_scale).

@@ -78,6 +78,11 @@ var families = map[string]family{
 	// experts (src/models/qwen3next.cpp): the linear-attention layers
 	// keep a Mamba-style state and no KV cache.
 	"qwen3next": {adjust: qwen3next},
+	// Qwen3.5 and 3.6 dense (src/models/qwen35.cpp): Qwen3-Next's layer
+	// plan (gated DeltaNet on three layers of four, gated attention on the
+	// fourth) with a dense FFN, and interleaved multi-section RoPE, whose
+	// positions are four rows a token (llama_hparams::n_pos_per_embd).
+	"qwen35": {adjust: qwen35},
 	// MoE with a NextN block (weights skipped, KV cache kept: see FromGGUF).
 	"glm4moe": {},
 	// Chunked attention on three layers of four; the chunked cache is
@@ -347,6 +352,16 @@ func qwen3next(h hparams, m *Model) error {
 		l.Recurrent, l.RDim, l.SDim = true, r, s
 	}
 	return nil
+}
+
+// qwen35 is qwen3next's layer plan with multi-section RoPE, which
+// llama.cpp's loader requires (rope.dimension_sections).
+func qwen35(h hparams, m *Model) error {
+	if _, ok := h.m.Lookup(h.prefix + "rope.dimension_sections"); !ok {
+		return &Incompatible{Reason: "missing " + h.prefix + "rope.dimension_sections (llama.cpp requires it)"}
+	}
+	m.PosPerEmbd = 4
+	return qwen3next(h, m)
 }
 
 // gemma3nKVLayers is the n_layer_kv_from_start gemma3n.cpp hard-codes.

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/source"
@@ -135,6 +136,9 @@ func launchDeps(env Env, machine, llamaServer string, quiet bool) (*launch.Deps,
 	client := source.NewClient(env.Getenv)
 	d := &launch.Deps{Client: client, Catalog: cat, Lock: lock,
 		Machine: func(ctx context.Context) (*hw.Snapshot, error) { return loadMachine(ctx, env, machine, llamaServer) }}
+	// The llama.cpp that will load the model projects what headroom does
+	// not model: the one named, or the one on PATH.
+	d.FitParams, _ = engine.FindFitParams(llamaServer, nil)
 	if !quiet {
 		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, "  "+msg) }
 		d.Say = func(state, line string) { fmt.Fprintf(env.Stderr, "%-11s %s\n", state, line) }

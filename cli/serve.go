@@ -119,9 +119,6 @@ Examples:
 	}
 	d.Engine = build.String()
 	d.Cache = &admission.Cache{}
-	// The llama.cpp that loads the model projects what headroom does not
-	// model.
-	d.FitParams, _ = engine.FindFitParams(path, nil)
 	if !*quiet {
 		d.Say("resolving", fmt.Sprintf("llama-server %s at %s", build, path))
 		// serve's own check (--check) reconciles the real load; this

@@ -25,8 +25,12 @@ func (b *gb) newBatch(m *arch.Model, c Context, nTokens int) batch {
 	b.init(m)
 	T, nOut := reserveTokens(c, nTokens)
 	return batch{T: T, nOut: nOut, inpL: b.inputEmbd(m, T),
-		pos: b.Input("inp_pos", gguf.TypeI32, T), outIDs: b.Input("inp_out_ids", gguf.TypeI32, nOut)}
+		pos: b.Input("inp_pos", gguf.TypeI32, T*posPerToken(m)), outIDs: b.Input("inp_out_ids", gguf.TypeI32, nOut)}
 }
+
+// posPerToken is how many position rows build_inp_pos makes a token:
+// four under multi-section RoPE (arch.Model.PosPerEmbd), else one.
+func posPerToken(m *arch.Model) int64 { return int64(max(1, m.PosPerEmbd)) }
 
 // newKVBatch is newBatch and the inputs of a single KV cache that holds
 // every layer.

@@ -76,7 +76,7 @@ func (r *rsGraph) tokens() int64 { return r.nSeqs * r.nSeqTokens }
 // positions.
 func (r *rsGraph) attnInputs() {
 	T := r.tokens()
-	r.pos = r.b.Input("inp_pos", gguf.TypeI32, T)
+	r.pos = r.b.Input("inp_pos", gguf.TypeI32, T*posPerToken(r.m))
 	r.kv = r.b.kvCacheInputs(r.m, r.c, T, int64(r.c.NCtxSeq), "", attnLayers, true)
 }
 

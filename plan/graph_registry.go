@@ -58,6 +58,8 @@ func graphFamilies(name string) func(m *arch.Model) graphBuilder {
 		return hybridFamily(hybridOpts{mixers: "P", ffnNorm: "ffn_norm", graph: falconH1Graph})
 	case "qwen3next":
 		return qwen3nextBuilder
+	case "qwen35":
+		return qwen35Builder
 	case "gemma3n":
 		return gemma3nBuilder
 	}

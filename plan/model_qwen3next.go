@@ -41,18 +41,8 @@ func qwen3nextBuilder(m *arch.Model) graphBuilder {
 		case l.Recurrent && l.Attention == arch.NoAttention:
 			need = append(need, "attn_qkv.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
 				"ssm_ba.weight", "ssm_norm.weight", "ssm_out.weight")
-			conv, dt, norm := shapes[blk+"ssm_conv1d.weight"], shapes[blk+"ssm_dt.bias"], shapes[blk+"ssm_norm.weight"]
-			if len(conv) != 2 || len(dt) != 1 || len(norm) != 1 {
-				return nil
-			}
-			state, vHeads := int64(norm[0]), int64(dt[0])
-			channels := int64(conv[1])
-			if state <= 0 || vHeads <= 0 || (channels-vHeads*state)%(2*state) != 0 {
-				return nil
-			}
-			ld := qwen3nextDims{kHeads: (channels - vHeads*state) / (2 * state), vHeads: vHeads, state: state, conv: int64(conv[0])}
-			if ld.kHeads <= 0 || ld.vHeads%ld.kHeads != 0 || ld.conv < 2 || (d != qwen3nextDims{} && d != ld) ||
-				int64(l.RDim) != (ld.conv-1)*channels || int64(l.SDim) != state*state*vHeads {
+			ld, ok := deltaNetDims(shapes, blk, l)
+			if !ok || (d != qwen3nextDims{} && d != ld) {
 				return nil
 			}
 			d = ld
@@ -78,6 +68,26 @@ func qwen3nextBuilder(m *arch.Model) graphBuilder {
 	}
 }
 
+// deltaNetDims reads a gated DeltaNet layer's sizes from its tensors
+// (ssm_conv1d's kernel and channels, ssm_dt's value heads, ssm_norm's
+// state width) and checks them against the layer's caches; ok is false
+// for sizes the engine would not run.
+func deltaNetDims(shapes map[string][]uint64, blk string, l arch.Layer) (qwen3nextDims, bool) {
+	conv, dt, norm := shapes[blk+"ssm_conv1d.weight"], shapes[blk+"ssm_dt.bias"], shapes[blk+"ssm_norm.weight"]
+	if len(conv) != 2 || len(dt) != 1 || len(norm) != 1 {
+		return qwen3nextDims{}, false
+	}
+	state, vHeads := int64(norm[0]), int64(dt[0])
+	channels := int64(conv[1])
+	if state <= 0 || vHeads <= 0 || (channels-vHeads*state)%(2*state) != 0 {
+		return qwen3nextDims{}, false
+	}
+	d := qwen3nextDims{kHeads: (channels - vHeads*state) / (2 * state), vHeads: vHeads, state: state, conv: int64(conv[0])}
+	ok := d.kHeads > 0 && d.vHeads%d.kHeads == 0 && d.conv >= 2 &&
+		int64(l.RDim) == (d.conv-1)*channels && int64(l.SDim) == state*state*vHeads
+	return d, ok
+}
+
 func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDims) *ggml.Graph {
 	r := newRSGraph(m, c, nTokens, b)
 	inpL := r.inpL
@@ -89,7 +99,7 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 		if l.Recurrent {
 			cur = r.deltaNet(il, cur, d)
 		} else {
-			cur = r.gatedAttention(il, cur)
+			cur = r.gatedAttention(il, cur, true)
 		}
 		// The outputs are selected after the final norm
 		// (embeddings_nextn_masked is false), not here.
@@ -107,12 +117,19 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 // output gate (views of one result), q and k are normed per head and
 // roped, attention runs on the cache without an output projection, and
 // the sigmoid of the gate scales the heads before attn_output.
-func (r *rsGraph) gatedAttention(il int, cur *tensor) *tensor {
+//
+// Qwen3-Next reshapes the joint projection to heads before its views;
+// Qwen3.5 views the projection as it is (reshapeQ false), one node
+// fewer.
+func (r *rsGraph) gatedAttention(il int, cur *tensor, reshapeQ bool) *tensor {
 	b, c, kv, pos := r.b, r.c, r.kv, r.pos
 	blk := blkName(il)
 	s := layerShape(r.m, r.m.Layers[il], c, kv, r.tokens())
 	T, head := s.T, s.headK
-	qFull := b.Reshape(b.MulMat(b.weight(blk+"attn_q.weight"), cur), 2*head, s.heads, T, 1)
+	qFull := b.MulMat(b.weight(blk+"attn_q.weight"), cur)
+	if reshapeQ {
+		qFull = b.Reshape(qFull, 2*head, s.heads, T, 1)
+	}
 	row := 2 * head * 4
 	q := b.View(qFull, head, s.heads, T, 1).Strided(row, row*s.heads, row*s.heads*T)
 	gate := b.View(qFull, head, s.heads, T, 1).Strided(row, row*s.heads, row*s.heads*T)
@@ -125,20 +142,14 @@ func (r *rsGraph) gatedAttention(il int, cur *tensor) *tensor {
 	return b.MulMat(b.weight(blk+"attn_output.weight"), att)
 }
 
-// deltaNet is build_layer_attn_linear with the split projections: Q, K
-// and V go through a causal depthwise convolution whose last d_conv-1
-// columns become the new conv state, Q and K are L2-normed (and repeated
-// to the value heads), and the fused GATED_DELTA_NET node produces the
-// output rows and the new delta-rule state; a gated RMS norm and ssm_out
-// finish the layer. The nodes are recorded in the engine's order: only
-// the conv input reaches the graph before the state writes, the z
-// projection comes after the recurrence.
+// deltaNet is Qwen3-Next's build_layer_attn_linear with the split
+// projections: beta and alpha come from one ssm_ba projection, as views
+// of its result.
 func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
 	b := r.b
 	blk := blkName(il)
 	T, S := r.nSeqTokens, r.nSeqs
-	valueDim := d.vHeads * d.state
-	channels := 2*d.kHeads*d.state + valueDim
+	channels := 2*d.kHeads*d.state + d.vHeads*d.state
 	qkv := b.Reshape(b.MulMat(b.weight(blk+"attn_qkv.weight"), cur), channels, T, S)
 	z := b.MulMat(b.weight(blk+"attn_gate.weight"), cur)
 	per := d.vHeads / d.kHeads
@@ -149,6 +160,25 @@ func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
 	beta := b.Reshape(b.UnaryOf(ggml.UnarySigmoid, b.Cont(bv)), 1, d.vHeads, T, S)
 	alpha := b.UnaryOf(ggml.UnarySoftplus, b.Add(b.Cont(av, d.vHeads, T, S), b.weight(blk+"ssm_dt.bias")))
 	gate := b.Reshape(b.Mul(alpha, b.weight(blk+"ssm_a")), 1, d.vHeads, T, S)
+	return r.deltaRule(il, d, qkv, z, beta, gate, true)
+}
+
+// deltaRule is what Qwen3-Next's and Qwen3.5's linear attention share
+// after their projections: Q, K and V go through a causal depthwise
+// convolution whose last d_conv-1 columns become the new conv state, Q
+// and K are L2-normed (and, where repeat says so, repeated to the value
+// heads), and the fused GATED_DELTA_NET node produces the output rows and
+// the new delta-rule state; a gated RMS norm and ssm_out finish the
+// layer. The nodes are recorded in the engine's order: only the conv
+// input reaches the graph before the state writes, the z projection comes
+// after the recurrence.
+func (r *rsGraph) deltaRule(il int, d qwen3nextDims, qkv, z, beta, gate *tensor, repeat bool) *tensor {
+	b := r.b
+	blk := blkName(il)
+	T, S := r.nSeqTokens, r.nSeqs
+	valueDim := d.vHeads * d.state
+	channels := 2*d.kHeads*d.state + valueDim
+	per := d.vHeads / d.kHeads
 
 	// build_conv_state: the states before the batch, the batch's columns
 	// after them, and the last d_conv-1 columns written back.
@@ -165,12 +195,12 @@ func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
 	q := b.gdnNorm(view(d.kHeads))
 	k := b.gdnNorm(view(d.kHeads))
 	v := view(d.vHeads)
-	if d.kHeads != d.vHeads {
-		repeat := func(x *tensor) *tensor {
+	if repeat && d.kHeads != d.vHeads {
+		rep := func(x *tensor) *tensor {
 			x = b.Repeat(b.Reshape(x, d.state, 1, d.kHeads, T*S), d.state, per, d.kHeads, T*S)
 			return b.Reshape(x, d.state, d.vHeads, T, S)
 		}
-		q, k = repeat(q), repeat(k)
+		q, k = rep(q), rep(k)
 	}
 	gdn := b.GatedDeltaNet(q, k, v, gate, beta, state)
 	out := b.View(gdn, d.state, d.vHeads, T, S)

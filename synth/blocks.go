@@ -25,6 +25,7 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"glm4moe":       glm4moeBlocks,
 	"llama4":        llama4Blocks,
 	"qwen3next":     qwen3nextBlocks,
+	"qwen35":        qwen35Blocks,
 	"gemma3n":       gemma3nBlocks,
 	"gptneox":       gptneoxBlocks,
 }
@@ -450,6 +451,43 @@ func qwen3nextBlocks(t *tensors, s Shape) {
 		experts(t, s, i)
 		t.f32(p+"ffn_gate_inp_shexp.weight", s.Embd)
 		ffn(t, s, i, m.SharedFF, "_shexp")
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// qwen35Blocks: Qwen3-Next's layers with a dense FFN, and the DeltaNet's
+// beta and alpha projections apart (ssm_beta, ssm_alpha: in_proj_b and
+// in_proj_a) where Qwen3-Next fuses them (ssm_ba), as llama.cpp's
+// Qwen3_5TextModel converter names them.
+func qwen35Blocks(t *tensors, s Shape) {
+	d := s.SSM
+	headDim := s.headDim()
+	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
+	keyDim, valueDim := d.Groups*d.State, d.Heads*d.State
+	t.add("token_embd.weight", s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.f32(p+"post_attention_norm.weight", s.Embd)
+		if (i+1)%d.AttnInterval == 0 {
+			t.add(p+"attn_q.weight", s.Embd, 2*qDim)
+			t.add(p+"attn_k.weight", s.Embd, kvDim)
+			t.add(p+"attn_v.weight", s.Embd, kvDim)
+			t.add(p+"attn_output.weight", qDim, s.Embd)
+			t.f32(p+"attn_q_norm.weight", headDim)
+			t.f32(p+"attn_k_norm.weight", headDim)
+		} else {
+			t.add(p+"attn_qkv.weight", s.Embd, 2*keyDim+valueDim)
+			t.add(p+"attn_gate.weight", s.Embd, valueDim)
+			t.f32(p+"ssm_conv1d.weight", d.ConvKernel, 2*keyDim+valueDim)
+			t.f32(p+"ssm_dt.bias", d.Heads)
+			t.f32(p+"ssm_a", d.Heads)
+			t.add(p+"ssm_beta.weight", s.Embd, d.Heads)
+			t.add(p+"ssm_alpha.weight", s.Embd, d.Heads)
+			t.f32(p+"ssm_norm.weight", d.State)
+			t.add(p+"ssm_out.weight", valueDim, s.Embd)
+		}
+		ffn(t, s, i, s.FF, "")
 	}
 	output(t, s, "output_norm.weight")
 }

@@ -167,7 +167,7 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	case "glm4moe":
 		// partial_rotary_factor 0.5
 		u32("rope.dimension_count", headDim/2)
-	case "qwen3next":
+	case "qwen3next", "qwen35":
 		// partial_rotary_factor 0.25
 		u32("rope.dimension_count", headDim/4)
 	case "gptneox":
@@ -229,6 +229,9 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		if m.AttnInterval > 0 {
 			u32("full_attention_interval", m.AttnInterval)
 		}
+	}
+	if len(s.RopeSections) > 0 {
+		b.Set(a+".rope.dimension_sections", gguf.Int32sValue(s.RopeSections))
 	}
 	if r := s.Rope; r != nil {
 		b.Set(a+".rope.scaling.type", gguf.StringValue(r.Type))

@@ -182,6 +182,22 @@ var shapes = map[string]Shape{
 		MoE:    &MoE{Experts: 512, Used: 10, FF: 512, SharedFF: 512},
 		SSM:    &SSM{ConvKernel: 4, Inner: 4096, State: 128, Groups: 16, Heads: 32, AttnInterval: 4},
 		Source: "Qwen/Qwen3-Next-80B-A3B-Instruct config.json (linear attention: 16 key heads and 32 value heads of 128, conv kernel 4; full_attention_interval 4; partial_rotary_factor 0.25)"},
+	// Qwen3.5 and 3.6 dense: Qwen3-Next's layer plan (gated DeltaNet on
+	// three layers of four, gated attention with 256-wide heads, a quarter
+	// rotary, on the fourth) with a dense SwiGLU FFN and interleaved
+	// multi-section RoPE. The MTP block current converters append is left
+	// out, as files converted before llama.cpp learned to write it have
+	// none.
+	"qwen3.5-0.8b": {Name: "Qwen3.5-0.8B", Arch: "qwen35", Layers: 24, Embd: 1024, Heads: 8, HeadsKV: 2, HeadDim: 256, FF: 3584,
+		Vocab: 248320, CtxTrain: 262144, RopeTheta: 10000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "gpt2",
+		RopeSections: []int32{11, 11, 10, 0},
+		SSM:          &SSM{ConvKernel: 4, Inner: 2048, State: 128, Groups: 16, Heads: 16, AttnInterval: 4},
+		Source:       "Qwen/Qwen3.5-0.8B config.json text_config, not read here: values as published (hidden_size 1024, intermediate_size 3584, 24 layers, 8 heads, 2 KV heads, head_dim 256, linear attention 16 key and 16 value heads of 128, conv kernel 4, full_attention_interval 4, vocab_size 248320, tied embeddings, rope_theta 1e7, partial_rotary_factor 0.25, mrope_section [11, 11, 10])"},
+	"qwen3.5-27b": {Name: "Qwen3.5-27B", Arch: "qwen35", Layers: 64, Embd: 5120, Heads: 24, HeadsKV: 4, HeadDim: 256, FF: 17408,
+		Vocab: 248320, CtxTrain: 262144, RopeTheta: 10000000, NormEps: 1e-6, QKNorm: true, Tokenizer: "gpt2",
+		RopeSections: []int32{11, 11, 10, 0},
+		SSM:          &SSM{ConvKernel: 4, Inner: 6144, State: 128, Groups: 16, Heads: 48, AttnInterval: 4},
+		Source:       "Qwen/Qwen3.5-27B config.json text_config, not read here: values as published (hidden_size 5120, intermediate_size 17408, 64 layers, 24 heads, 4 KV heads, head_dim 256, linear attention 16 key and 48 value heads of 128, conv kernel 4, full_attention_interval 4, vocab_size 248320, untied output, rope_theta 1e7, partial_rotary_factor 0.25, mrope_section [11, 11, 10]); Qwen3.6-27B publishes the same shape"},
 	// GLM-4.5-Air: 46 layers plus one NextN (MTP) block, the first layer
 	// dense, 128 routed experts (8 used, sigmoid) and one shared expert,
 	// biased q/k/v, half-rotary heads.

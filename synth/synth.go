@@ -82,6 +82,10 @@ type Shape struct {
 	// AttnSoftcap and FinalSoftcap are gemma2's logit soft-capping values;
 	// 0 leaves the keys out.
 	AttnSoftcap, FinalSoftcap float32
+	// RopeSections is rope.dimension_sections, the multi-section RoPE's
+	// split of the rotated dimensions (Qwen3.5's mrope_section padded to
+	// four, as the converter writes it); nil leaves the key out.
+	RopeSections []int32
 }
 
 // MoE describes the expert layers. llama.cpp stores each layer's experts as
@@ -153,7 +157,7 @@ type SSM struct {
 	// it: 'M' a Mamba-2 mixer, '*' attention, '-' an MLP alone. Empty for
 	// pure Mamba (mamba2) and for falcon-h1, whose every layer has both.
 	Layers string
-	// AttnInterval is qwen3next's full_attention_interval: every
+	// AttnInterval is qwen3next's and qwen35's full_attention_interval: every
 	// AttnInterval-th layer is gated attention, the others gated DeltaNet
 	// (whose key heads are Groups and value heads Heads, each of State
 	// elements). 0 leaves the key out.

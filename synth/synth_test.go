@@ -60,6 +60,12 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		{"llama-4-scout", 107769861120},
 		// Computed from the config, without the MTP block (published: 80B).
 		{"qwen3-next-80b-a3b", 79674391296},
+		// Computed from the configs, text model only (the published 0.8B
+		// and 27B include the vision encoder), without the MTP block:
+		// 18 DeltaNet and 6 attention layers with a tied embedding, and
+		// 48 and 16 with an untied one.
+		{"qwen3.5-0.8b", 752393024},
+		{"qwen3.5-27b", 26895998464},
 		// Computed: text model, both embeddings of 262400 rows, 30 x
 		// 62,153,296 per layer.
 		{"gemma-3n-e2b", 4458122848},

@@ -267,6 +267,26 @@ export const cases = [
         {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
     ]),
 
+    // Qwen3.5 / 3.6 dense: Qwen3-Next's gated DeltaNet / gated attention
+    // layers with a dense FFN and four position rows a token (multi-section
+    // RoPE). The 0.8B has as many key heads as value heads; the 27B (a
+    // 19 GiB sparse Q5_K_M file, not repacked on x86) has three value
+    // heads a key head, which the fused delta-net op broadcasts.
+    ...sweep("qwen3.5-0.8b", "Q8_0", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true},
+        {contextSize: 4096, sequences: 4},
+        {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+        {contextSize: 4096, mmap: false},
+        vk(8),
+        vk(999, {flashAttention: true, sequences: 2})
+    ]),
+    ...sweep("qwen3.5-27b", "Q5_K_M", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true, sequences: 2},
+        vk(2, {flashAttention: true})
+    ]),
+
     // Big MoE with a skipped NextN block (GLM-4.5-Air) and with chunked
     // attention (Llama 4 Scout): sparse files of 110+ GiB, Vulkan only, and
     // Q8_0: their expert tensors exceed llvmpipe's 128 MiB limit and fall
