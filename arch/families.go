@@ -83,6 +83,9 @@ var families = map[string]family{
 	// fourth) with a dense FFN, and interleaved multi-section RoPE, whose
 	// positions are four rows a token (llama_hparams::n_pos_per_embd).
 	"qwen35": {adjust: qwen35},
+	// Qwen3.5 and 3.6 MoE (src/models/qwen35moe.cpp): the same layers with
+	// Qwen3-Next's routed experts and gated shared expert.
+	"qwen35moe": {adjust: qwen35},
 	// MoE with a NextN block (weights skipped, KV cache kept: see FromGGUF).
 	"glm4moe": {},
 	// Chunked attention on three layers of four; the chunked cache is

@@ -58,7 +58,7 @@ func graphFamilies(name string) func(m *arch.Model) graphBuilder {
 		return hybridFamily(hybridOpts{mixers: "P", ffnNorm: "ffn_norm", graph: falconH1Graph})
 	case "qwen3next":
 		return qwen3nextBuilder
-	case "qwen35":
+	case "qwen35", "qwen35moe":
 		return qwen35Builder
 	case "gemma3n":
 		return gemma3nBuilder

@@ -6,8 +6,9 @@ import (
 )
 
 // This file describes the graph llama.cpp builds for Qwen3.5 and 3.6
-// dense (src/models/qwen35.cpp on llm_build_delta_net_base): Qwen3-Next's
-// layers with a dense SwiGLU FFN after the post-attention norm, beta and
+// (src/models/qwen35.cpp and qwen35moe.cpp on llm_build_delta_net_base):
+// Qwen3-Next's layers with a dense SwiGLU FFN after the post-attention
+// norm (or, for the MoE, Qwen3-Next's routed and shared experts), beta and
 // alpha projected apart, and interleaved multi-section RoPE, whose
 // positions are four rows a token. With the fused GATED_DELTA_NET node
 // (cparams.fused_gdn_ar and _ch, on wherever the backend runs the op) the
@@ -16,7 +17,8 @@ import (
 // qwen35Builder returns the graph builder for a Qwen3.5 model whose
 // tensors are those the description reads, nil otherwise.
 func qwen35Builder(m *arch.Model) graphBuilder {
-	if m.NExpert > 0 || m.MLA || m.Window > 0 || m.NHead <= 0 || m.PosPerEmbd != 4 {
+	moe := m.Arch == "qwen35moe"
+	if moe != (m.NExpert > 0) || m.NExpertUsed > m.NExpert || m.MLA || m.Window > 0 || m.NHead <= 0 || m.PosPerEmbd != 4 {
 		return nil
 	}
 	shapes := tensorShapes(m)
@@ -24,6 +26,11 @@ func qwen35Builder(m *arch.Model) graphBuilder {
 	for il, l := range m.Layers {
 		blk := blkName(il)
 		need := []string{"attn_norm.weight", "post_attention_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"}
+		if moe {
+			need = []string{"attn_norm.weight", "post_attention_norm.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight",
+				"ffn_up_exps.weight", "ffn_down_exps.weight", "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight",
+				"ffn_up_shexp.weight", "ffn_down_shexp.weight"}
+		}
 		switch {
 		case l.Recurrent && l.Attention == arch.NoAttention:
 			need = append(need, "attn_qkv.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
@@ -44,18 +51,18 @@ func qwen35Builder(m *arch.Model) graphBuilder {
 				return nil
 			}
 		}
-		for _, n := range []string{"ssm_in.weight", "ssm_ba.weight", "ffn_gate_inp.weight", "attn_qkv.bias", "attn_q.bias"} {
+		for _, n := range []string{"ssm_in.weight", "ssm_ba.weight", "ffn_gate_up_exps.weight", "attn_qkv.bias", "attn_q.bias"} {
 			if _, ok := shapes[blk+n]; ok {
 				return nil
 			}
 		}
 	}
 	return func(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-		return qwen35Graph(m, c, nTokens, b, d)
+		return qwen35Graph(m, c, nTokens, b, d, moe)
 	}
 }
 
-func qwen35Graph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDims) *ggml.Graph {
+func qwen35Graph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDims, moe bool) *ggml.Graph {
 	r := newRSGraph(m, c, nTokens, b)
 	inpL := r.inpL
 	r.attnInputs()
@@ -69,7 +76,12 @@ func qwen35Graph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDims) 
 			cur = r.gatedAttention(il, cur, false)
 		}
 		res := b.Add(cur, inpL)
-		cur = b.ffn(blk, "", b.norm(res, blk+"post_attention_norm.weight"), ffnSwiGLU)
+		cur = b.norm(res, blk+"post_attention_norm.weight")
+		if moe {
+			cur = b.qwenMoE(m, blk, cur)
+		} else {
+			cur = b.ffn(blk, "", cur, ffnSwiGLU)
+		}
 		inpL = b.Add(cur, res)
 	}
 	return r.output(inpL, "output_norm.weight", true)

@@ -105,12 +105,19 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 		// (embeddings_nextn_masked is false), not here.
 		res := b.Add(cur, inpL)
 		cur = b.norm(res, blk+"post_attention_norm.weight")
-		experts := b.moeFFN(m, blk, cur, moeSpec{gating: moeSoftmax, normW: true})
-		gate := b.UnaryOf(ggml.UnarySigmoid, b.MulMat(b.weight(blk+"ffn_gate_inp_shexp.weight"), cur))
-		shared := b.Mul(b.ffn(blk, "_shexp", cur, ffnSwiGLU), gate)
-		inpL = b.Add(b.Add(experts, shared), res)
+		inpL = b.Add(b.qwenMoE(m, blk, cur), res)
 	}
 	return r.output(inpL, "output_norm.weight", true)
+}
+
+// qwenMoE is Qwen3-Next's and Qwen3.5's build_layer_ffn: routed experts
+// (softmax gating, weights normalized) plus one shared expert scaled by
+// the sigmoid of its own gate.
+func (b *gb) qwenMoE(m *arch.Model, blk string, cur *tensor) *tensor {
+	experts := b.moeFFN(m, blk, cur, moeSpec{gating: moeSoftmax, normW: true})
+	gate := b.UnaryOf(ggml.UnarySigmoid, b.MulMat(b.weight(blk+"ffn_gate_inp_shexp.weight"), cur))
+	shared := b.Mul(b.ffn(blk, "_shexp", cur, ffnSwiGLU), gate)
+	return b.Add(experts, shared)
 }
 
 // gatedAttention is build_layer_attn: Q is projected together with its

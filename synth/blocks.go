@@ -26,6 +26,7 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"llama4":        llama4Blocks,
 	"qwen3next":     qwen3nextBlocks,
 	"qwen35":        qwen35Blocks,
+	"qwen35moe":     qwen35Blocks,
 	"gemma3n":       gemma3nBlocks,
 	"gptneox":       gptneoxBlocks,
 }
@@ -455,7 +456,8 @@ func qwen3nextBlocks(t *tensors, s Shape) {
 	output(t, s, "output_norm.weight")
 }
 
-// qwen35Blocks: Qwen3-Next's layers with a dense FFN, and the DeltaNet's
+// qwen35Blocks: Qwen3-Next's layers with a dense FFN (or, for qwen35moe,
+// Qwen3-Next's experts), and the DeltaNet's
 // beta and alpha projections apart (ssm_beta, ssm_alpha: in_proj_b and
 // in_proj_a) where Qwen3-Next fuses them (ssm_ba), as llama.cpp's
 // Qwen3_5TextModel converter names them.
@@ -487,7 +489,15 @@ func qwen35Blocks(t *tensors, s Shape) {
 			t.f32(p+"ssm_norm.weight", d.State)
 			t.add(p+"ssm_out.weight", valueDim, s.Embd)
 		}
-		ffn(t, s, i, s.FF, "")
+		if m := s.MoE; m != nil {
+			// qwen35moe: Qwen3-Next's routed experts and gated shared
+			// expert.
+			experts(t, s, i)
+			t.f32(p+"ffn_gate_inp_shexp.weight", s.Embd)
+			ffn(t, s, i, m.SharedFF, "_shexp")
+		} else {
+			ffn(t, s, i, s.FF, "")
+		}
 	}
 	output(t, s, "output_norm.weight")
 }

@@ -56,7 +56,8 @@ func (s Shape) validate() error {
 			return nil
 		}
 	}
-	if s.Heads <= 0 || s.HeadsKV <= 0 || s.FF <= 0 {
+	// Only an MoE whose every layer is experts (qwen35moe) has no dense FFN.
+	if s.Heads <= 0 || s.HeadsKV <= 0 || s.FF <= 0 && (s.MoE == nil || s.Arch != "qwen35moe") {
 		return fmt.Errorf("synth: shape %q has a zero dimension", s.Name)
 	}
 	if a := s.AltUp; a != nil && (a.Inputs < 2 || a.PerLayerEmbd <= 0 || a.LaurelRank <= 0 || a.Period < 0) {
@@ -101,7 +102,11 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	u32("context_length", s.CtxTrain)
 	u32("embedding_length", s.Embd)
 	u32("block_count", s.Layers)
-	u32("feed_forward_length", s.FF)
+	if s.FF > 0 || a != "qwen35moe" {
+		// Qwen3.5 MoE's config has no intermediate_size, so its
+		// converter writes no feed_forward_length.
+		u32("feed_forward_length", s.FF)
+	}
 	u32("attention.head_count", s.Heads)
 	switch {
 	case s.Conv != nil:
@@ -167,7 +172,7 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	case "glm4moe":
 		// partial_rotary_factor 0.5
 		u32("rope.dimension_count", headDim/2)
-	case "qwen3next", "qwen35":
+	case "qwen3next", "qwen35", "qwen35moe":
 		// partial_rotary_factor 0.25
 		u32("rope.dimension_count", headDim/4)
 	case "gptneox":

@@ -198,6 +198,14 @@ var shapes = map[string]Shape{
 		RopeSections: []int32{11, 11, 10, 0},
 		SSM:          &SSM{ConvKernel: 4, Inner: 6144, State: 128, Groups: 16, Heads: 48, AttnInterval: 4},
 		Source:       "Qwen/Qwen3.5-27B config.json text_config, not read here: values as published (hidden_size 5120, intermediate_size 17408, 64 layers, 24 heads, 4 KV heads, head_dim 256, linear attention 16 key and 48 value heads of 128, conv kernel 4, full_attention_interval 4, vocab_size 248320, untied output, rope_theta 1e7, partial_rotary_factor 0.25, mrope_section [11, 11, 10]); Qwen3.6-27B publishes the same shape"},
+	// Qwen3.5 and 3.6 35B-A3B: the same layers with 256 routed experts (8
+	// used) and a gated shared expert on every layer, no dense FFN.
+	"qwen3.5-35b-a3b": {Name: "Qwen3.5-35B-A3B", Arch: "qwen35moe", Layers: 40, Embd: 2048, Heads: 16, HeadsKV: 2, HeadDim: 256,
+		Vocab: 248320, CtxTrain: 262144, RopeTheta: 10000000, NormEps: 1e-6, QKNorm: true, Tokenizer: "gpt2",
+		RopeSections: []int32{11, 11, 10, 0},
+		MoE:          &MoE{Experts: 256, Used: 8, FF: 512, SharedFF: 512},
+		SSM:          &SSM{ConvKernel: 4, Inner: 4096, State: 128, Groups: 16, Heads: 32, AttnInterval: 4},
+		Source:       "Qwen/Qwen3.5-35B-A3B config.json text_config, not read here: values as published (hidden_size 2048, 40 layers, 16 heads, 2 KV heads, head_dim 256, linear attention 16 key and 32 value heads of 128, conv kernel 4, full_attention_interval 4, 256 experts, 8 per token, moe_intermediate_size 512, shared_expert_intermediate_size 512, vocab_size 248320, untied output, rope_theta 1e7, partial_rotary_factor 0.25, mrope_section [11, 11, 10]); Qwen3.6-35B-A3B publishes the same shape"},
 	// GLM-4.5-Air: 46 layers plus one NextN (MTP) block, the first layer
 	// dense, 128 routed experts (8 used, sigmoid) and one shared expert,
 	// biased q/k/v, half-rotary heads.

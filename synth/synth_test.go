@@ -66,6 +66,9 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// 48 and 16 with an untied one.
 		{"qwen3.5-0.8b", 752393024},
 		{"qwen3.5-27b", 26895998464},
+		// 40 layers of 256 experts of 512 plus a shared one, untied
+		// (published: 35B).
+		{"qwen3.5-35b-a3b", 34660610688},
 		// Computed: text model, both embeddings of 262400 rows, 30 x
 		// 62,153,296 per layer.
 		{"gemma-3n-e2b", 4458122848},

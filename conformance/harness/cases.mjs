@@ -286,6 +286,13 @@ export const cases = [
         {contextSize: 8192, flashAttention: true, sequences: 2},
         vk(2, {flashAttention: true})
     ]),
+    // Qwen3.5 / 3.6 35B-A3B: the same layers with 256 routed experts and a
+    // gated shared expert (a 23 GiB sparse Q5_K_M file).
+    ...sweep("qwen3.5-35b-a3b", "Q5_K_M", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true, sequences: 2},
+        vk(2, {flashAttention: true})
+    ]),
 
     // Big MoE with a skipped NextN block (GLM-4.5-Air) and with chunked
     // attention (Llama 4 Scout): sparse files of 110+ GiB, Vulkan only, and
