@@ -72,6 +72,9 @@ type Entry struct {
 	Projector *Projector `json:"projector,omitempty"`
 	Draft     *Draft     `json:"draft,omitempty"`
 	Notes     []string   `json:"notes,omitempty"`
+	// SupersededBy names the entry that replaced this one in its family
+	// (Qwen3.6 after Qwen3.5): kept because people still run it, said so.
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // Class is the architecture class and parameter counts as the model card
@@ -197,6 +200,9 @@ func (c *Catalog) Validate() error {
 		}
 		if e.Class.ParamsB <= 0 {
 			bad(id, "params_b must be positive")
+		}
+		if by := e.SupersededBy; by != "" && (by == id || c.Entry(by) == nil) {
+			bad(id, "superseded_by %q names no other entry", by)
 		}
 		if e.CtxTrained <= 0 {
 			bad(id, "ctx_trained must be positive")

@@ -85,6 +85,8 @@ type Row struct {
 	Limiting     *Limit   `json:"limiting"`
 	Projector    string   `json:"projector,omitempty"`
 	Draft        string   `json:"draft,omitempty"`
+	// SupersededBy is the entry that replaced this one in its family.
+	SupersededBy string `json:"superseded_by,omitempty"`
 	// Speed is the place for decode and prefill estimates; null until the
 	// speed package provides them.
 	Speed *Speed `json:"speed"`
@@ -216,7 +218,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		}
 		for _, v := range e.Variants {
 			r := Row{Entry: e.ID, Name: e.Name, Class: e.Class.Kind, ParamsB: e.Class.ParamsB, ActiveB: e.Class.ActiveParams,
-				Quant: v.Quant, Ref: v.Ref, Capabilities: e.Capabilities, License: e.License, CtxTrained: e.CtxTrained, Quality: e.Quality}
+				Quant: v.Quant, Ref: v.Ref, Capabilities: e.Capabilities, License: e.License, CtxTrained: e.CtxTrained, Quality: e.Quality, SupersededBy: e.SupersededBy}
 			if r.Capabilities == nil {
 				r.Capabilities = []string{}
 			}

@@ -99,6 +99,7 @@ func TestLiveServeCheck(t *testing.T) {
 		{"hybrid", "lfm2-350m", synth.Q8_0},
 		{"mixture of experts", "qwen1.5-moe-a2.7b", synth.Q5_K_M},
 		{"MLA", "deepseek-v2-lite", synth.Q5_K_M},
+		{"gated DeltaNet", "qwen3.5-0.8b", synth.Q8_0},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			path := writeShape(t, models, tc.shape, tc.q)
