@@ -254,6 +254,11 @@ memory: the projector's weights on the first GPU with a rough estimate of
 its encoder's compute buffer, the draft's weights and one draft context per
 slot, as llama-server creates them.
 
+An architecture headroom does not model (docs/coverage.md) is answered by
+your own llama.cpp: llama-fit-params beside --llama-server (or on PATH)
+projects the load without allocating, and the verdict uses its figures,
+rounded up, plus llama-server's logits buffer; the output says so.
+
 Examples:
   headroom fit model.gguf -c 8192 -np 1
   headroom fit model.gguf --mmproj mmproj.gguf -md draft.gguf -c 16384

@@ -43,6 +43,11 @@ candidate (the projector's compute buffer is a rough estimate) and their
 flags are part of the plan's.
 Tensor overrides (-ot) are kept as given in every candidate and only
 checked, as llama.cpp's fit keeps them.
+An architecture headroom does not model (docs/coverage.md) is planned on
+your own llama.cpp's projections (llama-fit-params beside --llama-server,
+or on PATH): the most GPU layers at --min-ctx, then the most context, in a
+few projections of a fraction of a second each; expert offload is not
+searched there, and the plan says its figures are llama.cpp's.
 
 MODEL is a file, a URL, a Hugging Face reference or a catalog variant
 (ENTRY/QUANT, as recommend lists them); a catalog variant is planned from
