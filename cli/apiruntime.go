@@ -11,6 +11,7 @@ import (
 
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/server"
@@ -61,6 +62,20 @@ func (rt *apiRuntime) checkRef(ref string) error {
 		return fmt.Errorf("%s: only files inside headroom's store (%s) may be named: %w", ref, rt.st.Root, server.ErrForbidden)
 	}
 	return fmt.Errorf("%s: the API takes catalog variants, hf: references and store paths, not URLs: %w", ref, server.ErrForbidden)
+}
+
+// project opens the user's llama.cpp's projection of a model headroom
+// does not model, for /api/fit and /api/plan: the llama-fit-params beside
+// the llama-server loads use, on a sparse twin of a Hub model's header.
+func (rt *apiRuntime) project(ctx context.Context, ref string) (*engine.Projector, func(), error) {
+	if err := rt.checkRef(ref); err != nil {
+		return nil, func() {}, err
+	}
+	m, err := rt.d.Resolve(ctx, ref)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return engine.OpenProjector(ctx, rt.d.Client, m.Header, m.ArchErr, rt.d.FitParams)
 }
 
 // open resolves a reference for /api/fit and /api/plan.

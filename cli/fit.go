@@ -300,7 +300,7 @@ Examples:
 	pr, why := openProjection(ctx, env, in, *llama)
 	if pr != nil {
 		defer pr.cleanup()
-		a, err = assessProjected(ctx, pr, p, snap)
+		a, err = pr.Assess(ctx, p, snap)
 	} else {
 		a, err = plan.Assess(in.Arch, in.ArchErr, p, snap)
 		if a != nil && a.Verdict == plan.Incompatible && why != "" {

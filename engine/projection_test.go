@@ -3,12 +3,11 @@ package engine
 import (
 	"context"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/engine/enginetest"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 )
@@ -95,47 +94,8 @@ func TestProjectedContext(t *testing.T) {
 	}
 }
 
-// fakeFitParams writes a stand-in llama-fit-params whose host breakdown
-// grows by one MiB per 64 cells (16 KiB a cell) over 2000 MiB of weights
-// and 200 MiB of compute, with ngl layers of 100 MiB each moved to a GPU
-// when the machine has one (gpu != ""), and which logs each call.
-func fakeFitParams(t *testing.T, gpu string) (bin, calls string) {
-	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("the stand-in is a shell script")
-	}
-	dir := t.TempDir()
-	calls = filepath.Join(dir, "calls")
-	script := `#!/bin/sh
-echo "$*" >> ` + calls + `
-c=0; ngl=0
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-c) c=$2; shift ;;
-	-ngl) ngl=$2; shift ;;
-	esac
-	shift
-done
-ctx=$((c / 64))
-echo "llama_context: n_ctx         = $c"
-gpu="` + gpu + `"
-if [ -n "$gpu" ]; then
-	g=$((ngl * 100)); h=$((2000 - g))
-	echo "llama_memory_breakdown_print: |   - $gpu (fake) | 24000 = 100 + ($((g + 50)) = $g + 0 + 50) + 0 |"
-	echo "llama_memory_breakdown_print: |   - Host        |   $((h + ctx + 200)) = $h + $ctx + 200   |"
-else
-	echo "llama_memory_breakdown_print: |   - Host        |   $((2000 + ctx + 200)) = 2000 + $ctx + 200   |"
-fi
-`
-	bin = filepath.Join(dir, "llama-fit-params")
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return bin, calls
-}
-
 func TestSearchProjected(t *testing.T) {
-	bin, calls := fakeFitParams(t, "")
+	bin, calls := enginetest.FitParams(t, "")
 	s, err := hw.LoadMachine("cpu-32")
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +166,7 @@ func TestSearchProjectedLayers(t *testing.T) {
 	if len(gpus) == 0 {
 		t.Fatal("rtx-4090 preset has no GPU")
 	}
-	bin, _ := fakeFitParams(t, gpus[0].Name)
+	bin, _ := enginetest.FitParams(t, gpus[0].Name)
 	// 20 layers of 100 MiB with 2000 MiB in all fit a 24 GB card whole.
 	b := arch.Basics{Arch: "ernie4_5", NLayer: 19, NVocab: 32000, CtxTrain: 4096}
 	pr := Projector{Bin: bin, Model: "/nonexistent.gguf", Basics: b}
@@ -218,7 +178,7 @@ func TestSearchProjectedLayers(t *testing.T) {
 		t.Errorf("%d GPU layers, want all 20", p.Chosen.GPULayers)
 	}
 	// A build that sees no GPU plans in system memory and says why.
-	cpuOnly, _ := fakeFitParams(t, "")
+	cpuOnly, _ := enginetest.FitParams(t, "")
 	pr.Bin = cpuOnly
 	p, err = SearchProjected(context.Background(), pr, s, plan.DefaultSearch(), nil)
 	if err != nil || p.Chosen == nil {

@@ -2,7 +2,7 @@ package launch
 
 import (
 	"context"
-	"os"
+	"errors"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/engine"
@@ -14,29 +14,22 @@ import (
 // over its llama.cpp's projections (engine.SearchProjected), on a sparse
 // twin of a remote model's header: nothing of its weights moves.
 func (d *Deps) assessProjected(ctx context.Context, m *Model, snap *hw.Snapshot, o plan.SearchOptions) (*Assessed, error) {
-	if m.Header == nil {
-		return nil, &NotFit{Ref: m.Ref, Verdict: plan.Incompatible, Why: []string{m.ArchErr.Error()}}
-	}
-	if why := engine.WhyNotProjected(m.Header.Model, m.ArchErr, d.FitParams); why != "" {
-		return nil, &NotFit{Ref: m.Ref, Verdict: plan.Incompatible, Why: []string{why}}
-	}
-	b, _ := arch.BasicsOf(m.Header.Model)
-	dir, err := os.MkdirTemp("", "headroom-twin-")
+	pr, cleanup, err := engine.OpenProjector(ctx, d.Client, m.Header, m.ArchErr, d.FitParams)
+	defer cleanup()
 	if err != nil {
+		var inc *arch.Incompatible
+		if errors.As(err, &inc) {
+			return nil, &NotFit{Ref: m.Ref, Verdict: plan.Incompatible, Why: []string{inc.Reason}}
+		}
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	paths, err := d.Client.WriteTwin(ctx, m.Header, dir)
-	if err != nil {
-		return nil, err
-	}
-	pr := engine.Projector{Bin: d.FitParams, Model: paths[0], Env: os.Environ(), Basics: b}
+	b := pr.Basics
 	d.say("assessing", "architecture %s is not one headroom models: asking %s to project the candidates", b.Arch, d.FitParams)
-	p, err := engine.SearchProjected(ctx, pr, snap, o, nil)
+	p, err := engine.SearchProjected(ctx, *pr, snap, o, nil)
 	if err != nil {
 		return nil, &NotFit{Ref: m.Ref, Verdict: plan.Incompatible, Why: []string{"llama.cpp's own projection failed: " + err.Error()}}
 	}
-	a := &Assessed{Model: m, Plan: p, Snapshot: snap, Options: o, Projector: &pr}
+	a := &Assessed{Model: m, Plan: p, Snapshot: snap, Options: o, Projector: pr}
 	if p.Chosen == nil {
 		return a, &NotFit{Ref: m.Ref, Verdict: plan.DoesNotFit, Why: p.Explain}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/speed"
@@ -72,7 +73,17 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, err := plan.Assess(res.m, res.archErr, p, m.snap)
+	pr, done, err := s.projector(r.Context(), ref, res)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var a *plan.Assessment
+	if pr != nil {
+		a, err = pr.Assess(r.Context(), p, m.snap)
+	} else {
+		a, err = plan.Assess(res.m, res.archErr, p, m.snap)
+	}
 	if err != nil {
 		return withStatus(http.StatusBadRequest, err, "cannot assess %s with this profile", ref)
 	}
@@ -125,6 +136,9 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 type planJSON struct {
 	*plan.Plan
 	Speed []speed.Result `json:"speed"`
+	// Projected says the plan's figures are llama.cpp's own projection,
+	// for an architecture headroom does not model.
+	Projected string `json:"projected,omitempty"`
 }
 
 func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
@@ -152,6 +166,19 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	res, err := s.model(r.Context(), ref)
 	if err != nil {
 		return err
+	}
+	pr, done, err := s.projector(r.Context(), ref, res)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if pr != nil {
+		p, err := engine.SearchProjected(r.Context(), *pr, m.snap, o, nil)
+		if err != nil {
+			return withStatus(http.StatusBadRequest, err, "llama.cpp's own projection of %s failed", ref)
+		}
+		writeJSON(w, http.StatusOK, planJSON{Plan: p, Speed: []speed.Result{}, Projected: engine.ProjectedSays(pr.Basics.Arch, pr.Bin)})
+		return nil
 	}
 	if res.archErr != nil {
 		return withStatus(http.StatusBadRequest, res.archErr, "model %s cannot be planned", ref)

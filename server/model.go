@@ -10,6 +10,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/source"
 )
 
@@ -105,4 +106,25 @@ func (s *server) catalogModel(e *catalog.Entry, v *catalog.Variant) (*resolved, 
 		}
 	}
 	return r, nil
+}
+
+// projector is the user's llama.cpp that answers for a resolved model
+// whose architecture headroom does not model (Config.Project), and what
+// to call when done; nil for a modeled one, a catalog variant, or a
+// server without Project. A model that cannot be projected keeps its
+// incompatible verdict, with the reason that says what would fix it.
+func (s *server) projector(ctx context.Context, ref string, res *resolved) (*engine.Projector, func(), error) {
+	none := func() {}
+	if res.archErr == nil || s.cfg.Project == nil || res.artifact.Variant != "" {
+		return nil, none, nil
+	}
+	pr, done, err := s.cfg.Project(ctx, ref)
+	switch {
+	case err != nil && arch.IsIncompatible(err):
+		res.archErr = err
+		return nil, none, nil
+	case err != nil:
+		return nil, none, withStatus(http.StatusBadRequest, err, "cannot project model %q", ref)
+	}
+	return pr, done, nil
 }

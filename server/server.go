@@ -23,6 +23,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 )
@@ -43,6 +44,12 @@ type Config struct {
 	// assessed as an incompatible verdict, any other answers 400. Nil means
 	// only catalog variants are known.
 	Open func(ctx context.Context, ref string) (*arch.Model, error)
+	// Project, where set, answers for a model Open found to be of an
+	// architecture headroom does not model: the user's llama.cpp that
+	// projects its loads (engine.OpenProjector) and what to remove when
+	// done. An *arch.Incompatible error says why it cannot be projected;
+	// nil Project leaves such a model incompatible.
+	Project func(ctx context.Context, ref string) (*engine.Projector, func(), error)
 	// Runtime loads and unloads models; nil means /api/load and
 	// /api/unload answer 501.
 	Runtime Runtime

@@ -1,5 +1,6 @@
 // Package enginetest provides a stand-in llama-server for tests of code
-// that starts one through package engine. The stand-in takes llama-server's
+// that starts one through package engine, and a stand-in llama-fit-params
+// (FitParams) for tests of llama.cpp's projection. The stand-in server takes llama-server's
 // -m, --host and --port flags, prints a llama.cpp-shaped log and serves
 // /health and /completion; its environment picks how it behaves:
 //
