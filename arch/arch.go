@@ -97,6 +97,9 @@ type Model struct {
 	// RoPE (MROPE and IMROPE: llama_hparams::n_pos_per_embd), else 0 for
 	// one: the graph's position input holds that many rows a token.
 	PosPerEmbd int
+	// FinalSoftcap is gemma4's final_logit_softcapping: the logits are
+	// scaled, passed through tanh and scaled back (three more nodes).
+	FinalSoftcap bool
 	// AttnTempScale is mistral3's attention.temperature_scale: when not
 	// 0 its graph multiplies Q by a per-token factor, an input of the
 	// graph (build_inp_attn_scale).
@@ -126,7 +129,14 @@ type Tensor struct {
 const InputLayer = -1
 
 // Incompatible is returned for models headroom cannot account for.
-type Incompatible struct{ Reason string }
+type Incompatible struct {
+	Reason string
+	// Unmodeled says headroom does not model this architecture, or this
+	// variant of one it models, although llama.cpp may load it: the user's
+	// own llama.cpp can project it. False for a file that is wrong
+	// whatever reads it.
+	Unmodeled bool
+}
 
 func (e *Incompatible) Error() string { return "incompatible: " + e.Reason }
 
@@ -144,7 +154,7 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 	}
 	fam, ok := families[name]
 	if !ok {
-		return nil, &Incompatible{Reason: fmt.Sprintf("architecture %q is not one headroom models yet (known: %s)", name, strings.Join(Known(), ", "))}
+		return nil, &Incompatible{Unmodeled: true, Reason: fmt.Sprintf("architecture %q is not one headroom models yet (known: %s)", name, strings.Join(Known(), ", "))}
 	}
 	h := hparams{m: m, prefix: name + "."}
 	a := &Model{Arch: name}

@@ -91,6 +91,10 @@ var families = map[string]family{
 	// Chunked attention on three layers of four; the chunked cache is
 	// sized like a sliding one (llama-kv-cache-iswa.cpp size_swa).
 	"llama4": {swaPattern: 4, fixedWindow: 8192},
+	// Gemma 4 (src/models/gemma4.cpp): sliding and global layers by the
+	// file's own per-layer pattern, each kind with its own head width and
+	// KV head count; see gemma4 for what is not modeled yet.
+	"gemma4": {swaFromKey: true, adjust: gemma4},
 	// Gemma 3n (src/models/gemma3n.cpp): four sliding layers to one global,
 	// KV only in the first 20 layers whatever attention.shared_kv_layers
 	// says, the AltUp projections on the output layer and the per-layer
@@ -365,6 +369,27 @@ func qwen35(h hparams, m *Model) error {
 	}
 	m.PosPerEmbd = 4
 	return qwen3next(h, m)
+}
+
+// gemma4 reads what gemma4.cpp requires (the per-layer sliding pattern,
+// the window) and the final logit soft-cap, and leaves what its graph
+// does not replay yet to llama.cpp's projection: the per-layer embeddings
+// and KV sharing of E2B and E4B, and the experts of 26B-A4B.
+func gemma4(h hparams, m *Model) error {
+	if _, ok := h.m.Lookup(h.prefix + "attention.sliding_window_pattern"); !ok {
+		return &Incompatible{Reason: "missing " + h.prefix + "attention.sliding_window_pattern (llama.cpp requires it)"}
+	}
+	if m.Window <= 0 {
+		return &Incompatible{Reason: "missing or zero " + h.prefix + "attention.sliding_window (llama.cpp requires it)"}
+	}
+	for _, k := range []string{"embedding_length_per_layer_input", "attention.shared_kv_layers", "expert_count"} {
+		if n, _ := h.opt(k, 0); n > 0 {
+			return &Incompatible{Unmodeled: true, Reason: fmt.Sprintf("Gemma 4 with %s%s = %d (E2B and E4B's per-layer embeddings and shared KV, 26B-A4B's experts) is not modeled by headroom yet", h.prefix, k, n)}
+		}
+	}
+	f, _, err := h.float("final_logit_softcapping")
+	m.FinalSoftcap = f != 0
+	return err
 }
 
 // gemma3nKVLayers is the n_layer_kv_from_start gemma3n.cpp hard-codes.

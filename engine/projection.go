@@ -189,7 +189,8 @@ func projectedContext(lines []string, p plan.Profile, b arch.Basics) (plan.Conte
 
 // WhyNotProjected says why the model of header h, which headroom could
 // not model (archErr), cannot be answered through llama.cpp's projection
-// either, or "" when it can: a modeled architecture's error is its own;
+// either, or "" when it can: an error that is not arch.Incompatible's
+// Unmodeled (a wrong file) is its own;
 // an architecture refused on purpose says why; without a llama-fit-params
 // (fitParams "") the reason names the one thing that fixes it.
 func WhyNotProjected(h *gguf.Model, archErr error, fitParams string) string {
@@ -197,15 +198,16 @@ func WhyNotProjected(h *gguf.Model, archErr error, fitParams string) string {
 		return ""
 	}
 	name := h.Architecture()
+	var inc *arch.Incompatible
 	switch {
-	case name == "" || arch.Modeled(name):
+	case name == "" || !errors.As(archErr, &inc) || !inc.Unmodeled:
+		// A file that is wrong whatever reads it.
 		return archErr.Error()
 	case arch.RefusedReason(name) != "":
 		return fmt.Sprintf("architecture %q is %s", name, arch.RefusedReason(name))
 	}
 	if _, err := arch.BasicsOf(h); err != nil {
 		why := err.Error()
-		var inc *arch.Incompatible
 		if errors.As(err, &inc) {
 			why = inc.Reason
 		}

@@ -62,6 +62,8 @@ func graphFamilies(name string) func(m *arch.Model) graphBuilder {
 		return qwen35Builder
 	case "gemma3n":
 		return gemma3nBuilder
+	case "gemma4":
+		return gemma4Builder
 	}
 	return nil
 }

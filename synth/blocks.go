@@ -28,6 +28,7 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"qwen35":        qwen35Blocks,
 	"qwen35moe":     qwen35Blocks,
 	"gemma3n":       gemma3nBlocks,
+	"gemma4":        gemma4Blocks,
 	"gptneox":       gptneoxBlocks,
 }
 
@@ -131,6 +132,39 @@ func gemma3Blocks(t *tensors, s Shape) {
 		t.f32(p+"ffn_norm.weight", s.Embd)
 		ffn(t, s, i, s.FF, "")
 		t.f32(p+"post_ffw_norm.weight", s.Embd)
+	}
+	output(t, s, "output_norm.weight")
+}
+
+// gemma4Blocks: Gemma 3's layers with the global layers' own head width
+// and KV heads (and, with KEqV, no attn_v: K doubles as V), a layer output
+// scale, and one rope_freqs table (written first, as the converter's
+// generated tensors are) that the global layers' proportional RoPE reads.
+func gemma4Blocks(t *tensors, s Shape) {
+	g := s.Global
+	t.f32("rope_freqs.weight", g.HeadDim/2)
+	t.add("token_embd.weight", s.Embd, s.Vocab)
+	for i := range s.Layers {
+		p := blk(i)
+		headDim, kv, keqv := s.headDim(), s.HeadsKV, false
+		if !s.SWA.sliding(i) {
+			headDim, kv, keqv = g.HeadDim, g.HeadsKV, g.KEqV
+		}
+		qDim, kvDim := s.Heads*headDim, kv*headDim
+		t.f32(p+"attn_norm.weight", s.Embd)
+		t.add(p+"attn_q.weight", s.Embd, qDim)
+		t.add(p+"attn_k.weight", s.Embd, kvDim)
+		if !keqv {
+			t.add(p+"attn_v.weight", s.Embd, kvDim)
+		}
+		t.add(p+"attn_output.weight", qDim, s.Embd)
+		t.f32(p+"post_attention_norm.weight", s.Embd)
+		t.f32(p+"attn_k_norm.weight", headDim)
+		t.f32(p+"attn_q_norm.weight", headDim)
+		t.f32(p+"ffn_norm.weight", s.Embd)
+		ffn(t, s, i, s.FF, "")
+		t.f32(p+"post_ffw_norm.weight", s.Embd)
+		t.f32(p+"layer_output_scale.weight", 1)
 	}
 	output(t, s, "output_norm.weight")
 }

@@ -136,6 +136,16 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		if a == "nemotron_h" {
 			b.Set(a+".feed_forward_length", gguf.Int32sValue(ff))
 		}
+	case s.Global != nil:
+		// Gemma 4: the sliding layers' KV heads and the global layers'.
+		kv := make([]int32, s.Layers)
+		for i := range kv {
+			kv[i] = int32(s.Global.HeadsKV)
+			if s.SWA.sliding(i) {
+				kv[i] = int32(s.HeadsKV)
+			}
+		}
+		b.Set(a+".attention.head_count_kv", gguf.Int32sValue(kv))
 	case a == "gptneox":
 		// The converter writes no KV head count: as many as the heads.
 	default:
@@ -153,6 +163,18 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		f32("attention.layer_norm_epsilon", s.NormEps)
 	}
 	switch {
+	case s.Global != nil:
+		// Gemma4Model: key/value_length are the global layers', the _swa
+		// ones the sliding layers'; RoPE rotates whole global heads (the
+		// proportional part through rope_freqs) and whole sliding ones.
+		u32("attention.key_length", s.Global.HeadDim)
+		u32("attention.value_length", s.Global.HeadDim)
+		u32("attention.key_length_swa", headDim)
+		u32("attention.value_length_swa", headDim)
+		u32("rope.dimension_count", s.Global.HeadDim)
+		u32("rope.dimension_count_swa", headDim)
+		u32("attention.shared_kv_layers", 0)
+		u32("embedding_length_per_layer_input", 0)
 	case s.MLA != nil:
 		m := s.MLA
 		u32("attention.key_length", m.KVLoraRank+m.RopeDim)
@@ -208,7 +230,14 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	}
 	if w := s.SWA; w != nil {
 		u32("attention.sliding_window", w.Window)
-		if w.Pattern != 0 {
+		switch {
+		case w.PerLayer:
+			pattern := make([]bool, s.Layers)
+			for i := range pattern {
+				pattern[i] = w.sliding(i)
+			}
+			b.Set(a+".attention.sliding_window_pattern", gguf.BoolsValue(pattern))
+		case w.Pattern != 0:
 			u32("attention.sliding_window_pattern", w.Pattern)
 		}
 		optF32("rope.freq_base_swa", w.FreqBaseSWA)

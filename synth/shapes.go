@@ -198,6 +198,15 @@ var shapes = map[string]Shape{
 		RopeSections: []int32{11, 11, 10, 0},
 		SSM:          &SSM{ConvKernel: 4, Inner: 6144, State: 128, Groups: 16, Heads: 48, AttnInterval: 4},
 		Source:       "Qwen/Qwen3.5-27B config.json text_config, not read here: values as published (hidden_size 5120, intermediate_size 17408, 64 layers, 24 heads, 4 KV heads, head_dim 256, linear attention 16 key and 48 value heads of 128, conv kernel 4, full_attention_interval 4, vocab_size 248320, untied output, rope_theta 1e7, partial_rotary_factor 0.25, mrope_section [11, 11, 10]); Qwen3.6-27B publishes the same shape"},
+	// Gemma 4 31B: five sliding layers (window 1024, 16 KV heads of 256)
+	// to one global (4 KV heads of 512, K doubling as V), a GeGLU FFN,
+	// a tied embedding, final logit soft-capping.
+	"gemma-4-31b": {Name: "Gemma-4-31B", Arch: "gemma4", Layers: 60, Embd: 5376, Heads: 32, HeadsKV: 16, HeadDim: 256, FF: 21504,
+		Vocab: 262144, CtxTrain: 262144, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "llama",
+		SWA:          &SWA{Window: 1024, Pattern: 6, FreqBaseSWA: 10000, PerLayer: true},
+		Global:       &GlobalAttn{HeadsKV: 4, HeadDim: 512, KEqV: true},
+		FinalSoftcap: 30,
+		Source:       "google/gemma-4-31B config.json text_config, not read here: values as published (hidden_size 5376, intermediate_size 21504, 60 layers, 32 heads, num_key_value_heads 16 of head_dim 256 on sliding layers, num_global_key_value_heads 4 of global_head_dim 512, attention_k_eq_v, sliding_window 1024, layer_types five sliding to one full, vocab_size 262144, tied embeddings, rope_theta 1e6 global and 1e4 sliding, final_logit_softcapping 30), checked against llama.cpp's converter (Gemma4Model)"},
 	// Qwen3.5 and 3.6 35B-A3B: the same layers with 256 routed experts (8
 	// used) and a gated shared expert on every layer, no dense FFN.
 	"qwen3.5-35b-a3b": {Name: "Qwen3.5-35B-A3B", Arch: "qwen35moe", Layers: 40, Embd: 2048, Heads: 16, HeadsKV: 2, HeadDim: 256,

@@ -82,6 +82,9 @@ type Shape struct {
 	// AttnSoftcap and FinalSoftcap are gemma2's logit soft-capping values;
 	// 0 leaves the keys out.
 	AttnSoftcap, FinalSoftcap float32
+	// Global describes Gemma 4's global-attention layers where they differ
+	// from the sliding ones Heads, HeadsKV and HeadDim describe.
+	Global *GlobalAttn
 	// RopeSections is rope.dimension_sections, the multi-section RoPE's
 	// split of the rotated dimensions (Qwen3.5's mrope_section padded to
 	// four, as the converter writes it); nil leaves the key out.
@@ -117,6 +120,14 @@ type MoE struct {
 	WeightsScale float32
 }
 
+// GlobalAttn is Gemma 4's global (full-attention) layers: their KV heads
+// and head width (num_global_key_value_heads, global_head_dim), and
+// whether K doubles as V (attention_k_eq_v: no attn_v tensor).
+type GlobalAttn struct {
+	HeadsKV, HeadDim int
+	KEqV             bool
+}
+
 // SWA describes sliding-window attention.
 type SWA struct {
 	Window int // attention.sliding_window
@@ -125,7 +136,13 @@ type SWA struct {
 	// per-architecture default (6 and 2), and so do their shapes here.
 	Pattern     int
 	FreqBaseSWA float32 // rope.freq_base_swa; 0 leaves it out
+	// PerLayer writes the pattern as one bool a layer (Gemma 4's
+	// converter, from layer_types) instead of a period.
+	PerLayer bool
 }
+
+// sliding reports whether layer il slides under the period pattern.
+func (w *SWA) sliding(il int) bool { return w != nil && w.Pattern > 0 && il%w.Pattern < w.Pattern-1 }
 
 // MLA describes DeepSeek-style multi-head latent attention as current
 // converters write it: the cache holds one compressed KV row of

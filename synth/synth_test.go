@@ -66,6 +66,11 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// 48 and 16 with an untied one.
 		{"qwen3.5-0.8b", 752393024},
 		{"qwen3.5-27b", 26895998464},
+		// Computed from the config, text model only (the published 31B
+		// includes the vision encoder): 50 sliding and 10 global layers,
+		// no attn_v on the global ones, a tied embedding and the 256-entry
+		// rope_freqs table.
+		{"gemma-4-31b", 30697345596},
 		// 40 layers of 256 experts of 512 plus a shared one, untied
 		// (published: 35B).
 		{"qwen3.5-35b-a3b", 34660610688},
