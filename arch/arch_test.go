@@ -2,6 +2,7 @@ package arch
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -143,6 +144,42 @@ func TestIncompatible(t *testing.T) {
 		if !IsIncompatible(err) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s %v: %v", tc.arch, tc.kv, err)
 		}
+	}
+}
+
+// An architecture headroom does not model, or a variant of one it models
+// that it does not replay, is Unmodeled: llama.cpp's projection may answer
+// for it. A wrong file is not.
+func TestUnmodeled(t *testing.T) {
+	gemma4 := func(extra map[string]gguf.Value) map[string]gguf.Value {
+		kv := map[string]gguf.Value{"block_count": u32(2), "embedding_length": u32(64), "attention.head_count": u32(2),
+			"attention.head_count_kv": u32(1), "feed_forward_length": u32(128), "attention.sliding_window": u32(16),
+			"attention.sliding_window_pattern": bools(true, false)}
+		for k, v := range extra {
+			kv[k] = v
+		}
+		return kv
+	}
+	for _, tc := range []struct {
+		name, arch string
+		kv         map[string]gguf.Value
+		unmodeled  bool
+	}{
+		{"unknown architecture", "futurenet", nil, true},
+		{"Gemma 4 with per-layer embeddings", "gemma4", gemma4(map[string]gguf.Value{"embedding_length_per_layer_input": u32(256)}), true},
+		{"Gemma 4 with shared KV", "gemma4", gemma4(map[string]gguf.Value{"attention.shared_kv_layers": u32(1)}), true},
+		{"Gemma 4 with experts", "gemma4", gemma4(map[string]gguf.Value{"expert_count": u32(8)}), true},
+		{"Gemma 4 without its pattern", "gemma4", map[string]gguf.Value{"block_count": u32(2), "embedding_length": u32(64), "attention.sliding_window": u32(16)}, false},
+		{"llama without block_count", "llama", map[string]gguf.Value{"embedding_length": u32(8)}, false},
+	} {
+		_, err := build(t, tc.arch, tc.kv)
+		var inc *Incompatible
+		if !errors.As(err, &inc) || inc.Unmodeled != tc.unmodeled {
+			t.Errorf("%s: %v (want Unmodeled %v)", tc.name, err, tc.unmodeled)
+		}
+	}
+	if m, err := build(t, "gemma4", gemma4(map[string]gguf.Value{"final_logit_softcapping": gguf.Float32Value(30)})); err != nil || !m.FinalSoftcap {
+		t.Errorf("dense Gemma 4: %v, soft-cap %v", err, m != nil && m.FinalSoftcap)
 	}
 }
 
