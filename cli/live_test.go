@@ -67,6 +67,13 @@ func liveEnv(t *testing.T, stdout, stderr *bytes.Buffer) Env {
 // writeShape writes a sparse synthetic GGUF of a real architecture.
 func writeShape(t *testing.T, dir, shape string, q synth.Quant) string {
 	t.Helper()
+	return writeSynth(t, dir, shape, "", q)
+}
+
+// writeSynth writes a synth shape, under another architecture's name when
+// as is not "".
+func writeSynth(t *testing.T, dir, shape, as string, q synth.Quant) string {
+	t.Helper()
 	s, ok := synth.Lookup(shape)
 	if !ok {
 		t.Fatalf("no synth shape %s", shape)
@@ -75,7 +82,14 @@ func writeShape(t *testing.T, dir, shape string, q synth.Quant) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, shape+"."+string(q)+".gguf")
+	name := shape + "." + string(q) + ".gguf"
+	if as != "" {
+		if err := b.RenameArchitecture(as); err != nil {
+			t.Fatal(err)
+		}
+		name = shape + "-as-" + as + "." + string(q) + ".gguf"
+	}
+	path := filepath.Join(dir, name)
 	if err := b.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}

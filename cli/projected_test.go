@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,22 +17,7 @@ import (
 // whose tensors and keys are the same (headroom synth --as).
 func writeShapeAs(t *testing.T, dir, shape, as string, q synth.Quant) string {
 	t.Helper()
-	s, ok := synth.Lookup(shape)
-	if !ok {
-		t.Fatalf("no synth shape %s", shape)
-	}
-	b, err := synth.Build(s, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.RenameArchitecture(as); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, shape+"-as-"+as+"."+string(q)+".gguf")
-	if err := b.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeSynth(t, dir, shape, as, q)
 }
 
 // Without a llama.cpp to ask, an architecture headroom does not model is

@@ -30,42 +30,66 @@ func qwen3nextBuilder(m *arch.Model) graphBuilder {
 	if m.NExpert <= 0 || m.NExpertUsed <= 0 || m.NExpertUsed > m.NExpert || m.MLA || m.Window > 0 || m.NHead <= 0 {
 		return nil
 	}
+	d, ok := deltaNetLayers(m, deltaNetTensors{ffn: qwenMoETensors, ba: []string{"ssm_ba.weight"}, not: []string{"ssm_in.weight", "ffn_gate_up_exps.weight"}})
+	if !ok {
+		return nil
+	}
+	return func(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
+		return qwen3nextGraph(m, c, nTokens, b, d)
+	}
+}
+
+// qwenMoETensors are the FFN tensors of Qwen3-Next's and Qwen3.5 MoE's
+// layers (qwenMoE).
+var qwenMoETensors = []string{"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight",
+	"ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"}
+
+// deltaNetTensors are what sets the gated DeltaNet hybrids' tensors apart:
+// the FFN's, the beta/alpha projections', and tensors whose presence
+// means a form the graph does not describe.
+type deltaNetTensors struct {
+	ffn, ba, not []string
+}
+
+// deltaNetLayers checks every layer of a gated DeltaNet hybrid: a DeltaNet
+// layer (the same sizes in every one) or a gated attention layer, each
+// with its norms and the family's FFN and projections, and none of its
+// excluded tensors. It returns the DeltaNet sizes.
+func deltaNetLayers(m *arch.Model, t deltaNetTensors) (qwen3nextDims, bool) {
 	shapes := tensorShapes(m)
 	var d qwen3nextDims
+	not := append([]string{"attn_qkv.bias", "attn_q.bias"}, t.not...)
 	for il, l := range m.Layers {
 		blk := blkName(il)
-		need := []string{"attn_norm.weight", "post_attention_norm.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight",
-			"ffn_up_exps.weight", "ffn_down_exps.weight", "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight",
-			"ffn_up_shexp.weight", "ffn_down_shexp.weight"}
+		need := append([]string{"attn_norm.weight", "post_attention_norm.weight"}, t.ffn...)
 		switch {
 		case l.Recurrent && l.Attention == arch.NoAttention:
 			need = append(need, "attn_qkv.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
-				"ssm_ba.weight", "ssm_norm.weight", "ssm_out.weight")
+				"ssm_norm.weight", "ssm_out.weight")
+			need = append(need, t.ba...)
 			ld, ok := deltaNetDims(shapes, blk, l)
 			if !ok || (d != qwen3nextDims{} && d != ld) {
-				return nil
+				return d, false
 			}
 			d = ld
 		case !l.Recurrent && l.Attention == arch.Full && l.HeadsKV > 0 && l.KDim == l.VDim && l.KDim%l.HeadsKV == 0:
 			need = append(need, "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
 				"attn_q_norm.weight", "attn_k_norm.weight")
 		default:
-			return nil
+			return d, false
 		}
 		for _, n := range need {
 			if _, ok := shapes[blk+n]; !ok {
-				return nil
+				return d, false
 			}
 		}
-		for _, n := range []string{"ssm_in.weight", "ffn_gate_up_exps.weight", "attn_qkv.bias", "attn_q.bias"} {
+		for _, n := range not {
 			if _, ok := shapes[blk+n]; ok {
-				return nil
+				return d, false
 			}
 		}
 	}
-	return func(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-		return qwen3nextGraph(m, c, nTokens, b, d)
-	}
+	return d, true
 }
 
 // deltaNetDims reads a gated DeltaNet layer's sizes from its tensors
@@ -88,7 +112,23 @@ func deltaNetDims(shapes map[string][]uint64, blk string, l arch.Layer) (qwen3ne
 	return d, ok
 }
 
+// gdnOpts is what sets Qwen3.5's graph apart from Qwen3-Next's: beta and
+// alpha projected apart, Q viewed without a reshape and the key heads not
+// repeated (qwen35), and a dense FFN where Qwen3-Next has experts (moe
+// false).
+type gdnOpts struct {
+	qwen35, moe bool
+}
+
 func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDims) *ggml.Graph {
+	return gatedDeltaNetGraph(m, c, nTokens, b, d, gdnOpts{moe: true})
+}
+
+// gatedDeltaNetGraph is qwen3next.cpp's and qwen35(moe).cpp's graph: the
+// mixer behind a norm, the residual, the post-attention norm, the FFN and
+// the residual again; the outputs are selected after the final norm
+// (embeddings_nextn_masked is false), not in the last layer.
+func gatedDeltaNetGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDims, o gdnOpts) *ggml.Graph {
 	r := newRSGraph(m, c, nTokens, b)
 	inpL := r.inpL
 	r.attnInputs()
@@ -96,16 +136,22 @@ func qwen3nextGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nextDim
 		blk := blkName(il)
 		cur := b.norm(inpL, blk+"attn_norm.weight")
 		b.Expand(cur)
-		if l.Recurrent {
+		switch {
+		case l.Recurrent && o.qwen35:
+			cur = r.qwen35DeltaNet(il, cur, d)
+		case l.Recurrent:
 			cur = r.deltaNet(il, cur, d)
-		} else {
-			cur = r.gatedAttention(il, cur, true)
+		default:
+			cur = r.gatedAttention(il, cur, !o.qwen35)
 		}
-		// The outputs are selected after the final norm
-		// (embeddings_nextn_masked is false), not here.
 		res := b.Add(cur, inpL)
 		cur = b.norm(res, blk+"post_attention_norm.weight")
-		inpL = b.Add(b.qwenMoE(m, blk, cur), res)
+		if o.moe {
+			cur = b.qwenMoE(m, blk, cur)
+		} else {
+			cur = b.ffn(blk, "", cur, ffnSwiGLU)
+		}
+		inpL = b.Add(cur, res)
 	}
 	return r.output(inpL, "output_norm.weight", true)
 }

@@ -457,37 +457,51 @@ func llama4Blocks(t *tensors, s Shape) {
 // over Q, K and V, per-head A and dt bias, beta/alpha projections and a
 // per-head norm.
 func qwen3nextBlocks(t *tensors, s Shape) {
-	m, d := s.MoE, s.SSM
-	headDim := s.headDim()
-	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
-	keyDim, valueDim := d.Groups*d.State, d.Heads*d.State
+	m := s.MoE
 	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.f32(p+"attn_norm.weight", s.Embd)
-		t.f32(p+"post_attention_norm.weight", s.Embd)
-		if (i+1)%d.AttnInterval == 0 {
-			t.add(p+"attn_q.weight", s.Embd, 2*qDim)
-			t.add(p+"attn_k.weight", s.Embd, kvDim)
-			t.add(p+"attn_v.weight", s.Embd, kvDim)
-			t.add(p+"attn_output.weight", qDim, s.Embd)
-			t.f32(p+"attn_q_norm.weight", headDim)
-			t.f32(p+"attn_k_norm.weight", headDim)
-		} else {
-			t.add(p+"attn_qkv.weight", s.Embd, 2*keyDim+valueDim)
-			t.add(p+"attn_gate.weight", s.Embd, valueDim)
-			t.f32(p+"ssm_conv1d.weight", d.ConvKernel, 2*keyDim+valueDim)
-			t.f32(p+"ssm_dt.bias", d.Heads)
-			t.f32(p+"ssm_a", d.Heads)
-			t.add(p+"ssm_ba.weight", s.Embd, 2*d.Heads)
-			t.f32(p+"ssm_norm.weight", d.State)
-			t.add(p+"ssm_out.weight", valueDim, s.Embd)
-		}
+		gatedMixer(t, s, i, false)
 		experts(t, s, i)
 		t.f32(p+"ffn_gate_inp_shexp.weight", s.Embd)
 		ffn(t, s, i, m.SharedFF, "_shexp")
 	}
 	output(t, s, "output_norm.weight")
+}
+
+// gatedMixer writes a Qwen3-Next or Qwen3.5 layer's norms and mixer: gated
+// attention on every SSM.AttnInterval-th layer, gated DeltaNet on the
+// others, whose beta and alpha projections are one ssm_ba (Qwen3-Next) or
+// apart (splitBA: Qwen3.5's ssm_beta and ssm_alpha).
+func gatedMixer(t *tensors, s Shape, i int, splitBA bool) {
+	d, p := s.SSM, blk(i)
+	headDim := s.headDim()
+	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
+	keyDim, valueDim := d.Groups*d.State, d.Heads*d.State
+	t.f32(p+"attn_norm.weight", s.Embd)
+	t.f32(p+"post_attention_norm.weight", s.Embd)
+	if (i+1)%d.AttnInterval == 0 {
+		t.add(p+"attn_q.weight", s.Embd, 2*qDim)
+		t.add(p+"attn_k.weight", s.Embd, kvDim)
+		t.add(p+"attn_v.weight", s.Embd, kvDim)
+		t.add(p+"attn_output.weight", qDim, s.Embd)
+		t.f32(p+"attn_q_norm.weight", headDim)
+		t.f32(p+"attn_k_norm.weight", headDim)
+		return
+	}
+	t.add(p+"attn_qkv.weight", s.Embd, 2*keyDim+valueDim)
+	t.add(p+"attn_gate.weight", s.Embd, valueDim)
+	t.f32(p+"ssm_conv1d.weight", d.ConvKernel, 2*keyDim+valueDim)
+	t.f32(p+"ssm_dt.bias", d.Heads)
+	t.f32(p+"ssm_a", d.Heads)
+	if splitBA {
+		t.add(p+"ssm_beta.weight", s.Embd, d.Heads)
+		t.add(p+"ssm_alpha.weight", s.Embd, d.Heads)
+	} else {
+		t.add(p+"ssm_ba.weight", s.Embd, 2*d.Heads)
+	}
+	t.f32(p+"ssm_norm.weight", d.State)
+	t.add(p+"ssm_out.weight", valueDim, s.Embd)
 }
 
 // qwen35Blocks: Qwen3-Next's layers with a dense FFN (or, for qwen35moe,
@@ -496,33 +510,10 @@ func qwen3nextBlocks(t *tensors, s Shape) {
 // in_proj_a) where Qwen3-Next fuses them (ssm_ba), as llama.cpp's
 // Qwen3_5TextModel converter names them.
 func qwen35Blocks(t *tensors, s Shape) {
-	d := s.SSM
-	headDim := s.headDim()
-	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
-	keyDim, valueDim := d.Groups*d.State, d.Heads*d.State
 	t.add("token_embd.weight", s.Embd, s.Vocab)
 	for i := range s.Layers {
 		p := blk(i)
-		t.f32(p+"attn_norm.weight", s.Embd)
-		t.f32(p+"post_attention_norm.weight", s.Embd)
-		if (i+1)%d.AttnInterval == 0 {
-			t.add(p+"attn_q.weight", s.Embd, 2*qDim)
-			t.add(p+"attn_k.weight", s.Embd, kvDim)
-			t.add(p+"attn_v.weight", s.Embd, kvDim)
-			t.add(p+"attn_output.weight", qDim, s.Embd)
-			t.f32(p+"attn_q_norm.weight", headDim)
-			t.f32(p+"attn_k_norm.weight", headDim)
-		} else {
-			t.add(p+"attn_qkv.weight", s.Embd, 2*keyDim+valueDim)
-			t.add(p+"attn_gate.weight", s.Embd, valueDim)
-			t.f32(p+"ssm_conv1d.weight", d.ConvKernel, 2*keyDim+valueDim)
-			t.f32(p+"ssm_dt.bias", d.Heads)
-			t.f32(p+"ssm_a", d.Heads)
-			t.add(p+"ssm_beta.weight", s.Embd, d.Heads)
-			t.add(p+"ssm_alpha.weight", s.Embd, d.Heads)
-			t.f32(p+"ssm_norm.weight", d.State)
-			t.add(p+"ssm_out.weight", valueDim, s.Embd)
-		}
+		gatedMixer(t, s, i, true)
 		if m := s.MoE; m != nil {
 			// qwen35moe: Qwen3-Next's routed experts and gated shared
 			// expert.
