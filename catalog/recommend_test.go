@@ -254,3 +254,36 @@ func TestQualityGoal(t *testing.T) {
 		t.Errorf("top by quality on a 128 GB Mac: %s %s, want qwen3-32b (85.7, the best cited score that fits)", rows[0].Entry, rows[0].Quant)
 	}
 }
+
+// The catalog answers for the models people download in 2026: on a 24 GB
+// card, a 64 GB Mac and a 32 GB CPU-only laptop, recommend lists Qwen3.6
+// and Gemma 4 configurations that fit (Qwen3.5 marked as superseded by
+// 3.6), each with its Hub repository and the config it was derived from.
+func TestRecommend2026(t *testing.T) {
+	cat, lock := mustLoad(t), emptyLock(t)
+	for _, preset := range []string{"rtx-4090", "m4-max-64", "cpu-32"} {
+		rows, err := Recommend(cat, lock, machine_(t, preset), DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fits := map[string]bool{}
+		for i := range rows {
+			r := &rows[i]
+			e := cat.Entry(r.Entry)
+			if !strings.HasPrefix(r.Ref, "hf:") || e == nil || e.Config == "" {
+				t.Errorf("%s: %s %s has no Hub reference or config", preset, r.Entry, r.Quant)
+			}
+			if r.Enabled {
+				fits[r.Entry] = true
+			}
+			if strings.HasPrefix(r.Entry, "qwen3.5-") && r.Entry != "qwen3.5-0.8b" && !strings.HasPrefix(r.SupersededBy, "qwen3.6-") {
+				t.Errorf("%s: %s is not marked superseded by its Qwen3.6 successor", preset, r.Entry)
+			}
+		}
+		for _, want := range []string{"qwen3.6-35b-a3b", "qwen3.6-27b", "gemma-4-31b-it", "qwen3.5-0.8b"} {
+			if !fits[want] {
+				t.Errorf("%s: no configuration of %s fits", preset, want)
+			}
+		}
+	}
+}
