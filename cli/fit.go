@@ -300,6 +300,9 @@ Examples:
 	pr, why := openProjection(ctx, env, in, *llama)
 	if pr != nil {
 		defer pr.cleanup()
+		if p.Companions != nil {
+			return errProjectedCompanions
+		}
 		a, err = pr.Assess(ctx, p, snap)
 	} else {
 		a, err = plan.Assess(in.Arch, in.ArchErr, p, snap)

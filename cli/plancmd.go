@@ -98,6 +98,11 @@ Examples:
 	pr, why := openProjection(ctx, env, in, *llama)
 	if pr != nil {
 		defer pr.cleanup()
+		if c, err := companions(ctx, env, true, in.header()); err != nil {
+			return err
+		} else if c != nil {
+			return errProjectedCompanions
+		}
 		var progress func(string)
 		if !*quiet && !*printArgs {
 			fmt.Fprintf(env.Stderr, "architecture %s is not one headroom models: asking %s to project each candidate\n", pr.Basics.Arch, pr.Bin)

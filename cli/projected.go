@@ -51,3 +51,8 @@ func incompatibleReason(err error) string {
 	}
 	return err.Error()
 }
+
+// errProjectedCompanions refuses a projector or draft beside a model
+// answered on llama.cpp's projection, which covers the model alone: they
+// would go uncounted.
+var errProjectedCompanions = usagef("--mmproj and -md are not planned beside an architecture headroom does not model: llama.cpp's projection covers the model alone, so they would go uncounted")

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/headroom-llm/headroom/engine/enginetest"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/synth"
 )
@@ -134,5 +136,25 @@ func TestLiveProjected(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Error(err)
+	}
+}
+
+// A projector or draft beside a model answered on llama.cpp's projection
+// would go uncounted: it is refused, not ignored.
+func TestProjectedRefusesCompanions(t *testing.T) {
+	fake, _ := enginetest.FitParams(t, "")
+	dir := t.TempDir()
+	path := writeShapeAs(t, dir, "tinyllama-1.1b", "ernie4_5", synth.Q8_0)
+	draft := writeShape(t, dir, "tinyllama-1.1b", synth.Q8_0)
+	server := filepath.Join(filepath.Dir(fake), "llama-server")
+	for _, cmd := range []string{"fit", "plan"} {
+		code, _, errs := run(t, cmd, "--quiet", "--llama-server", server, "--machine", "cpu-32", path, "-md", draft)
+		if code != 2 || !strings.Contains(errs, "would go uncounted") {
+			t.Errorf("%s with -md beside a projected model: exit %d, %s", cmd, code, errs)
+		}
+	}
+	// Without a companion the same projection answers.
+	if code, out, errs := run(t, "fit", "--quiet", "--json", "--llama-server", server, "--machine", "cpu-32", path, "-c", "4096", "-np", "1"); code != 0 || !strings.Contains(out, `"fits"`) {
+		t.Errorf("fit on the stand-in's projection: exit %d, %s %s", code, out, errs)
 	}
 }
