@@ -24,6 +24,13 @@ func (d *Deps) assessProjected(ctx context.Context, m *Model, snap *hw.Snapshot,
 		return nil, err
 	}
 	b := pr.Basics
+	if m.Companions != nil {
+		// llama.cpp's projection covers the model alone: a projector or
+		// draft beside it would go uncounted, so it is neither pulled nor
+		// loaded.
+		d.say("assessing", "the projector or draft beside %s is left out: llama.cpp's projection of an architecture headroom does not model covers the model alone", m.Ref)
+		m.Companions, m.Draft = nil, nil
+	}
 	d.say("assessing", "architecture %s is not one headroom models: asking %s to project the candidates", b.Arch, d.FitParams)
 	p, err := engine.SearchProjected(ctx, *pr, snap, o, nil)
 	if err != nil {
