@@ -34,20 +34,3 @@ func qwen35Builder(m *arch.Model) graphBuilder {
 		return gatedDeltaNetGraph(m, c, nTokens, b, d, gdnOpts{qwen35: true, moe: moe})
 	}
 }
-
-// qwen35DeltaNet is Qwen3.5's build_layer_attn_linear: beta and alpha
-// from projections of their own, then the delta rule Qwen3-Next shares,
-// without repeating the key heads.
-func (r *rsGraph) qwen35DeltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
-	b := r.b
-	blk := blkName(il)
-	T, S := r.nSeqTokens, r.nSeqs
-	channels := 2*d.kHeads*d.state + d.vHeads*d.state
-	qkv := b.Reshape(b.MulMat(b.weight(blk+"attn_qkv.weight"), cur), channels, T, S)
-	z := b.MulMat(b.weight(blk+"attn_gate.weight"), cur)
-	beta := b.UnaryOf(ggml.UnarySigmoid, b.Reshape(b.MulMat(b.weight(blk+"ssm_beta.weight"), cur), 1, d.vHeads, T, S))
-	alpha := b.Reshape(b.MulMat(b.weight(blk+"ssm_alpha.weight"), cur), d.vHeads, T, S)
-	alpha = b.UnaryOf(ggml.UnarySoftplus, b.Add(alpha, b.weight(blk+"ssm_dt.bias")))
-	gate := b.Reshape(b.Mul(alpha, b.weight(blk+"ssm_a")), 1, d.vHeads, T, S)
-	return r.deltaRule(il, d, qkv, z, beta, gate, false)
-}

@@ -136,12 +136,9 @@ func gatedDeltaNetGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nex
 		blk := blkName(il)
 		cur := b.norm(inpL, blk+"attn_norm.weight")
 		b.Expand(cur)
-		switch {
-		case l.Recurrent && o.qwen35:
-			cur = r.qwen35DeltaNet(il, cur, d)
-		case l.Recurrent:
-			cur = r.deltaNet(il, cur, d)
-		default:
+		if l.Recurrent {
+			cur = r.deltaNet(il, cur, d, o.qwen35)
+		} else {
 			cur = r.gatedAttention(il, cur, !o.qwen35)
 		}
 		res := b.Add(cur, inpL)
@@ -195,25 +192,34 @@ func (r *rsGraph) gatedAttention(il int, cur *tensor, reshapeQ bool) *tensor {
 	return b.MulMat(b.weight(blk+"attn_output.weight"), att)
 }
 
-// deltaNet is Qwen3-Next's build_layer_attn_linear with the split
-// projections: beta and alpha come from one ssm_ba projection, as views
-// of its result.
-func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims) *tensor {
+// deltaNet is build_layer_attn_linear with the split QKV and gate
+// projections. Qwen3-Next takes beta and alpha as views of one ssm_ba
+// projection and repeats the key heads to the value heads; Qwen3.5
+// (qwen35) projects them apart and leaves the key heads to the fused op's
+// broadcast.
+func (r *rsGraph) deltaNet(il int, cur *tensor, d qwen3nextDims, qwen35 bool) *tensor {
 	b := r.b
 	blk := blkName(il)
 	T, S := r.nSeqTokens, r.nSeqs
 	channels := 2*d.kHeads*d.state + d.vHeads*d.state
 	qkv := b.Reshape(b.MulMat(b.weight(blk+"attn_qkv.weight"), cur), channels, T, S)
 	z := b.MulMat(b.weight(blk+"attn_gate.weight"), cur)
-	per := d.vHeads / d.kHeads
-	ba := b.Reshape(b.MulMat(b.weight(blk+"ssm_ba.weight"), cur), 2*per, d.kHeads, T, S)
-	baRow := 2 * per * 4
-	bv := b.View(ba, per, d.kHeads, T, S).Strided(baRow, baRow*d.kHeads, baRow*d.kHeads*T)
-	av := b.View(ba, per, d.kHeads, T, S).Strided(baRow, baRow*d.kHeads, baRow*d.kHeads*T)
-	beta := b.Reshape(b.UnaryOf(ggml.UnarySigmoid, b.Cont(bv)), 1, d.vHeads, T, S)
-	alpha := b.UnaryOf(ggml.UnarySoftplus, b.Add(b.Cont(av, d.vHeads, T, S), b.weight(blk+"ssm_dt.bias")))
+	var beta, alpha *tensor
+	if qwen35 {
+		beta = b.UnaryOf(ggml.UnarySigmoid, b.Reshape(b.MulMat(b.weight(blk+"ssm_beta.weight"), cur), 1, d.vHeads, T, S))
+		alpha = b.Reshape(b.MulMat(b.weight(blk+"ssm_alpha.weight"), cur), d.vHeads, T, S)
+	} else {
+		per := d.vHeads / d.kHeads
+		ba := b.Reshape(b.MulMat(b.weight(blk+"ssm_ba.weight"), cur), 2*per, d.kHeads, T, S)
+		baRow := 2 * per * 4
+		bv := b.View(ba, per, d.kHeads, T, S).Strided(baRow, baRow*d.kHeads, baRow*d.kHeads*T)
+		av := b.View(ba, per, d.kHeads, T, S).Strided(baRow, baRow*d.kHeads, baRow*d.kHeads*T)
+		beta = b.Reshape(b.UnaryOf(ggml.UnarySigmoid, b.Cont(bv)), 1, d.vHeads, T, S)
+		alpha = b.Cont(av, d.vHeads, T, S)
+	}
+	alpha = b.UnaryOf(ggml.UnarySoftplus, b.Add(alpha, b.weight(blk+"ssm_dt.bias")))
 	gate := b.Reshape(b.Mul(alpha, b.weight(blk+"ssm_a")), 1, d.vHeads, T, S)
-	return r.deltaRule(il, d, qkv, z, beta, gate, true)
+	return r.deltaRule(il, d, qkv, z, beta, gate, !qwen35)
 }
 
 // deltaRule is what Qwen3-Next's and Qwen3.5's linear attention share
