@@ -49,16 +49,12 @@ func runEngineCheck(ctx context.Context, env Env, bin string, h *source.Header, 
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "headroom-twin-")
+	pr, cleanup, err := engine.OpenProjector(ctx, source.NewClient(env.Getenv), h, nil, bin)
+	defer cleanup()
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	paths, err := source.NewClient(env.Getenv).WriteTwin(ctx, h, dir)
-	if err != nil {
-		return nil, err
-	}
-	rows, _, err := engine.Project(ctx, bin, paths[0], q.Args(), os.Environ())
+	rows, _, err := engine.Project(ctx, bin, pr.Model, q.Args(), pr.Env)
 	if err != nil {
 		return nil, err
 	}

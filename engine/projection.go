@@ -146,7 +146,9 @@ func projectedContext(lines []string, p plan.Profile, b arch.Basics) (plan.Conte
 	seen := false
 	for _, l := range lines {
 		l = ansiEscape.ReplaceAllString(l, "")
-		if strings.Contains(l, "Flash Attention enabled") || strings.Contains(l, "Flash Attention was auto, set to enabled") {
+		// resolve_fused_ops logs "Flash Attention enabled" when -fa auto
+		// resolves to on.
+		if strings.Contains(l, "Flash Attention enabled") {
 			c.Flash = true
 		}
 		m := contextLine.FindStringSubmatch(l)
@@ -156,12 +158,12 @@ func projectedContext(lines []string, p plan.Profile, b arch.Basics) (plan.Conte
 		seen = true
 		n, err := strconv.Atoi(m[2])
 		switch m[1] {
-		case "flash_attn":
-			if m[2] == "enabled" || m[2] == "1" || m[2] == "true" {
+		case "flash_attn": // auto, disabled or enabled (llama_flash_attn_type_name)
+			if m[2] == "enabled" {
 				c.Flash = true
 			}
 		case "kv_unified":
-			c.Unified = m[2] == "true" || m[2] == "1"
+			c.Unified = m[2] == "true"
 		}
 		if err != nil {
 			continue

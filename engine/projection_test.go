@@ -79,7 +79,7 @@ func TestProjectedContext(t *testing.T) {
 		"llama_context: causal_attn   = 1",
 		"llama_context: flash_attn    = auto",
 		"llama_context: kv_unified    = true",
-		"llama_context: Flash Attention was auto, set to enabled",
+		"resolve_fused_ops: Flash Attention enabled",
 	}
 	p := plan.Defaults()
 	c, ok := projectedContext(lines, p, arch.Basics{CtxTrain: 32768})

@@ -14,7 +14,8 @@ import (
 )
 
 // OpenProjector prepares llama.cpp's projection of the model of header h,
-// whose architecture headroom could not model (archErr), with the
+// whose architecture headroom could not model (archErr; nil for the engine
+// check of a modeled one), with the
 // llama-fit-params fitParams ("" when none was found). A remote model is
 // projected on a sparse twin of its header, written by c into a temporary
 // folder that the returned cleanup removes; a local one on its own file.

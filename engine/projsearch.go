@@ -18,12 +18,13 @@ import (
 // context, so two or three projections usually land within a step), for
 // f16 and, where f16 falls short of the trained context, q8_0.
 
-// maxProjections bounds one search: at 0.1 to 0.5 s each, a few seconds.
+// maxProjections bounds one search: at 0.1 to 0.5 s each, half a minute
+// at worst; the searches measured took 2 or 3.
 const maxProjections = 48
 
-// ProjectedSearch is a search over projections of one model on one
+// projectedSearch is a search over projections of one model on one
 // machine.
-type ProjectedSearch struct {
+type projectedSearch struct {
 	Projector Projector
 	Snapshot  *hw.Snapshot
 	Options   plan.SearchOptions
@@ -45,11 +46,11 @@ func SearchProjected(ctx context.Context, pr Projector, s *hw.Snapshot, o plan.S
 	if o.Headless {
 		s = s.Headless()
 	}
-	ps := &ProjectedSearch{Projector: pr, Snapshot: s, Options: o, Progress: progress}
+	ps := &projectedSearch{Projector: pr, Snapshot: s, Options: o, Progress: progress}
 	return ps.run(ctx)
 }
 
-func (ps *ProjectedSearch) run(ctx context.Context) (*plan.Plan, error) {
+func (ps *projectedSearch) run(ctx context.Context) (*plan.Plan, error) {
 	o := &ps.Options
 	o.Parallel = max(o.Parallel, 1)
 	if o.MinCtx <= 0 {
@@ -136,7 +137,7 @@ func (ps *ProjectedSearch) run(ctx context.Context) (*plan.Plan, error) {
 
 // profile is the profile for ngl layers, perSlot cells a slot and cache
 // types cc.
-func (ps *ProjectedSearch) profile(cc [2]string, ngl, perSlot int) plan.Profile {
+func (ps *projectedSearch) profile(cc [2]string, ngl, perSlot int) plan.Profile {
 	o := ps.Options
 	p := o.Base
 	p.Parallel, p.KVUnified = o.Parallel, false
@@ -154,7 +155,7 @@ func (ps *ProjectedSearch) profile(cc [2]string, ngl, perSlot int) plan.Profile 
 
 // eval projects one profile and judges it against the snapshot and the
 // fit target.
-func (ps *ProjectedSearch) eval(ctx context.Context, p plan.Profile) (*plan.Assessment, bool, error) {
+func (ps *projectedSearch) eval(ctx context.Context, p plan.Profile) (*plan.Assessment, bool, error) {
 	if ps.asked >= maxProjections {
 		return nil, false, fmt.Errorf("the search over llama.cpp's projections asked %d times without settling", ps.asked)
 	}
@@ -175,7 +176,7 @@ func (ps *ProjectedSearch) eval(ctx context.Context, p plan.Profile) (*plan.Asse
 
 // layers is the most GPU layers that fit at the least context, and a line
 // saying why there are none where the machine has GPUs.
-func (ps *ProjectedSearch) layers(ctx context.Context, cc [2]string, minCtx int) (int, string, error) {
+func (ps *projectedSearch) layers(ctx context.Context, cc [2]string, minCtx int) (int, string, error) {
 	if f := ps.Options.Fixed.GPULayers; f != nil {
 		return *f, "", nil
 	}
@@ -229,7 +230,7 @@ func gpuNames(gpus []plan.Device) string {
 // mostContext is the candidate with the most context per slot, in steps
 // of 256 cells, between minCtx and ceiling at ngl layers; ok is false
 // when not even minCtx fits.
-func (ps *ProjectedSearch) mostContext(ctx context.Context, cc [2]string, ngl, minCtx, ceiling int) (plan.Candidate, bool, error) {
+func (ps *projectedSearch) mostContext(ctx context.Context, cc [2]string, ngl, minCtx, ceiling int) (plan.Candidate, bool, error) {
 	type point struct {
 		perSlot int
 		a       *plan.Assessment
