@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -140,7 +141,11 @@ func cacheKey(build string, snap *hw.Snapshot, so plan.SearchOptions) string {
 		RPC     any
 	}{snap.Domains, snap.Devices, snap.RPC})
 	opts, _ := json.Marshal(so)
-	rules, _ := json.Marshal(so.Base.Rules) // not in the profile's JSON
+	r := builds.Default()
+	if so.Base.Rules != nil {
+		r = *so.Base.Rules
+	}
+	rules, _ := json.Marshal(r) // not in the profile's JSON
 	h.Write(machine)
 	h.Write([]byte{0})
 	h.Write(opts)

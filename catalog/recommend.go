@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"runtime"
 	"slices"
 	"sync"
@@ -47,8 +48,9 @@ type Options struct {
 	// its executable's identity); a change of program is a change of
 	// answers, so it is part of every cache key.
 	Build string
-	// Rules are the llama.cpp build's the plans follow (engine.Note).
-	Rules plan.Rules
+	// Rules are the llama.cpp build's the plans follow (engine.Note); nil
+	// is builds.Default().
+	Rules *builds.Rules
 }
 
 // DefaultOptions ranks by balanced with plan.DefaultSearch's slots,

@@ -295,7 +295,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	p.Rules = note.Rules
+	p.Rules = &note.Rules
 	var a *plan.Assessment
 	pr, why := openProjection(ctx, env, in, *llama)
 	if pr != nil {

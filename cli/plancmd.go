@@ -83,7 +83,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	opts.Base.Rules = note.Rules
+	opts.Base.Rules = &note.Rules
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err

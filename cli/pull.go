@@ -66,7 +66,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	opts.Base.Rules = note.Rules
+	opts.Base.Rules = &note.Rules
 	st, err := openStore(env, *storeDir, *quiet, d.Client)
 	if err != nil {
 		return err

@@ -112,7 +112,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	o.Rules = note.Rules
+	o.Rules = &note.Rules
 	rows, err := catalog.Recommend(cat, lock, snap, o)
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/plan"
 )
 
@@ -30,9 +29,8 @@ func checkCounts(parallel, minCtx int, fitTarget int64) error {
 // parsing and builds the options.
 func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 	opts := plan.DefaultSearch()
-	// The newest measured build's rules until the caller knows the user's
-	// build (engineNote).
-	opts.Base.Rules = engine.Default().Rules
+	// Base.Rules stays nil, the newest measured build's, until the caller
+	// knows the user's build (engineNote).
 	fs.StringVar(&opts.Goal, "goal", plan.GoalBalanced, "what matters: balanced (GPU layers, then context), speed (GPU layers) or context")
 	for _, n := range []string{"np", "parallel"} {
 		fs.IntVar(&opts.Parallel, n, opts.Parallel, "parallel conversations (slots); each gets its own context")

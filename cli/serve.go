@@ -100,7 +100,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	opts.Base.Rules = note.Rules
+	opts.Base.Rules = &note.Rules
 	d, err := launchDeps(env, *machine, path, *quiet)
 	if err != nil {
 		return err

@@ -95,7 +95,7 @@ Examples:
 		}
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", note.Says)
 	}
-	opts.Base.Rules = note.Rules
+	opts.Base.Rules = &note.Rules
 	d, err := launchDeps(env, *machine, binPath, true)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ Examples:
 			fmt.Fprintf(env.Stderr, "headroom serve-api: stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed\n", b.ChildPID, b.Model, b.PID)
 		}
 	}
-	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Rules: note.Rules}
+	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Rules: &note.Rules}
 	h, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"flag"
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"maps"
 	"math"
 	"os"
@@ -122,14 +123,15 @@ func cudaDevice(c *conformance.Case) plan.Device {
 func profileOf(c *conformance.Case) plan.Profile {
 	pr := c.Inputs.Profile
 	p := plan.Defaults()
-	// A case measured with another build is accounted with that build's
-	// rules, where headroom knows them (engine.KnownEngines).
-	if c.Engine.Version != "" {
-		if b, err := engine.ParseVersion(c.Engine.Version); err == nil {
-			if k, ok := engine.Identify(b.Commit); ok {
-				p.Rules = k.Rules
-			}
-		}
+	// Every case is accounted with the rules of the build that measured
+	// it (builds.Measured): llama-server's --version names it, and a
+	// library case names the source commit it was built from.
+	commit := c.Engine.LlamaCppSourceCommit
+	if b, err := engine.ParseVersion(c.Engine.Version); err == nil && c.Engine.Version != "" {
+		commit = b.Commit
+	}
+	if k, ok := builds.Identify(commit); ok {
+		p.Rules = &k.Rules
 	}
 	p.Ctx, p.Parallel, p.KVUnified = pr.NCtx(), pr.Sequences, c.Figures.Context.KVUnified
 	if c.Server() {
@@ -221,7 +223,7 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 			"built from the llama.cpp node-llama-cpp 3.22.1 ships (de3ff81, sixteen days newer;\n" +
 			"`conformance/engine.sh cpu --node-llama-cpp 3.22.1`, and `vulkan` with engine-patches'\n" +
 			"de3ff81 patch on a glslc without cooperative matrices), accounted with that build's rules\n" +
-			"(plan.Rules: NextN blocks without KV cache, --load-mode none for --no-mmap, the Vulkan\n" +
+			"(builds.Rules: NextN blocks without KV cache, --load-mode none for --no-mmap, the Vulkan\n" +
 			"reorder that keeps fusable runs together, split input lists that grow, the gated delta\n" +
 			"net's L2 norm as an RMS norm).\n" +
 			"80fb11a's report is [accuracy.md](accuracy.md).\n\n"},

@@ -1,13 +1,13 @@
 package conformance_test
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/conformance"
-	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/plan"
 )
 
@@ -50,7 +50,7 @@ func TestMeasuredBackends(t *testing.T) {
 }
 
 // de3ff81 is said to be measured on every llama-server case of 80fb11a's
-// set (engine.KnownEngines): the two golden sets hold the same cases.
+// set (builds.Measured): the two golden sets hold the same cases.
 func TestSecondBuildCoversTheSet(t *testing.T) {
 	ids := func(dir string) []string {
 		cases, err := conformance.Load(filepath.Join("testdata", dir))
@@ -70,7 +70,7 @@ func TestSecondBuildCoversTheSet(t *testing.T) {
 	if !slices.Equal(old, de) {
 		t.Errorf("%d cases in server, %d in server-de3ff81; they differ", len(old), len(de))
 	}
-	if k, ok := engine.Identify("de3ff81"); !ok || !strings.Contains(k.Measured, "every llama-server case of 80fb11a's set") {
-		t.Errorf("KnownEngines no longer says what this test holds: %+v", k)
+	if k, ok := builds.Identify("de3ff81"); !ok || !strings.Contains(k.Measured, "every llama-server case of 80fb11a's set") {
+		t.Errorf("builds.Measured no longer says what this test holds: %+v", k)
 	}
 }

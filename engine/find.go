@@ -84,7 +84,7 @@ type Build struct {
 }
 
 // String reads like a llama.cpp release name: "b6789 (abc1234)", or
-// "0.4.0-dev (80fb11a)" for a packaged build.
+// "0.4.0-dev (1a2b3c4)" for a packaged build.
 func (b Build) String() string {
 	if b.Release != "" {
 		return fmt.Sprintf("%s (%s)", b.Release, b.Commit)
@@ -103,7 +103,7 @@ const VersionTimeout = 15 * time.Second
 // llama.cpp prints "version: %d (%s)" and "built with %s for %s" to stderr
 // (common/arg.cpp); builds from a packaged source tree (node-llama-cpp's
 // bundles, distribution packages) print "version: 0.4.0-dev (build 1,
-// commit 80fb11a)" instead. Dynamic-backend builds may print backend
+// commit 1a2b3c4)" instead. Dynamic-backend builds may print backend
 // loading lines before them, so both are searched line by line. The target
 // is the C compiler's -dumpmachine ("x86_64-linux-gnu") or, in newer
 // builds, system and processor ("Linux x86_64"), so the line splits at its

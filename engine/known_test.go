@@ -5,21 +5,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/builds"
 )
 
 // Figures are for the newest measured build unless the user names
 // another measured one; exact only for a measured build, with what moved
 // between measured builds for one headroom does not know.
 func TestNote(t *testing.T) {
-	de, old := plan.Rules{NextNWithoutKV: true, LoadMode: true, VulkanFusion: true, SplitInputsGrow: true, GDNNormAsRMS: true,
-		CUDATopKDeps: true, MetalFusion: true}, plan.Rules{}
+	de, old := builds.For(11146), builds.For(10809)
 	for _, tt := range []struct {
 		commit  string
 		exact   bool
 		says    string
 		figures string
-		rules   plan.Rules
+		rules   builds.Rules
 		drift   int
 	}{
 		{"", true, "figures for llama.cpp de3ff81, the newest build headroom has measured", "llama.cpp de3ff81", de, 0},
@@ -38,10 +37,7 @@ func TestNote(t *testing.T) {
 			t.Errorf("%q: %+v", tt.commit, n)
 		}
 	}
-	if d := Default(); !d.Modeled || d.Measured == "" || d.Commit != "de3ff81" {
-		t.Errorf("default %+v", d)
-	}
-	ks := KnownEngines()
+	ks := builds.Measured()
 	for i, k := range ks[1:] {
 		if len(k.Drift) == 0 {
 			t.Errorf("%s: a build after %s must say what drifts", k.Commit, ks[i].Commit)
@@ -68,7 +64,7 @@ func TestAskNoteUnanswered(t *testing.T) {
 func TestNotePartlyModeled(t *testing.T) {
 	ks := engines{
 		{Commit: "aaaaaaa", Modeled: true},
-		{Commit: "bbbbbbb", Source: "a later build", Measured: "two CPU loads", Rules: plan.Rules{LoadMode: true}, Drift: []Drift{
+		{Commit: "bbbbbbb", Source: "a later build", Measured: "two CPU loads", Rules: builds.Rules{LoadMode: true}, Drift: []builds.Drift{
 			{Buffers: "flags", Modeled: true, What: "x"},
 			{Buffers: "Vulkan compute", What: "y"},
 		}},
@@ -83,5 +79,20 @@ func TestNotePartlyModeled(t *testing.T) {
 	}
 	if n := ks.note("", ""); !n.Exact || n.FiguresFor != "llama.cpp aaaaaaa" {
 		t.Errorf("no build: %+v", n)
+	}
+}
+
+// A user's build is planned by its number unless headroom measured it;
+// a packaged build that says "build 1" gets the newest measured figures.
+func TestBuildNote(t *testing.T) {
+	n := BuildNote(Build{Number: 6699, Commit: "c08002a1"})
+	if n.Exact || n.Rules != builds.For(6699) || !strings.Contains(n.Says, "estimates") || n.Build != "b6699 (c08002a1)" {
+		t.Errorf("b6699: %+v", n)
+	}
+	if n := BuildNote(Build{Number: 1, Release: "0.5.0-dev", Commit: "de3ff81"}); !n.Exact || n.Rules != builds.For(11146) {
+		t.Errorf("de3ff81 packaged: %+v", n)
+	}
+	if n := BuildNote(Build{Number: 1, Release: "0.9.0-dev", Commit: "1234567"}); n.Exact || n.Rules != builds.Default() {
+		t.Errorf("an unknown packaged build: %+v", n)
 	}
 }

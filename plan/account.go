@@ -82,6 +82,7 @@ type Result struct {
 
 // Account places the model on the CPU and GPUs and lists every buffer.
 func Account(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error) {
+	p = p.withRules()
 	r, err := Place(m, p, cpu, gpus)
 	if err != nil {
 		return nil, err
@@ -94,6 +95,7 @@ func Account(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, erro
 // caches and the output buffer. It is for estimates that need where
 // things live but not the graph replay (speed, ranking many candidates).
 func Place(m *arch.Model, p Profile, cpu Device, gpus []Device) (*Result, error) {
+	p = p.withRules()
 	mp, err := placeModel(m, p, cpu, gpus)
 	if err != nil {
 		return nil, err
@@ -134,7 +136,7 @@ func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlac
 	r.Buffers = append(r.Buffers, mp.weights...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
-	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, p.Rules, cpu, gpus, r.LayerDevice))
+	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, p.rules(), cpu, gpus, r.LayerDevice))
 	extra, err := p.Companions.buffers(ctx, p, cpu, gpus)
 	if err != nil {
 		return nil, fmt.Errorf("companion: %w", err)
@@ -254,7 +256,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	var out []Buffer
 	for _, s := range spans {
 		b := Buffer{Device: s.dev, BufferType: s.buft, Kind: KindModel, Bytes: s.last - s.first}
-		if s.buft != mappedCPU && p.Rules.MetalMappedOffset {
+		if s.buft != mappedCPU && !p.rules().MetalMappedSpan {
 			// The file is mapped from its start, so the span's start
 			// lies first bytes past a page boundary.
 			b.Bytes += s.first % MetalPage
@@ -326,7 +328,7 @@ func (l loader) buffer(t arch.Tensor) bufKey {
 // buffer, consider the extra buffer types"): the first GPU's pinned host
 // buffer, which under mmap is the mapped file, else a repack buffer where
 // the CPU repacks the weight, else plain CPU.
-// Builds before b6049 (Rules.OverrideCPUPlain) took the CPU's own buffer
+// Builds before b6049 (without Rules.OverrideCPUExtra) took the CPU's own buffer
 // type: the mapped file under mmap, else plain CPU memory.
 func (l loader) overridden(t arch.Tensor, buft string) bufKey {
 	for _, g := range l.gpus {
@@ -334,7 +336,7 @@ func (l loader) overridden(t arch.Tensor, buft string) bufKey {
 			return bufKey{g.Name, buft}
 		}
 	}
-	if l.p.Rules.OverrideCPUPlain {
+	if !l.p.rules().OverrideCPUExtra {
 		return bufKey{l.cpu.Name, cpuOwnBuffer(l.p.Mmap)}
 	}
 	return chooseBuffer(t, l.cpu, l.cpu, l.gpus, l.p.Mmap)

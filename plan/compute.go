@@ -2,6 +2,7 @@ package plan
 
 import (
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -9,7 +10,7 @@ import (
 // n_vocab floats per output row, reserved for n_seq_max rows (or a build's
 // own rule, Rules.OutputRows and OutputEmbd), in the host buffer type of
 // the device holding the output layer, else the CPU's.
-func outputBuffer(m *arch.Model, c Context, rules Rules, cpu Device, gpus []Device, layerDev []string) Buffer {
+func outputBuffer(m *arch.Model, c Context, rules builds.Rules, cpu Device, gpus []Device, layerDev []string) Buffer {
 	buft, pad := cpu.Name, int64(0)
 	for _, g := range gpus {
 		if g.Name == layerDev[m.NLayer] && g.HostBuffer() != "" {
@@ -36,7 +37,7 @@ const (
 // tensor the allocator places grows with the token count, so the
 // one-token-per-sequence graph only matters when there are more sequences
 // than micro-batch tokens.
-func cpuComputeBytes(m *arch.Model, c Context, rules Rules, build graphBuilder) int64 {
+func cpuComputeBytes(m *arch.Model, c Context, rules builds.Rules, build graphBuilder) int64 {
 	graph := func(n int) *ggml.Graph { return build(m, c, n, &gb{cpu: "CPU", rules: rules}) }
 	pp := ggml.Reserve(graph(c.NUBatch), cpuAlign)
 	if c.NSeq <= c.NUBatch {
@@ -96,7 +97,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 	}
 	if len(gpus) == 0 {
 		if build != nil {
-			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: cpuComputeBytes(m, c, p.Rules, build), Note: replayNote}}
+			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: cpuComputeBytes(m, c, p.rules(), build), Note: replayNote}}
 		}
 		return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: peak, Note: computeNote}}
 	}

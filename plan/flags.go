@@ -67,7 +67,7 @@ func (p Profile) Args() []string {
 		f = append(f, "-ot", overrideFlag(p.Overrides))
 	}
 	if !p.Mmap {
-		if p.Rules.LoadMode {
+		if p.rules().LoadMode {
 			f = append(f, "--load-mode", "none")
 		} else {
 			f = append(f, "--no-mmap")

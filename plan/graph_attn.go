@@ -30,7 +30,7 @@ func (b *gb) attn(il int, c Context, kv *kvInputs, s attnShape, q, k, v *tensor,
 	b.Expand(q)
 	switch {
 	case k == nil:
-	case kv.iswa, b.rules.KVCopy:
+	case kv.iswa, !b.rules.KVSetRows:
 		// llm_build_kv expanded Q, K and V in that order too
 		b.Expand(k)
 		b.Expand(v)
@@ -94,7 +94,7 @@ func (b *gb) kvAttention(il int, c Context, kv *kvInputs, s attnShape, q, k, v *
 // reshapes of the rows and of the cache. These reshapes are nodes, which
 // the Vulkan reorder counts.
 func (b *gb) writeKV(c Context, kv *kvInputs, s attnShape, cacheK, cacheV, k, v *tensor, vStrided bool) {
-	if b.rules.KVCopy {
+	if !b.rules.KVSetRows {
 		b.copyKV(c, s, cacheK, cacheV, k, v)
 		return
 	}
@@ -129,7 +129,7 @@ func (b *gb) writeKV(c Context, kv *kvInputs, s attnShape, cacheK, cacheV, k, v 
 }
 
 // copyKV is the cache write of builds before ggml_set_rows
-// (Rules.KVCopy): llm_build_kv_store's ggml_cpy of K, and of V (its
+// (before Rules.KVSetRows): llm_build_kv_store's ggml_cpy of K, and of V (its
 // transpose when the cache is transposed), into views of the cache at
 // the write position, which take no indices and copy nothing first.
 func (b *gb) copyKV(c Context, s attnShape, cacheK, cacheV, k, v *tensor) {

@@ -42,7 +42,7 @@ func (b *gb) newKVBatch(m *arch.Model, c Context, nTokens int) (batch, *kvInputs
 // lastRows selects the output rows (inp_out_ids) of the layer's output
 // and of its residual when the layer is the last: only they go on.
 func (in batch) lastRows(b *gb, last bool, cur, resid *tensor) (*tensor, *tensor) {
-	if !last || b.rules.NoOutIDs {
+	if !last || !b.rules.OutIDs {
 		return cur, resid
 	}
 	return b.GetRows(cur, in.outIDs), b.GetRows(resid, in.outIDs)
@@ -56,7 +56,7 @@ func (b *gb) inputEmbd(m *arch.Model, T int64) *tensor {
 	embd := int64(m.NEmbd)
 	tokens := b.Input("inp_tokens", gguf.TypeI32, T)
 	inpL := b.GetRows(b.weight("token_embd.weight", embd, int64(m.NVocab)), tokens)
-	if b.rules.NoEmbdSelect {
+	if !b.rules.EmbdSelect {
 		b.Expand(inpL)
 		return inpL
 	}
@@ -99,10 +99,10 @@ func (b *gb) kvCacheInputs(m *arch.Model, c Context, T, nKV int64, suffix string
 		maskType = gguf.TypeF16 // flash attention takes an F16 mask
 	}
 	kv := &kvInputs{nKV: nKV, maxV: int64(maxVDim(m))}
-	if !b.rules.KVCopy {
+	if b.rules.KVSetRows {
 		kv.kIdx = b.Input("k_idxs"+suffix, gguf.TypeI64, T)
 	}
-	if c.Flash && b.rules.MaskCast {
+	if c.Flash && !b.rules.MaskF16 {
 		// an F32 mask, cast to F16 for flash attention in the graph
 		kv.mask = b.Cast(b.Input("kq_mask"+suffix, gguf.TypeF32, nKV, T/streams, 1, streams), gguf.TypeF16)
 	} else {
@@ -117,7 +117,7 @@ func (b *gb) kvCacheInputs(m *arch.Model, c Context, T, nKV int64, suffix string
 	if c.VTrans {
 		vIdxN = T * kv.maxV
 	}
-	if !b.rules.KVCopy {
+	if b.rules.KVSetRows {
 		kv.vIdx = b.Input("v_idxs"+suffix, gguf.TypeI64, vIdxN)
 	}
 	quant := func(t gguf.GGMLType) bool { i, _ := t.Info(); return i.Quantized }

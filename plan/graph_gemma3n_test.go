@@ -40,8 +40,8 @@ func TestGemma3nComputeCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
-		got := float64(cpuComputeBytes(m, c, Rules{}, build)) / (1 << 20)
+		g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: measuredRules(t, "80fb11a")})
+		got := float64(cpuComputeBytes(m, c, measuredRules(t, "80fb11a"), build)) / (1 << 20)
 		if d := got - tc.mib; d > 0.00005 || d < -0.00005 {
 			t.Errorf("ctx %d x%d fa %s: %.4f MiB, llama.cpp %.4f", tc.ctx, tc.seqs, tc.fa, got, tc.mib)
 		}

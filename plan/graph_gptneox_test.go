@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"testing"
 
 	"github.com/headroom-llm/headroom/plan/ggml"
@@ -52,11 +53,11 @@ func TestGPTNeoXGraphs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
+		g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: measuredRules(t, "80fb11a")})
 		if len(g.Nodes()) != tc.nodes {
 			t.Errorf("seq %v ctx %dx%d fa %v K %s V %s: %d nodes, llama.cpp %d", tc.seq, tc.ctx, tc.seqs, tc.fa, tc.cacheK, tc.cacheV, len(g.Nodes()), tc.nodes)
 		}
-		got := float64(cpuComputeBytes(m, c, Rules{}, build)) / (1 << 20)
+		got := float64(cpuComputeBytes(m, c, measuredRules(t, "80fb11a"), build)) / (1 << 20)
 		if diff := got - tc.mib; diff > 0.00005 || diff < -0.00005 {
 			t.Errorf("seq %v ctx %dx%d fa %v K %s V %s: %.4f MiB, llama.cpp %.4f (diff %+.4f)", tc.seq, tc.ctx, tc.seqs, tc.fa, tc.cacheK, tc.cacheV, got, tc.mib, diff)
 		}
@@ -82,13 +83,13 @@ func TestGPTNeoXBuilderDeclines(t *testing.T) {
 	}
 }
 
-// Early 2025's build_gptneox (Rules.QKVCont) copied Q, K and V out of the
+// Early 2025's build_gptneox (without Rules.QKVViews) copied Q, K and V out of the
 // fused projection, three n_embd x tokens copies a layer; later builds
 // take strided views and copy only V, for a transposed cache. Both copy
 // the merged heads of the attention's output once a layer.
 func TestGPTNeoXQKVCont(t *testing.T) {
 	m, c, graph := ruleGraphs(t, "pythia-1.4b", synth.Q4_K_M, 2048, FlashOff)
-	conts := func(r Rules) int {
+	conts := func(r builds.Rules) int {
 		n := 0
 		g := graph(r)
 		for _, x := range g.Nodes() {
@@ -99,10 +100,10 @@ func TestGPTNeoXQKVCont(t *testing.T) {
 		return n
 	}
 	layers := len(m.Layers)
-	if got := conts(Rules{}); got != 2*layers {
+	if got := conts(measuredRules(t, "80fb11a")); got != 2*layers {
 		t.Errorf("now: %d copies of n_embd x tokens, want %d (V, and the merged heads)", got, 2*layers)
 	}
-	if got := conts(Rules{QKVCont: true}); got != 4*layers {
+	if got := conts(measuredRules(t, "80fb11a", func(r *builds.Rules) { r.QKVViews = false })); got != 4*layers {
 		t.Errorf("QKVCont: %d copies, want %d (Q, K, V and the merged heads)", got, 4*layers)
 	}
 }

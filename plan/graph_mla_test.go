@@ -46,7 +46,7 @@ func TestMLAGraphNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
+		g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: measuredRules(t, "80fb11a")})
 		want := tc.nodes
 		if len(g.Nodes()) != want {
 			t.Errorf("%s ctx %d x%d fa %s: %d nodes, want %d (engine %d)", tc.shape, tc.ctx, tc.seqs, tc.fa, len(g.Nodes()), want, tc.nodes)

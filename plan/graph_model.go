@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"strconv"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -26,7 +27,7 @@ type gb struct {
 	// layer's device (cbNorm).
 	pinNorms bool
 	// rules are the llama.cpp build's, where its graphs differ.
-	rules   Rules
+	rules   builds.Rules
 	weights map[string]*tensor // by name, see weight
 	// shapes are the model's tensor shapes by name; builderFor builds
 	// them once for every graph a builder describes.

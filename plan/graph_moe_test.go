@@ -69,7 +69,7 @@ func TestMoeGraphNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := builderFor(m)(m, c, c.NUBatch, &gb{cpu: "CPU"})
+		g := builderFor(m)(m, c, c.NUBatch, &gb{cpu: "CPU", rules: measuredRules(t, "80fb11a")})
 		if len(g.Nodes()) != tc.nodes {
 			t.Errorf("%s: %d nodes, llama.cpp %d", tc.shape, len(g.Nodes()), tc.nodes)
 		}
@@ -89,7 +89,7 @@ func TestMoeCPUReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := cpuComputeBytes(m, c, Rules{}, builderFor(m))
+			got := cpuComputeBytes(m, c, measuredRules(t, "80fb11a"), builderFor(m))
 			if logits := int64(4 * m.NVocab * c.NUBatch); got < logits {
 				t.Errorf("%s fa %s: %d bytes, less than the logits (%d)", name, fa, got, logits)
 			}

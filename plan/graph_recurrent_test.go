@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -60,8 +61,8 @@ func TestRecurrentComputeCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
-		got := float64(cpuComputeBytes(m, c, Rules{}, build)) / (1 << 20)
+		g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: measuredRules(t, "80fb11a")})
+		got := float64(cpuComputeBytes(m, c, measuredRules(t, "80fb11a"), build)) / (1 << 20)
 		diff := got - tc.mib
 		if diff > 0.00005 || diff < -0.00005 {
 			t.Errorf("%s ctx %d x%d fa %s: %.4f MiB, llama.cpp %.4f (diff %+.4f)", tc.shape, tc.ctx, tc.seqs, tc.fa, got, tc.mib, diff)
@@ -102,11 +103,11 @@ func TestGDNNormNodes(t *testing.T) {
 	m := model(t, "qwen3-next-80b-a3b", synth.Q5_K_M)
 	build := builderFor(m)
 	for _, tc := range []struct {
-		rules Rules
+		rules builds.Rules
 		nodes int
-	}{{Rules{}, 5059}, {Rules{GDNNormAsRMS: true}, 5131}} {
+	}{{measuredRules(t, "80fb11a"), 5059}, {measuredRules(t, "de3ff81"), 5131}} {
 		p := Defaults()
-		p.OutputsMax, p.Rules = libraryOutputs, tc.rules
+		p.OutputsMax, p.Rules = libraryOutputs, &tc.rules
 		p.Ctx, p.Parallel, p.FlashAttn, p.Batch = 4096, 1, FlashOff, 512
 		c, err := resolveContext(p, m.CtxTrain, nil)
 		if err != nil {

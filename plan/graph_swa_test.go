@@ -71,11 +71,11 @@ func TestSWAGraphs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := build(m, c, c.NUBatch, &gb{cpu: "CPU"})
+		g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: measuredRules(t, "80fb11a")})
 		if len(g.Nodes()) != tc.nodes {
 			t.Errorf("%s ctx %dx%d ub %d fa %v: %d nodes, llama.cpp %d", tc.shape, tc.ctx, tc.seqs, tc.ub, tc.fa, len(g.Nodes()), tc.nodes)
 		}
-		got := float64(cpuComputeBytes(m, c, Rules{}, build)) / (1 << 20)
+		got := float64(cpuComputeBytes(m, c, measuredRules(t, "80fb11a"), build)) / (1 << 20)
 		diff := got - tc.mib
 		t.Logf("%-14s ctx %5dx%d ub %4d fa %-5v kq8 %-5v full %-5v: replay %9.4f MiB, llama.cpp %9.4f, diff %+.4f", tc.shape, tc.ctx, tc.seqs, tc.ub, tc.fa, tc.kq8, tc.swaFull, got, tc.mib, diff)
 		if diff > 0.00005 || diff < -0.00005 {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -63,7 +64,7 @@ func TestComputeReplayCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := float64(cpuComputeBytes(m, c, Rules{}, builderFor(m))) / (1 << 20)
+		got := float64(cpuComputeBytes(m, c, measuredRules(t, "80fb11a"), builderFor(m))) / (1 << 20)
 		diff := got - tc.mib
 		if diff > 0.00005 || diff < -0.00005 {
 			t.Errorf("%s ctx %d ub %d fa %s: %.4f MiB, llama.cpp %.4f (diff %+.4f)", tc.name, tc.ctx, tc.ub, tc.fa, got, tc.mib, diff)
@@ -80,7 +81,7 @@ const libraryOutputs = 1 << 20
 // ruleGraphs is a shape's worst-case graph at ctx cells as a build
 // with rules r records it, for the tests of older builds' rules; the
 // model and context are returned beside it.
-func ruleGraphs(t *testing.T, shape string, q synth.Quant, ctx int, fa FlashAttn) (*arch.Model, Context, func(r Rules) *ggml.Graph) {
+func ruleGraphs(t *testing.T, shape string, q synth.Quant, ctx int, fa FlashAttn) (*arch.Model, Context, func(r builds.Rules) *ggml.Graph) {
 	t.Helper()
 	s, _ := synth.Lookup(shape)
 	m := shapeQuantModel(t, s, q)
@@ -91,15 +92,15 @@ func ruleGraphs(t *testing.T, shape string, q synth.Quant, ctx int, fa FlashAttn
 		t.Fatal(err)
 	}
 	build := builderFor(m)
-	return m, c, func(r Rules) *ggml.Graph { return build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r}) }
+	return m, c, func(r builds.Rules) *ggml.Graph { return build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: r}) }
 }
 
-// Older builds' inputs (plan.Rules.MaskCast, NoEmbdSelect): an F32 mask
+// Older builds' inputs (without Rules.MaskF16 and EmbdSelect): an F32 mask
 // that the graph casts to F16 for flash attention, and no unused vector
 // input beside the token lookup.
 func TestOlderBuildInputs(t *testing.T) {
 	_, _, graph := ruleGraphs(t, "llama-3.2-1b", synth.Q8_0, 4096, FlashOn)
-	inputs := func(r Rules) (names map[string]gguf.GGMLType, casts int) {
+	inputs := func(r builds.Rules) (names map[string]gguf.GGMLType, casts int) {
 		g := graph(r)
 		names = map[string]gguf.GGMLType{}
 		for _, l := range g.Leafs() {
@@ -112,14 +113,14 @@ func TestOlderBuildInputs(t *testing.T) {
 		}
 		return names, casts
 	}
-	now, casts := inputs(Rules{})
+	now, casts := inputs(measuredRules(t, "80fb11a"))
 	if now["kq_mask"] != gguf.TypeF16 || casts != 0 {
 		t.Errorf("80fb11a: mask %v, %d casts; want an F16 input and none", now["kq_mask"], casts)
 	}
 	if _, ok := now["inp_embd"]; !ok {
 		t.Error("80fb11a: no vector input")
 	}
-	old, casts := inputs(Rules{MaskCast: true, NoEmbdSelect: true})
+	old, casts := inputs(measuredRules(t, "80fb11a", func(r *builds.Rules) { r.MaskF16, r.EmbdSelect = false, false }))
 	if old["kq_mask"] != gguf.TypeF32 || casts != 1 {
 		t.Errorf("older build: mask %v, %d casts; want an F32 input cast once", old["kq_mask"], casts)
 	}
@@ -128,14 +129,14 @@ func TestOlderBuildInputs(t *testing.T) {
 	}
 }
 
-// Builds before set_rows (Rules.KVCopy) write K and V with ggml_cpy into
+// Builds before set_rows (without Rules.KVSetRows) write K and V with ggml_cpy into
 // views of the cache: no index inputs, one copy per cache per layer, and
 // the CPU compute buffer smaller by what the indices took. Builds before
-// PR #6122 (Rules.NoOutIDs) compute the last layer for every token.
+// PR #6122 (without Rules.OutIDs) compute the last layer for every token.
 func TestOlderBuildKVWrite(t *testing.T) {
 	m, c, graph := ruleGraphs(t, "llama-3.2-1b", synth.Q8_0, 4096, FlashOff)
 	build := builderFor(m)
-	count := func(r Rules) (leafs map[string]int64, cpys, setRows, getRows int) {
+	count := func(r builds.Rules) (leafs map[string]int64, cpys, setRows, getRows int) {
 		g := graph(r)
 		leafs = map[string]int64{}
 		for _, l := range g.Leafs() {
@@ -153,17 +154,19 @@ func TestOlderBuildKVWrite(t *testing.T) {
 		}
 		return leafs, cpys, setRows, getRows
 	}
-	now, cpys, setRows, getRowsNow := count(Rules{})
+	kvCopy := measuredRules(t, "80fb11a", func(r *builds.Rules) { r.KVSetRows = false })
+	noOutIDs := measuredRules(t, "80fb11a", func(r *builds.Rules) { r.OutIDs = false })
+	now, cpys, setRows, getRowsNow := count(measuredRules(t, "80fb11a"))
 	if cpys != 0 || setRows != 2*len(m.Layers) {
 		t.Fatalf("set_rows graph: %d copies, %d set_rows; want 0 and %d", cpys, setRows, 2*len(m.Layers))
 	}
-	old, cpys, setRows, _ := count(Rules{KVCopy: true})
+	old, cpys, setRows, _ := count(kvCopy)
 	if cpys != 2*len(m.Layers) || setRows != 0 {
-		t.Errorf("KVCopy: %d copies, %d set_rows; want %d and 0", cpys, setRows, 2*len(m.Layers))
+		t.Errorf("ggml_cpy KV write: %d copies, %d set_rows; want %d and 0", cpys, setRows, 2*len(m.Layers))
 	}
 	for _, name := range []string{"k_idxs", "v_idxs"} {
 		if _, ok := old[name]; ok {
-			t.Errorf("KVCopy: the graph still has %s", name)
+			t.Errorf("ggml_cpy KV write: the graph still has %s", name)
 		}
 	}
 	// A transposed V takes an I64 index per element: n_embd_v_gqa x
@@ -172,22 +175,25 @@ func TestOlderBuildKVWrite(t *testing.T) {
 		t.Fatalf("v_idxs has %d elements, want %d", now["v_idxs"], want)
 	}
 	idx := 8 * (now["k_idxs"] + now["v_idxs"])
-	if got := cpuComputeBytes(m, c, Rules{}, build) - cpuComputeBytes(m, c, Rules{KVCopy: true}, build); got != idx {
-		t.Errorf("KVCopy saves %d bytes of CPU compute buffer, want the indices' %d", got, idx)
+	if got := cpuComputeBytes(m, c, measuredRules(t, "80fb11a"), build) - cpuComputeBytes(m, c, kvCopy, build); got != idx {
+		t.Errorf("the ggml_cpy KV write saves %d bytes of CPU compute buffer, want the indices' %d", got, idx)
 	}
-	_, _, _, getRowsOld := count(Rules{NoOutIDs: true})
+	_, _, _, getRowsOld := count(noOutIDs)
 	if now["inp_out_ids"] == 0 || getRowsNow-getRowsOld != 2 {
-		t.Errorf("NoOutIDs: %d get_rows, %d now; want the last layer's two fewer", getRowsOld, getRowsNow)
+		t.Errorf("every row computed: %d get_rows, %d now; want the last layer's two fewer", getRowsOld, getRowsNow)
 	}
-	if old, _, _, _ := count(Rules{NoOutIDs: true}); old["inp_out_ids"] != 0 {
-		t.Error("NoOutIDs: the graph still has inp_out_ids")
+	if old, _, _, _ := count(noOutIDs); old["inp_out_ids"] != 0 {
+		t.Error("every row computed: the graph still has inp_out_ids")
 	}
 }
 
 // Every architecture builds and is accounted under the older builds'
 // graph rules, with flash attention on and off and layers on a GPU.
 func TestOlderRulesEveryShape(t *testing.T) {
-	old := Rules{KVCopy: true, NoOutIDs: true, QKVCont: true, MaskCast: true, NoEmbdSelect: true, OutputRows: 512}
+	old := measuredRules(t, "80fb11a", func(r *builds.Rules) {
+		r.KVSetRows, r.OutIDs, r.QKVViews, r.MaskF16, r.EmbdSelect, r.OutputRows = false, false, false, false, false, 512
+	})
+	now := measuredRules(t, "80fb11a")
 	cpu := Device{Name: "CPU", Backend: "CPU"}
 	gpus := []Device{{Name: "CUDA0", Backend: "CUDA", Free: 80 << 30}}
 	for _, name := range synth.Names() {
@@ -195,9 +201,9 @@ func TestOlderRulesEveryShape(t *testing.T) {
 		m := shapeQuantModel(t, s, synth.Q4_K_M)
 		for _, fa := range []FlashAttn{FlashOff, FlashOn} {
 			p := Defaults()
-			p.Ctx, p.FlashAttn, p.GPULayers, p.Rules = 4096, fa, 99, old
+			p.Ctx, p.FlashAttn, p.GPULayers, p.Rules = 4096, fa, 99, &old
 			q := p
-			q.Rules = Rules{}
+			q.Rules = &now
 			now, err := Account(m, q, cpu, gpus)
 			if err != nil {
 				t.Fatalf("%s fa %v: %v", name, fa, err)

@@ -28,11 +28,12 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, l
 	if c.SWAFull {
 		swaCells = c.NCtxSeq
 	}
+	nextNWithoutKV := p.rules().NextNWithoutKV
 	for i, l := range m.Layers {
 		if l.Attention == arch.NoAttention {
 			continue
 		}
-		if p.Rules.NextNWithoutKV && i >= m.NLayer-m.NextN {
+		if nextNWithoutKV && i >= m.NLayer-m.NextN {
 			continue
 		}
 		dev := layerDev[i]

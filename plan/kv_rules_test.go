@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"strings"
 	"testing"
 
@@ -17,11 +18,11 @@ func TestNextNWithoutKV(t *testing.T) {
 	}
 	cpu := Device{Name: "CPU", Backend: "CPU"}
 	for _, tt := range []struct {
-		rules Rules
+		rules builds.Rules
 		mib   int64
-	}{{Rules{}, 752}, {Rules{NextNWithoutKV: true}, 736}} {
+	}{{measuredRules(t, "80fb11a"), 752}, {measuredRules(t, "80fb11a", func(r *builds.Rules) { r.NextNWithoutKV = true }), 736}} {
 		p := Defaults()
-		p.Ctx, p.Parallel, p.GPULayers, p.FlashAttn, p.Rules = 4096, 1, 0, FlashOn, tt.rules
+		p.Ctx, p.Parallel, p.GPULayers, p.FlashAttn, p.Rules = 4096, 1, 0, FlashOn, &tt.rules
 		r, err := Place(m, p, cpu, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -43,10 +44,12 @@ func TestNextNWithoutKV(t *testing.T) {
 func TestLoadModeFlag(t *testing.T) {
 	p := Defaults()
 	p.Mmap = false
+	old, de := measuredRules(t, "80fb11a"), measuredRules(t, "de3ff81")
+	p.Rules = &old
 	if a := argsString(p.Args()); !strings.Contains(a, "--no-mmap") || strings.Contains(a, "--load-mode") {
 		t.Errorf("80fb11a: %s", a)
 	}
-	p.Rules.LoadMode = true
+	p.Rules = &de
 	if a := argsString(p.Args()); strings.Contains(a, "--no-mmap") || !strings.Contains(a, "--load-mode none") {
 		t.Errorf("de3ff81: %s", a)
 	}

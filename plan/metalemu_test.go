@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"os"
 	"strconv"
 	"strings"
@@ -33,9 +34,9 @@ var updateMetalEmu = flag.Bool("update-metalemu", false, "rewrite docs/accuracy-
 const metalEmuDoc = "../docs/accuracy-metal-reorder.md"
 
 // metalEmuProfile reads the llama-server flags measure.sh passes.
-func metalEmuProfile(flags string, rules Rules) (Profile, error) {
+func metalEmuProfile(flags string, rules builds.Rules) (Profile, error) {
 	p := Defaults()
-	p.Rules = rules
+	p.Rules = &rules
 	f := strings.Fields(flags)
 	for i := 0; i+1 < len(f); i += 2 {
 		switch f[i] {
@@ -70,11 +71,11 @@ func metalEmuProfile(flags string, rules Rules) (Profile, error) {
 func TestMetalOptimizerOnCPU(t *testing.T) {
 	builds := []struct {
 		name  string
-		rules Rules
+		rules builds.Rules
 	}{
-		{"80fb11a", Rules{}},
-		// de3ff81's rules that bear on a CPU graph (engine.KnownEngines)
-		{"de3ff81", Rules{NextNWithoutKV: true, SplitInputsGrow: true, GDNNormAsRMS: true, MetalFusion: true}},
+		{"80fb11a", measuredRules(t, "80fb11a")},
+		// de3ff81's rules (builds.Measured)
+		{"de3ff81", measuredRules(t, "de3ff81")},
 	}
 	var doc bytes.Buffer
 	doc.WriteString("# The Metal backend's graph optimizer against llama.cpp's own\n\n" +
@@ -125,7 +126,7 @@ func TestMetalOptimizerOnCPU(t *testing.T) {
 				t.Fatalf("%s: no graph", tc.ID)
 			}
 			stock := cpuComputeBytes(m, c, b.rules, build)
-			o := ggml.Sched{CPU: "CPU", Mem: &ggml.Arena{}, MetalFusion: b.rules.MetalFusion,
+			o := ggml.Sched{CPU: "CPU", Mem: &ggml.Arena{}, Rules: b.rules,
 				Optimize: map[string]ggml.Optimizer{"CPU": ggml.OptMetal},
 				Buffers:  map[string]ggml.BufferType{"CPU": {Align: cpuAlign}}}
 			g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: b.rules})

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"slices"
 	"strings"
 	"testing"
@@ -85,14 +86,17 @@ func TestPlanNoMmapOnMetal(t *testing.T) {
 	if err != nil || p.Chosen == nil {
 		t.Fatalf("%v %+v", err, p)
 	}
-	if slices.Contains(p.Chosen.Flags, "--no-mmap") {
+	unmapped := func(flags []string) bool {
+		return slices.Contains(flags, "--no-mmap") || slices.Contains(flags, "--load-mode")
+	}
+	if unmapped(p.Chosen.Flags) {
 		t.Errorf("output stored last: %v, want the file mapped", p.Chosen.Flags)
 	}
 	p2, err := Search(outputFirst(t, m), s, o)
 	if err != nil || p2.Chosen == nil {
 		t.Fatalf("%v %+v", err, p2)
 	}
-	if !slices.Contains(p2.Chosen.Flags, "--no-mmap") || p2.Chosen.CtxPerSlot < p.Chosen.CtxPerSlot {
+	if !unmapped(p2.Chosen.Flags) || p2.Chosen.CtxPerSlot < p.Chosen.CtxPerSlot {
 		t.Errorf("output stored first: %v with %d cells per slot; mapped it was %d", p2.Chosen.Flags, p2.Chosen.CtxPerSlot, p.Chosen.CtxPerSlot)
 	}
 	said := false
@@ -158,15 +162,15 @@ func TestFitOffersNoMmap(t *testing.T) {
 }
 
 // Builds before llama.cpp PR #15995 printed a Metal mapped buffer with its
-// start's offset into the 16 KiB page added (MetalMappedOffset); the CPU's
+// start's offset into the 16 KiB page added (without MetalMappedSpan); the CPU's
 // mapped span is printed as it is under either rule.
 func TestMetalMappedOffset(t *testing.T) {
 	m := model(t, "qwen3-8b", synth.Q4_K_M)
 	cpu := Device{Name: "CPU", Backend: "CPU"}
 	metal := []Device{{Name: "MTL0", Backend: "Metal", Free: 12 << 30}}
-	spans := func(r Rules) map[string]int64 {
+	spans := func(r builds.Rules) map[string]int64 {
 		p := Defaults()
-		p.GPULayers, p.Rules = 99, r
+		p.GPULayers, p.Rules = 99, &r
 		res, err := Place(m, p, cpu, metal)
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +184,7 @@ func TestMetalMappedOffset(t *testing.T) {
 			first = tn.FileOffset
 		}
 	}
-	now, old := spans(Rules{}), spans(Rules{MetalMappedOffset: true})
+	now, old := spans(measuredRules(t, "80fb11a")), spans(measuredRules(t, "80fb11a", func(r *builds.Rules) { r.MetalMappedSpan = false }))
 	if first%MetalPage == 0 {
 		t.Fatalf("the span starts on a page boundary (%d), which tests nothing", first)
 	}

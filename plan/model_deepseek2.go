@@ -145,7 +145,7 @@ func (b *gb) mlaLatent(c Context, d mlaDims, il int, qCur, kCur *tensor, kv *kvI
 	if streams > 1 {
 		dst = b.Reshape(cache, kDim, nKV*streams) // the indices are global
 	}
-	if b.rules.KVCopy {
+	if !b.rules.KVSetRows {
 		b.Expand(b.Cpy(kCur, b.View(cache, kDim*T)))
 	} else {
 		b.Expand(b.SetRows(dst, b.View(kCur, kDim, T), kv.kIdx))

@@ -39,7 +39,7 @@ func gptneoxGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 		cur := b.layerNormBias(inpL, blk+"attn_norm")
 		qkv := b.Add(b.MulMat(b.weight(blk+"attn_qkv.weight"), cur), b.weight(blk+"attn_qkv.bias"))
 		var q, k, v *tensor
-		if b.rules.QKVCont {
+		if !b.rules.QKVViews {
 			// early 2025's build_gptneox: each of Q, K and V copied out
 			// of a 2-D view of the fused result, Q and K roped from
 			// reshapes of the copies
@@ -58,7 +58,7 @@ func gptneoxGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 			k = b.Rope(b.View(qkv, s.headK, s.headsKV, T).Strided(head, row), in.pos, nil)
 			v = b.View(qkv, s.headV, s.headsKV, T).Strided(s.headV*4, row)
 		}
-		cur = b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{vStrided: !b.rules.QKVCont}))
+		cur = b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{vStrided: b.rules.QKVViews}))
 		cur, inpL = in.lastRows(b, il == len(m.Layers)-1, cur, inpL)
 		if m.ParallelResidual {
 			attnOut := cur

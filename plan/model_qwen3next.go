@@ -273,7 +273,7 @@ func (r *rsGraph) deltaRule(il int, d qwen3nextDims, qkv, z, beta, gate *tensor,
 }
 
 // gdnNorm is the L2 norm of the gated delta net's q and k: ggml_l2_norm,
-// or from de3ff81 build_gdn_l2_norm's RMS norm scaled by 1/sqrt(n).
+// or from v0.5.0 build_gdn_l2_norm's RMS norm scaled by 1/sqrt(n).
 func (b *gb) gdnNorm(x *tensor) *tensor {
 	if b.rules.GDNNormAsRMS {
 		return b.Scale(b.RMSNorm(x))

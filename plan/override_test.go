@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"github.com/headroom-llm/headroom/builds"
 	"slices"
 	"strings"
 	"testing"
@@ -98,7 +99,7 @@ func TestOverridePlacement(t *testing.T) {
 		ngl  int
 		ot   []Override
 		mmap bool
-		// older: the rule of builds before b6049 (Rules.OverrideCPUPlain)
+		// older: the rule of builds before b6049 (without Rules.OverrideCPUExtra)
 		older bool
 		// the buffer type of blk.3.ffn_up_exps.weight and blk.3.attn_q.weight
 		exps, q string
@@ -115,7 +116,8 @@ func TestOverridePlacement(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := Defaults()
 			p.GPULayers, p.Overrides, p.Mmap = c.ngl, c.ot, c.mmap
-			p.Rules.OverrideCPUPlain = c.older
+			r := measuredRules(t, "80fb11a", func(r *builds.Rules) { r.OverrideCPUExtra = !c.older })
+			p.Rules = &r
 			layerDev := placeLayers(m.NLayer, p.GPULayers, nil, c.gpus, cpu.Name)
 			ld := newLoader(m, p, cpu, c.gpus, layerDev)
 			got := map[string]string{}

@@ -4,6 +4,7 @@ package plan
 
 import (
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"math"
 	"strconv"
 	"strings"
@@ -58,9 +59,25 @@ type Profile struct {
 	// 0 means llama-server's rule (ServerOutputsMax); a library context
 	// made with llama_context_default_params has n_batch.
 	OutputsMax int `json:"outputs_max,omitempty"`
-	// Rules are the llama.cpp build's own rules where it differs from
-	// the one the accounting was measured against; zero for that one.
-	Rules Rules `json:"-"`
+	// Rules are the llama.cpp build's rules; nil is builds.Default(), the
+	// newest build headroom measured.
+	Rules *builds.Rules `json:"-"`
+}
+
+// rules are the rules the profile's build follows.
+func (p Profile) rules() builds.Rules {
+	if p.Rules == nil {
+		return builds.Default()
+	}
+	return *p.Rules
+}
+
+// withRules gives the profile its build's rules once, so the many reads
+// of them while accounting do not work the default out each time.
+func (p Profile) withRules() Profile {
+	r := p.rules()
+	p.Rules = &r
+	return p
 }
 
 // DraftTokens is llama-server's default --draft-max (common_params_
@@ -139,8 +156,8 @@ func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLT
 		return c, fmt.Errorf("no context size: -c is 0 and the model has no trained context")
 	}
 	cells := 256
-	if p.Rules.CtxPad > 0 {
-		cells = p.Rules.CtxPad
+	if r := p.rules(); r.CtxPad > 0 {
+		cells = r.CtxPad
 	}
 	c.NCtx = pad(n, cells)
 	if c.Unified {
@@ -162,7 +179,7 @@ func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLT
 	c.NOutputsMax = p.OutputsMax
 	switch {
 	case c.NOutputsMax > 0:
-	case p.Rules.ReserveAllOutputs:
+	case !p.rules().ReserveOutputsMax:
 		c.NOutputsMax = c.NBatch
 	default:
 		c.NOutputsMax = p.ServerOutputsMax(c.NBatch)

@@ -23,12 +23,10 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	o := ggml.Sched{CPU: cpu.Name, MaxAlloc: map[string]int64{}, Mem: mem,
 		CacheTypes: map[string]gguf.GGMLType{"cache_k": c.TypeK, "cache_v": c.TypeV},
 		Optimize:   map[string]ggml.Optimizer{}, NoBroadcast3: map[string]bool{},
-		Buffers:  map[string]ggml.BufferType{cpu.Name: {Align: cpuAlign}},
-		Offload:  true, // llama.cpp's default
-		Copies:   schedCopies(m, p, gpus, layerDev),
-		VkFusion: p.Rules.VulkanFusion, GrowInputs: p.Rules.SplitInputsGrow,
-		CUDATopK: p.Rules.CUDATopKDeps, NoCUDAReduce: p.Rules.NoCUDAReduceDeps,
-		MetalFusion: p.Rules.MetalFusion,
+		Buffers: map[string]ggml.BufferType{cpu.Name: {Align: cpuAlign}},
+		Offload: true, // llama.cpp's default
+		Copies:  schedCopies(m, p, gpus, layerDev),
+		Rules:   p.rules(),
 	}
 	if g := offloadGPU(gpus); g != nil {
 		o.OffloadTo = g.Name
@@ -44,7 +42,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		case "CUDA", "ROCm":
 			o.Optimize[g.Name] = ggml.OptCUDA
 		case "Metal":
-			if !p.Rules.NoMetalReorder {
+			if p.rules().MetalReorder {
 				o.Optimize[g.Name] = ggml.OptMetal
 			}
 		}
@@ -62,7 +60,7 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		graphs = append(graphs, c.NSeq)
 	}
 	for _, tokens := range graphs {
-		b := &gb{Ctx: ggml.NewCtx(mem), cpu: cpu.Name, homes: homes, kvDev: kv, layerDev: layerDev, rules: p.Rules,
+		b := &gb{Ctx: ggml.NewCtx(mem), cpu: cpu.Name, homes: homes, kvDev: kv, layerDev: layerDev, rules: p.rules(),
 			pinNorms: tokens < 32 || fullOffload(m, p)}
 		g := build(m, c, tokens, b)
 		b.Done()

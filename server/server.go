@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"net/http"
 	"strings"
 
@@ -25,7 +26,6 @@ import (
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/plan"
 )
 
 // Config is what the server answers from.
@@ -65,7 +65,7 @@ type Config struct {
 	Token string
 	// Rules are the llama.cpp build's the plans follow (engine.Note: the
 	// build that loads models, else the newest one headroom measured).
-	Rules plan.Rules
+	Rules *builds.Rules
 }
 
 // server holds the configuration; it is read-only after New, so handlers

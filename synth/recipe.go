@@ -10,7 +10,7 @@ import (
 )
 
 // The recipes mirror src/llama-quant.cpp of the llama.cpp the conformance
-// suite measures (node-llama-cpp 3.21.1, commit 80fb11a) for the file types
+// suite measures (v0.4.0, as node-llama-cpp 3.21.1 ships it) for the file types
 // synth writes, quantizing an F16 file with no importance matrix and no
 // overrides. docs/quantizer.md records the comparison with llama-quantize
 // and TestRecipesMatchQuantizer pins it.

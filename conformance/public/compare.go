@@ -2,6 +2,7 @@ package public
 
 import (
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"math"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ type Row struct {
 	BuildBytes   int64
 	BuildPlanned bool
 	// BuildSlack is how far the build's figure may lie above BuildBytes
-	// by a term the log does not show: under plan.Rules.MetalMappedOffset,
+	// by a term the log does not show: without builds.Rules.MetalMappedSpan,
 	// a Metal mapped span's offset into its page, which the real file's
 	// header length decides (synth's header is not the real one).
 	BuildSlack int64
@@ -119,10 +120,16 @@ func (c *Case) Devices() (plan.Device, []plan.Device) {
 	return cpu, gpus
 }
 
-// Profile is the case's flags as headroom takes them.
+// Profile is the case's flags as headroom takes them, under the rules
+// of the first build headroom measured: the comparison and the
+// explanations in docs/accuracy-public.md quote headroom's figures for
+// it ("a current build"), and a later measured build's Metal and CUDA
+// fusion rules would move them.
 func (c *Case) Profile() plan.Profile {
 	f := c.Flags
 	p := plan.Defaults()
+	first := builds.Measured()[0].Rules
+	p.Rules = &first
 	p.Ctx, p.Parallel, p.GPULayers = f.Ctx, f.Parallel, f.GPULayers
 	p.Batch, p.UBatch = f.Batch, f.UBatch
 	p.FlashAttn = plan.FlashAttn(f.FlashAttn)
@@ -204,10 +211,11 @@ func (c *Case) Compare() ([]Row, error) {
 			}
 			p := c.Profile()
 			if c.BuildRules != nil {
-				p.Rules = *c.BuildRules
+				r := *c.BuildRules
 				// The page offset is left out of the planned span and
 				// allowed for as BuildSlack.
-				p.Rules.MetalMappedOffset = false
+				r.MetalMappedSpan = true
+				p.Rules = &r
 			}
 			if c.BuildOutputs > 0 {
 				p.OutputsMax = c.BuildOutputs
@@ -230,7 +238,7 @@ func (c *Case) Compare() ([]Row, error) {
 			Lines: er.Lines, PlannedBytes: er.PlannedBytes, Planned: planned}
 		if v, ok := byGroup[er.BufferType+" "+er.Kind]; ok {
 			row.BuildBytes, row.BuildPlanned = v, true
-			if c.BuildRules != nil && c.BuildRules.MetalMappedOffset && metalMapped(er.BufferType) {
+			if c.BuildRules != nil && !c.BuildRules.MetalMappedSpan && metalMapped(er.BufferType) {
 				row.BuildSlack = plan.MetalPage - 1
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -42,7 +43,7 @@ type Case struct {
 	Build string `json:"build"`
 	// BuildNumber is the upstream build number the log prints (llama.cpp's
 	// bNNNN), 0 where it prints none or a rebuild's own count. The rules
-	// it implies (engine.RulesForBuild) must agree with BuildRules.
+	// it implies (builds.For) must agree with BuildRules.
 	BuildNumber int    `json:"build_number,omitempty"`
 	BuildNote   string `json:"build_note,omitempty"`
 	Model       Model  `json:"model"`
@@ -59,14 +60,15 @@ type Case struct {
 	// follows headroom's rule or it is not known. The comparison then
 	// also plans with that many rows, to show what the rule accounts for.
 	BuildOutputs int `json:"build_outputs,omitempty"`
-	// BuildRules are the plan.Rules the build follows where its log or
-	// date shows them: an output buffer of n_batch logits rows before
-	// llama.cpp PR #6122 (March 2024) or with an embedding row beside each
-	// (output_rows, output_embd), a context padded to 32 cells without
-	// flash attention (ctx_pad, build 4715 of February 2025), Metal
-	// graphs unreordered before PR #15929 (no_metal_reorder), and so on.
-	// The comparison also plans under them.
-	BuildRules *plan.Rules `json:"build_rules,omitempty"`
+	// BuildRules are the rules the build follows where its log or date
+	// shows them, every one spelled out: an output buffer of n_batch
+	// logits rows before llama.cpp PR #6122 (March 2024) or with an
+	// embedding row beside each (output_rows, output_embd), a context
+	// padded to 32 cells without flash attention (ctx_pad, build 4715 of
+	// February 2025), Metal graphs unreordered before PR #15929
+	// (metal_reorder false), and so on. The comparison also plans under
+	// them.
+	BuildRules *builds.Rules `json:"build_rules,omitempty"`
 	// Inferred lists what was worked out from printed figures rather
 	// than read (a flag with no command line shown), one entry each,
 	// saying from what.

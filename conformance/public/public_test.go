@@ -3,6 +3,7 @@ package public
 import (
 	"encoding/json"
 	"flag"
+	"github.com/headroom-llm/headroom/builds"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/engine"
-	"github.com/headroom-llm/headroom/plan"
 )
 
 var updatePublic = flag.Bool("update-public", false, "rewrite docs/accuracy-public.md from conformance/testdata/public")
@@ -140,7 +140,7 @@ func TestPublicQuantMix(t *testing.T) {
 	}
 }
 
-// TestBuildNumberRules holds engine.RulesForBuild, which plans a user's
+// TestBuildNumberRules holds builds.For, which plans a user's
 // build from its number, to the rules each public case of a known
 // upstream build needs for its logged figures: they must be the same
 // rules, so the figures a user of that build is given are the ones
@@ -148,18 +148,19 @@ func TestPublicQuantMix(t *testing.T) {
 func TestBuildNumberRules(t *testing.T) {
 	checked := 0
 	for _, c := range loadCases(t) {
-		if c.BuildNumber < engine.OldestRuled {
+		if c.BuildNumber < builds.Oldest {
 			continue
 		}
-		var have plan.Rules
-		if c.BuildRules != nil {
-			have = *c.BuildRules
+		if c.BuildRules == nil {
+			t.Errorf("%s (build %d): no build_rules", c.ID, c.BuildNumber)
+			continue
 		}
+		have := *c.BuildRules
 		// What the build number does not decide: the cells a context
 		// is padded to, and the output buffer of a library context.
 		have.CtxPad, have.OutputRows, have.OutputEmbd = 0, 0, false
-		have.ReserveAllOutputs = have.ReserveAllOutputs || c.BuildOutputs > 0
-		want := engine.RulesForBuild(c.BuildNumber).Rules
+		have.ReserveOutputsMax = have.ReserveOutputsMax && c.BuildOutputs == 0
+		want := builds.For(c.BuildNumber)
 		if have != want {
 			got, _ := json.Marshal(have)
 			w, _ := json.Marshal(want)

@@ -17,7 +17,7 @@ import "github.com/headroom-llm/headroom/gguf"
 //     until the last ADD. Without the dependency the MUL runs in place
 //     over the experts' outputs; with it, both tensors of n_embd x
 //     n_expert_used x n_tokens floats are alive at once.
-//   - The top-k MoE selection (de3ff81): softmax or sigmoid, argsort,
+//   - The top-k MoE selection (v0.5.0): softmax or sigmoid, argsort,
 //     get_rows and the weights' normalization and scale are one kernel,
 //     and every node of the run and every source of one is kept until
 //     the node after the run.
@@ -28,7 +28,7 @@ const maxReduceExperts = 15
 
 // cudaDeps returns the allocation dependencies ggml-cuda adds to the split
 // of nodes [start, end): reduce is the MoE weighted reduction's, topK
-// de3ff81's top-k MoE selection's.
+// v0.5.0's top-k MoE selection's.
 func cudaDeps(nodes []*Tensor, start, end int, topK, reduce bool) []AllocDep {
 	var deps []AllocDep
 	split := nodes[start:end]
@@ -194,7 +194,7 @@ func sameShape(a, b [4]int64) bool {
 	return true
 }
 
-// topKRun is what de3ff81's graph_optimize fuses of a top-k MoE selection
+// topKRun is what v0.5.0's graph_optimize fuses of a top-k MoE selection
 // starting at node i (ggml_cuda_topk_moe_fusion, then the op list it
 // builds, ggml_can_fuse_subgraph and ggml_cuda_should_use_topk_moe): the
 // run's length, 0 for none. A selection whose softmax comes after the

@@ -1,6 +1,7 @@
 package ggml
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"slices"
 	"testing"
 
@@ -39,7 +40,8 @@ func onCUDA(g *Graph) {
 }
 
 func cudaSched(opt Optimizer) *Sched {
-	return &Sched{CPU: "CPU", Mem: &Arena{}, Optimize: map[string]Optimizer{"CUDA0": opt},
+	// A build with the fused weighted reduction (from b10751).
+	return &Sched{CPU: "CPU", Mem: &Arena{}, Optimize: map[string]Optimizer{"CUDA0": opt}, Rules: builds.Rules{CUDAReduceDeps: true},
 		Buffers: map[string]BufferType{"CPU": {Align: 32}, "CUDA0": {Align: 128}}}
 }
 

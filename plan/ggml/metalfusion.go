@@ -6,7 +6,7 @@ import (
 	"github.com/headroom-llm/headroom/gguf"
 )
 
-// This file is de3ff81's Metal fusion table (ggml-metal-fusion.cpp) as it
+// This file is v0.5.0's Metal fusion table (ggml-metal-fusion.cpp) as it
 // bears on memory: the graph optimizer packs what the table fuses before
 // it reorders (ggml_metal_fusion_max), and, before that, keeps every
 // source of a run whose ops match a pattern alive until the run's last
@@ -126,7 +126,7 @@ func opsAt(nodes []*Tensor, i int, ops []Op) bool {
 	return true
 }
 
-// metalPack is de3ff81's packing: from each node, the patterns of the
+// metalPack is v0.5.0's packing: from each node, the patterns of the
 // table chained back to back over the nodes that compute (ggml_metal_
 // fusion_max), the views between them packed along; at most 16 nodes
 // that compute.

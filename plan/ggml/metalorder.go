@@ -49,9 +49,9 @@ func (m *metalRanges) reset() {
 	m.id = *m.next
 }
 
-// metalOrder is one reorder of a split's nodes: fusedOut is de3ff81's
+// metalOrder is one reorder of a split's nodes: fusedOut is v0.5.0's
 // rule (sources the run produces are not read from outside it, and every
-// tensor of the run is written), false 80fb11a's (every source is read,
+// tensor of the run is written), false v0.4.0's (every source is read,
 // only the last tensor written).
 type metalOrder struct {
 	fusedOut bool
@@ -177,7 +177,7 @@ func (o *metalOrder) reorder(nodes []metalNode, epoch *uint32, mem *Arena) []int
 	return res
 }
 
-// metalPackOld is 80fb11a's packing: a run that starts with an ADD, NORM
+// metalPackOld is v0.4.0's packing: a run that starts with an ADD, NORM
 // or RMS_NORM and goes on with ADD, MUL, NORM or RMS_NORM, as long as
 // ggml_can_fuse allows (at most 16 nodes).
 func metalPackOld(nodes []*Tensor, out []metalNode) []metalNode {
@@ -230,7 +230,7 @@ func readsPrev(t, p *Tensor) bool {
 }
 
 // metalOptimize reorders the nodes of one Metal split in place, by
-// 80fb11a's rules or, with fusion, de3ff81's (whose packing follows its
+// v0.4.0's rules or, with fusion, v0.5.0's (whose packing follows its
 // fusion table and which adds allocation dependencies, returned). mem
 // lends its room for the packed nodes; epoch numbers the range sets.
 func metalOptimize(nodes []*Tensor, fusion bool, mem *Arena, epoch *uint32) []AllocDep {

@@ -1,6 +1,7 @@
 package ggml
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"slices"
 
 	"github.com/headroom-llm/headroom/gguf"
@@ -27,26 +28,12 @@ type Sched struct {
 	// reorder it (vkorder.go, metalorder.go), CUDA and ROCm add allocation
 	// dependencies for the runs they fuse (cudaopt.go).
 	Optimize map[string]Optimizer
-	// VkFusion is the Vulkan reorder of llama.cpp de3ff81 and later,
-	// which keeps fusable runs together and adds allocation dependencies
-	// (vkfusion.go); false is 80fb11a's.
-	VkFusion bool
-	// CUDATopK is de3ff81's top-k MoE dependency in ggml-cuda's
-	// graph_optimize (cudaopt.go); false is 80fb11a's rule.
-	CUDATopK bool
-	// MetalFusion is de3ff81's Metal graph optimizer, whose packing
-	// follows its fusion table and which adds allocation dependencies
-	// (metalfusion.go); false is 80fb11a's.
-	MetalFusion bool
+	// Rules are the llama.cpp build's: the scheduler and the backends'
+	// graph optimizers read VulkanFusion, CUDATopKDeps, CUDAReduceDeps,
+	// MetalFusion and SplitInputsGrow.
+	Rules builds.Rules
 	// epoch numbers the Metal reorder's memory-range sets.
 	epoch uint32
-	// NoCUDAReduce: the backend of a build before the fused MoE weighted
-	// reduction (llama.cpp PR #25952) adds no dependency for it.
-	NoCUDAReduce bool
-	// GrowInputs: the scheduler grows a split's input list rather than
-	// start a new split when it holds GGML_SCHED_MAX_SPLIT_INPUTS
-	// (de3ff81 dropped that check); false is 80fb11a's rule.
-	GrowInputs bool
 	// noBroadcast3 are the devices whose matrix multiplication cannot
 	// broadcast its first operand across dimension 3 (Vulkan's
 	// supports_op refuses a->ne[3] != b->ne[3]): with several KV streams
@@ -322,11 +309,11 @@ func (o *Sched) split(g *Graph) *Graph {
 	for _, sp := range s.splits {
 		switch o.Optimize[sp.dev] {
 		case OptVulkan:
-			keep(vkReorder(g.nodes[sp.start:sp.end], o.VkFusion))
+			keep(vkReorder(g.nodes[sp.start:sp.end], o.Rules.VulkanFusion))
 		case OptCUDA:
-			keep(cudaDeps(g.nodes, sp.start, sp.end, o.CUDATopK, !o.NoCUDAReduce))
+			keep(cudaDeps(g.nodes, sp.start, sp.end, o.Rules.CUDATopKDeps, o.Rules.CUDAReduceDeps))
 		case OptMetal:
-			keep(metalOptimize(g.nodes[sp.start:sp.end], o.MetalFusion, o.Mem, &o.epoch))
+			keep(metalOptimize(g.nodes[sp.start:sp.end], o.Rules.MetalFusion, o.Mem, &o.epoch))
 		}
 	}
 	out := &Graph{leafs: g.leafs, nodes: o.Mem.split[:0]}
@@ -459,7 +446,7 @@ func (s *splitter) ends(cur *schedSplit, n *Tensor, dev string) bool {
 		if src.isWeight && devOf(src) != dev {
 			return true
 		}
-		if !s.o.GrowInputs && len(cur.inputs) >= maxSplitInputs && needsCopy(src, dev) && s.copies[copyKey{src, dev}] == nil {
+		if !s.o.Rules.SplitInputsGrow && len(cur.inputs) >= maxSplitInputs && needsCopy(src, dev) && s.copies[copyKey{src, dev}] == nil {
 			return true
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/headroom-llm/headroom/gguf"
 )
 
-// This file holds what de3ff81 added to ggml_vk_graph_optimize: runs of
+// This file holds what v0.5.0 added to ggml_vk_graph_optimize: runs of
 // ops the backend fuses are kept in place where they start the unplaced
 // nodes and are never pulled apart, an UNARY pulls in the MUL that reads
 // it, and a top-k MoE selection keeps its inputs alive until it ends.
@@ -54,7 +54,7 @@ func (r *vkOrder) match(p vkPattern, start int) bool {
 }
 
 // keep is keep_pattern at the first unplaced node: the length of the run
-// that starts there, 0 for none (and always 0 before de3ff81). A top-k
+// that starts there, 0 for none (and always 0 before v0.5.0). A top-k
 // run adds its dependencies first.
 func (r *vkOrder) keep(first int) int {
 	for _, p := range r.patterns {
@@ -144,7 +144,7 @@ func canFuseSubgraph(nodes []*Tensor, idx []int, outs ...int) bool {
 	return true
 }
 
-// pullUnaryMul is de3ff81's UNARY + MUL: an UNARY the backend can fuse
+// pullUnaryMul is v0.5.0's UNARY + MUL: an UNARY the backend can fuse
 // pulls in the MUL that reads it, once the MUL's other source is placed.
 func (r *vkOrder) pullUnaryMul(j int) {
 	if !r.fusion || j == 0 || r.kind[j] != Unary {

@@ -47,12 +47,12 @@ type vkOrder struct {
 	used  []bool
 	inNew map[*Tensor]bool
 	set   []int
-	// fusion is the reorder of llama.cpp de3ff81 and later (VkFusion),
+	// fusion is the reorder of llama.cpp v0.5.0 and later (Rules.VulkanFusion),
 	// and deps the allocation dependencies it adds.
 	fusion bool
 	deps   []AllocDep
 	// patterns are the runs the fusing reorder keeps together (none
-	// before de3ff81), built once per reorder.
+	// before v0.5.0), built once per reorder.
 	patterns []vkPattern
 }
 
@@ -70,7 +70,7 @@ type AllocDep struct {
 const vkCheck = 20
 
 // vkReorder reorders the nodes of one Vulkan split in place, by the rules
-// of 80fb11a, or of de3ff81 with fusion, and returns the allocation
+// of v0.4.0, or of v0.5.0 with fusion, and returns the allocation
 // dependencies it adds.
 func vkReorder(nodes []*Tensor, fusion bool) []AllocDep {
 	n := len(nodes)
@@ -130,7 +130,7 @@ func vkReorder(nodes []*Tensor, fusion bool) []AllocDep {
 }
 
 // fuses says whether node j may run right after node c, its source,
-// because the backend fuses the two. From de3ff81 an RMS_NORM or UNARY
+// because the backend fuses the two. From v0.5.0 an RMS_NORM or UNARY
 // and the MUL reading it fuse across nodes that are placed or compute
 // nothing (empty_or_scheduled_between).
 func (r *vkOrder) fuses(c, j int) bool {
@@ -192,7 +192,7 @@ func (r *vkOrder) pullRope(j int) int {
 }
 
 // pullSetRows keeps ROPE, the VIEW of it and the SET_ROWS of that view
-// together. From de3ff81 an RMS_NORM starts the run too, the search
+// together. From v0.5.0 an RMS_NORM starts the run too, the search
 // looks further and past placed nodes, the three must be fusable
 // (ggml_can_fuse_subgraph_ext) and nothing unplaced between them may feed
 // the SET_ROWS.
@@ -226,7 +226,7 @@ func (r *vkOrder) pullSetRows(head int) {
 	r.take(set)
 }
 
-// setRowsFuse is de3ff81's guard on pulling head, view and set together.
+// setRowsFuse is v0.5.0's guard on pulling head, view and set together.
 func (r *vkOrder) setRowsFuse(head, view, set int) bool {
 	if !r.canFuse([]int{head, view, set}, set) {
 		return false
