@@ -60,7 +60,7 @@ func TestKnownResultTypes(t *testing.T) {
 // in-place op instead, which is the same only when the allocator can
 // reuse the source. When it cannot (the source has another reader, is an
 // output or a view), the model allocates the CLAMP a block ggml does not.
-// Reachable: with de3ff81's CUDA top-k dependency (Sched.CUDATopK) the
+// Reachable: with de3ff81's CUDA top-k dependency (Rules.CUDATopKDeps) the
 // dependency node reads the SUM_ROWS under build_moe_ffn's CLAMP, and the
 // CLAMP gets its own block (align(4*tokens) bytes on CUDA).
 //

@@ -12,10 +12,9 @@ import (
 // measured buffer.
 
 // reorderRules sets the scheduler's rule switches for this file (80fb11a's
-// rules, or de3ff81's with fusion): the one place to follow when they are
-// renamed.
+// rules, or de3ff81's with fusion).
 func reorderRules(o *Sched, fusion bool) *Sched {
-	o.VkFusion, o.MetalFusion = fusion, fusion
+	o.Rules.VulkanFusion, o.Rules.MetalFusion = fusion, fusion
 	return o
 }
 

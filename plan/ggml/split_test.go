@@ -17,7 +17,7 @@ import (
 // schedRules sets the scheduler's rule switches for this file: the one
 // place to follow when they are renamed.
 func schedRules(o *Sched, growInputs bool) *Sched {
-	o.GrowInputs = growInputs
+	o.Rules.SplitInputsGrow = growInputs
 	return o
 }
 
