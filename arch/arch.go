@@ -170,14 +170,29 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 	}
 	a.CtxTrain, _ = h.opt("context_length", 0)
 	a.NVocab = vocabSize(m, h)
+	if err := layers(h, fam, a); err != nil {
+		return nil, err
+	}
+	if fam.adjust != nil {
+		if err := fam.adjust(h, a); err != nil {
+			return nil, err
+		}
+	}
+	shareKV(fam, a)
+	placeTensors(m, h, fam, a)
+	return a, nil
+}
+
+// layers reads each layer's heads, widths and kind of attention.
+func layers(h hparams, fam family, a *Model) error {
 	heads, err := h.perLayer("attention.head_count", a.NLayer, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.NHead = heads[0]
 	headsKV, err := h.perLayer("attention.head_count_kv", a.NLayer, -1)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := range headsKV {
 		if headsKV[i] < 0 { // absent: as many KV heads as query heads
@@ -186,7 +201,7 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 	}
 	ff, err := h.perLayer("feed_forward_length", a.NLayer, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	headDefault := 0
 	if a.NHead > 0 {
@@ -212,7 +227,7 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 
 	swa, err := fam.slidingLayers(h, a)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.Layers = make([]Layer, a.NLayer)
 	for i := range a.Layers {
@@ -231,27 +246,35 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 		}
 		a.Layers[i] = l
 	}
-	if fam.adjust != nil {
-		if err := fam.adjust(h, a); err != nil {
-			return nil, err
-		}
+	return nil
+}
+
+// shareKV gives the layers past the architecture's kvFromStart no cache of
+// their own.
+func shareKV(fam family, a *Model) {
+	if fam.kvFromStart <= 0 {
+		return
 	}
-	if fam.kvFromStart > 0 {
-		// The later layers keep their heads and widths (the engine's
-		// n_embd_v_gqa_max, which pads a transposed V, counts them too)
-		// but no cache of their own.
-		// They read the last cache of their own kind among the first
-		// layers (llama_model::create_memory's reuse callback: n-1 for a
-		// global layer, n-2 for a sliding one).
-		for i := fam.kvFromStart; i < a.NLayer; i++ {
-			l := &a.Layers[i]
-			l.KVShared, l.KVLayer = true, fam.kvFromStart-1
-			if l.Attention == Sliding {
-				l.KVLayer = fam.kvFromStart - 2
-			}
-			l.Attention = NoAttention
+	// The later layers keep their heads and widths (the engine's
+	// n_embd_v_gqa_max, which pads a transposed V, counts them too)
+	// but no cache of their own.
+	// They read the last cache of their own kind among the first
+	// layers (llama_model::create_memory's reuse callback: n-1 for a
+	// global layer, n-2 for a sliding one).
+	for i := fam.kvFromStart; i < a.NLayer; i++ {
+		l := &a.Layers[i]
+		l.KVShared, l.KVLayer = true, fam.kvFromStart-1
+		if l.Attention == Sliding {
+			l.KVLayer = fam.kvFromStart - 2
 		}
+		l.Attention = NoAttention
 	}
+}
+
+// placeTensors lists the model's tensors with their layers: the output
+// tensors and the architecture's first-layer ones where it says, and the
+// multi-token-prediction blocks' weights unused.
+func placeTensors(m *gguf.Model, h hparams, fam family, a *Model) {
 	a.Tensors, a.TiedOutput = assignTensors(m, a.NLayer)
 	// The last nextn_predict_layers blocks are MTP heads (block_count
 	// counts them: llama_hparams::n_layer() = n_layer_all - n_layer_nextn).
@@ -271,7 +294,6 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 			a.Tensors[i].Unused = true
 		}
 	}
-	return a, nil
 }
 
 // assignTensors gives every tensor its layer as llama.cpp's loader does:

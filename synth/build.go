@@ -83,31 +83,79 @@ func (s Shape) headDim() int {
 // s.Arch. The dense keys come first, in the order the original synth wrote
 // them, so the headers of the first shapes did not change.
 func metadata(b *gguf.Builder, s Shape, q Quant) {
-	a := s.Arch
-	u32 := func(key string, v int) { b.Set(a+"."+key, gguf.Uint32Value(uint32(v))) }
-	f32 := func(key string, v float32) { b.Set(a+"."+key, gguf.Float32Value(v)) }
-	// optF32 writes a key only where the model has the feature (zero: it
-	// has not, and llama.cpp's default applies).
-	optF32 := func(key string, v float32) {
-		if v != 0 {
-			f32(key, v)
-		}
-	}
-	headDim := s.headDim()
-
-	b.Set("general.architecture", gguf.StringValue(a))
+	k := keys{b: b, arch: s.Arch}
+	b.Set("general.architecture", gguf.StringValue(s.Arch))
 	b.Set("general.name", gguf.StringValue(s.Name))
 	b.Set("general.file_type", gguf.Uint32Value(fileType[q]))
 	b.Set("general.quantization_version", gguf.Uint32Value(2))
-	u32("context_length", s.CtxTrain)
-	u32("embedding_length", s.Embd)
-	u32("block_count", s.Layers)
-	if s.FF > 0 || a != "qwen35moe" {
+	k.u32("context_length", s.CtxTrain)
+	k.u32("embedding_length", s.Embd)
+	k.u32("block_count", s.Layers)
+	if s.FF > 0 || s.Arch != "qwen35moe" {
 		// Qwen3.5 MoE's config has no intermediate_size, so its
 		// converter writes no feed_forward_length.
-		u32("feed_forward_length", s.FF)
+		k.u32("feed_forward_length", s.FF)
 	}
-	u32("attention.head_count", s.Heads)
+	k.u32("attention.head_count", s.Heads)
+	headsKVMetadata(k, s)
+	k.optF32("rope.freq_base", s.RopeTheta)
+	if s.LayerNorm {
+		k.f32("attention.layer_norm_epsilon", s.NormEps)
+	} else {
+		k.f32("attention.layer_norm_rms_epsilon", s.NormEps)
+	}
+	if s.Arch == "nemotron_h" {
+		// Required by llama.cpp's loader as well (the MTP head's final
+		// layer norm), although the trunk uses RMS norms.
+		k.f32("attention.layer_norm_epsilon", s.NormEps)
+	}
+	headDimMetadata(k, s)
+	mixerMetadata(k, s)
+	if len(s.RopeSections) > 0 {
+		k.set("rope.dimension_sections", gguf.Int32sValue(s.RopeSections))
+	}
+	if r := s.Rope; r != nil {
+		k.set("rope.scaling.type", gguf.StringValue(r.Type))
+		k.f32("rope.scaling.factor", r.Factor)
+		if r.OrigCtx != 0 {
+			k.u32("rope.scaling.original_context_length", r.OrigCtx)
+		}
+		k.optF32("rope.scaling.yarn_log_multiplier", r.YarnLogMul)
+		k.optF32("rope.scaling.yarn_beta_fast", r.YarnBetaFst)
+		k.optF32("rope.scaling.yarn_beta_slow", r.YarnBetaSlw)
+	}
+	k.optF32("attention.temperature_scale", s.AttnTemperature)
+	k.optF32("logit_scale", s.LogitScale)
+	k.optF32("embedding_scale", s.EmbeddingScale)
+	k.optF32("residual_scale", s.ResidualScale)
+	k.optF32("attention.scale", s.AttentionScale)
+	k.optF32("attn_logit_softcapping", s.AttnSoftcap)
+	k.optF32("final_logit_softcapping", s.FinalSoftcap)
+	if s.AltUp != nil {
+		altUpMetadata(b, s)
+	}
+}
+
+// keys writes an architecture's metadata keys.
+type keys struct {
+	b    *gguf.Builder
+	arch string
+}
+
+func (k keys) u32(key string, v int)        { k.b.Set(k.arch+"."+key, gguf.Uint32Value(uint32(v))) }
+func (k keys) f32(key string, v float32)    { k.b.Set(k.arch+"."+key, gguf.Float32Value(v)) }
+func (k keys) set(key string, v gguf.Value) { k.b.Set(k.arch+"."+key, v) }
+
+// optF32 writes a key only where the model has the feature (zero: it has
+// not, and llama.cpp's default applies).
+func (k keys) optF32(key string, v float32) {
+	if v != 0 {
+		k.f32(key, v)
+	}
+}
+
+// headsKVMetadata writes the KV head count, per layer where layers differ.
+func headsKVMetadata(k keys, s Shape) {
 	switch {
 	case s.Conv != nil:
 		// LFM2 marks its convolution layers by a zero KV head count.
@@ -115,26 +163,26 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 		for _, il := range s.Conv.AttnLayers {
 			perLayer[il] = int32(s.HeadsKV)
 		}
-		b.Set(a+".attention.head_count_kv", gguf.Int32sValue(perLayer))
+		k.set("attention.head_count_kv", gguf.Int32sValue(perLayer))
 	case s.MLA != nil:
 		// One compressed KV row per token, shared by every head.
-		u32("attention.head_count_kv", 1)
+		k.u32("attention.head_count_kv", 1)
 	case s.SSM != nil && s.SSM.Layers != "":
 		// Hybrids mark their Mamba (and MLP) layers by a zero KV head
 		// count; nemotron_h also by a zero FFN width on the non-MLP ones.
 		kv := make([]int32, s.Layers)
 		ff := make([]int32, s.Layers)
-		for i, k := range s.SSM.Layers {
-			if k == '*' {
+		for i, c := range s.SSM.Layers {
+			if c == '*' {
 				kv[i] = int32(s.HeadsKV)
 			}
-			if k == '-' {
+			if c == '-' {
 				ff[i] = int32(s.FF)
 			}
 		}
-		b.Set(a+".attention.head_count_kv", gguf.Int32sValue(kv))
-		if a == "nemotron_h" {
-			b.Set(a+".feed_forward_length", gguf.Int32sValue(ff))
+		k.set("attention.head_count_kv", gguf.Int32sValue(kv))
+		if s.Arch == "nemotron_h" {
+			k.set("feed_forward_length", gguf.Int32sValue(ff))
 		}
 	case s.Global != nil:
 		// Gemma 4: the sliding layers' KV heads and the global layers'.
@@ -145,147 +193,119 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 				kv[i] = int32(s.HeadsKV)
 			}
 		}
-		b.Set(a+".attention.head_count_kv", gguf.Int32sValue(kv))
-	case a == "gptneox":
+		k.set("attention.head_count_kv", gguf.Int32sValue(kv))
+	case s.Arch == "gptneox":
 		// The converter writes no KV head count: as many as the heads.
 	default:
-		u32("attention.head_count_kv", s.HeadsKV)
+		k.u32("attention.head_count_kv", s.HeadsKV)
 	}
-	optF32("rope.freq_base", s.RopeTheta)
-	if s.LayerNorm {
-		f32("attention.layer_norm_epsilon", s.NormEps)
-	} else {
-		f32("attention.layer_norm_rms_epsilon", s.NormEps)
-	}
-	if a == "nemotron_h" {
-		// Required by llama.cpp's loader as well (the MTP head's final
-		// layer norm), although the trunk uses RMS norms.
-		f32("attention.layer_norm_epsilon", s.NormEps)
-	}
+}
+
+// headDimMetadata writes the key and value lengths and the rotated
+// dimensions where a converter writes them; the RoPE sections and scaling
+// come after the mixers' keys, where converters write them.
+func headDimMetadata(k keys, s Shape) {
+	headDim := s.headDim()
 	switch {
 	case s.Global != nil:
 		// Gemma4Model: key/value_length are the global layers', the _swa
 		// ones the sliding layers'; RoPE rotates whole global heads (the
 		// proportional part through rope_freqs) and whole sliding ones.
-		u32("attention.key_length", s.Global.HeadDim)
-		u32("attention.value_length", s.Global.HeadDim)
-		u32("attention.key_length_swa", headDim)
-		u32("attention.value_length_swa", headDim)
-		u32("rope.dimension_count", s.Global.HeadDim)
-		u32("rope.dimension_count_swa", headDim)
-		u32("attention.shared_kv_layers", 0)
-		u32("embedding_length_per_layer_input", 0)
+		k.u32("attention.key_length", s.Global.HeadDim)
+		k.u32("attention.value_length", s.Global.HeadDim)
+		k.u32("attention.key_length_swa", headDim)
+		k.u32("attention.value_length_swa", headDim)
+		k.u32("rope.dimension_count", s.Global.HeadDim)
+		k.u32("rope.dimension_count_swa", headDim)
+		k.u32("attention.shared_kv_layers", 0)
+		k.u32("embedding_length_per_layer_input", 0)
 	case s.MLA != nil:
 		m := s.MLA
-		u32("attention.key_length", m.KVLoraRank+m.RopeDim)
-		u32("attention.value_length", m.KVLoraRank)
+		k.u32("attention.key_length", m.KVLoraRank+m.RopeDim)
+		k.u32("attention.value_length", m.KVLoraRank)
 	case s.Heads != 0 && headDim != s.Embd/s.Heads:
-		u32("attention.key_length", headDim)
-		u32("attention.value_length", headDim)
+		k.u32("attention.key_length", headDim)
+		k.u32("attention.value_length", headDim)
 	}
 	// The granite converter is llama's, keys and all.
-	switch a {
+	switch s.Arch {
 	case "llama", "mistral3", "deepseek2", "granite":
-		u32("vocab_size", s.Vocab)
+		k.u32("vocab_size", s.Vocab)
 	}
-	switch a {
+	switch s.Arch {
 	case "llama", "mistral3", "phi3", "llama4", "granite":
-		u32("rope.dimension_count", headDim)
+		k.u32("rope.dimension_count", headDim)
 	case "glm4moe":
 		// partial_rotary_factor 0.5
-		u32("rope.dimension_count", headDim/2)
+		k.u32("rope.dimension_count", headDim/2)
 	case "qwen3next", "qwen35", "qwen35moe":
 		// partial_rotary_factor 0.25
-		u32("rope.dimension_count", headDim/4)
+		k.u32("rope.dimension_count", headDim/4)
 	case "gptneox":
 		// rotary_pct of the head; the converter writes no rope.freq_base
 		// (rotary_emb_base is llama.cpp's default 10000).
-		u32("rope.dimension_count", s.RopeDim)
-		b.Set(a+".use_parallel_residual", gguf.BoolValue(!s.SequentialResidual))
+		k.u32("rope.dimension_count", s.RopeDim)
+		k.set("use_parallel_residual", gguf.BoolValue(!s.SequentialResidual))
 	}
+}
 
+// mixerMetadata writes the keys of the experts, the sliding window, MLA,
+// the short convolution and the state-space layers.
+func mixerMetadata(k keys, s Shape) {
 	if m := s.MoE; m != nil {
-		u32("expert_count", m.Experts)
-		u32("expert_used_count", m.Used)
-		u32("expert_feed_forward_length", m.FF)
-		if m.Shared > 0 {
-			u32("expert_shared_count", m.Shared)
+		k.u32("expert_count", m.Experts)
+		k.u32("expert_used_count", m.Used)
+		k.u32("expert_feed_forward_length", m.FF)
+		optU32 := func(key string, v int) {
+			if v > 0 {
+				k.u32(key, v)
+			}
 		}
-		if m.LeadingDense > 0 {
-			u32("leading_dense_block_count", m.LeadingDense)
-		}
-		optF32("expert_weights_scale", m.WeightsScale)
-		if m.NextN > 0 {
-			u32("nextn_predict_layers", m.NextN)
-		}
-		if m.Step > 0 {
-			u32("interleave_moe_layer_step", m.Step)
-		}
-		if m.SharedFF > 0 {
-			u32("expert_shared_feed_forward_length", m.SharedFF)
-		}
+		optU32("expert_shared_count", m.Shared)
+		optU32("leading_dense_block_count", m.LeadingDense)
+		k.optF32("expert_weights_scale", m.WeightsScale)
+		optU32("nextn_predict_layers", m.NextN)
+		optU32("interleave_moe_layer_step", m.Step)
+		optU32("expert_shared_feed_forward_length", m.SharedFF)
 		if m.GatingFunc != 0 {
-			u32("expert_gating_func", m.GatingFunc)
+			k.u32("expert_gating_func", m.GatingFunc)
 		}
 	}
 	if w := s.SWA; w != nil {
-		u32("attention.sliding_window", w.Window)
+		k.u32("attention.sliding_window", w.Window)
 		switch {
 		case w.PerLayer:
 			pattern := make([]bool, s.Layers)
 			for i := range pattern {
 				pattern[i] = w.sliding(i)
 			}
-			b.Set(a+".attention.sliding_window_pattern", gguf.BoolsValue(pattern))
+			k.set("attention.sliding_window_pattern", gguf.BoolsValue(pattern))
 		case w.Pattern != 0:
-			u32("attention.sliding_window_pattern", w.Pattern)
+			k.u32("attention.sliding_window_pattern", w.Pattern)
 		}
-		optF32("rope.freq_base_swa", w.FreqBaseSWA)
+		k.optF32("rope.freq_base_swa", w.FreqBaseSWA)
 	}
 	if m := s.MLA; m != nil {
 		if m.QLoraRank > 0 {
-			u32("attention.q_lora_rank", m.QLoraRank)
+			k.u32("attention.q_lora_rank", m.QLoraRank)
 		}
-		u32("attention.kv_lora_rank", m.KVLoraRank)
-		u32("attention.key_length_mla", m.NopeDim+m.RopeDim)
-		u32("attention.value_length_mla", m.VDim)
-		u32("rope.dimension_count", m.RopeDim)
+		k.u32("attention.kv_lora_rank", m.KVLoraRank)
+		k.u32("attention.key_length_mla", m.NopeDim+m.RopeDim)
+		k.u32("attention.value_length_mla", m.VDim)
+		k.u32("rope.dimension_count", m.RopeDim)
 	}
 	if c := s.Conv; c != nil {
-		u32("shortconv.l_cache", c.LCache)
+		k.u32("shortconv.l_cache", c.LCache)
 	}
 	if m := s.SSM; m != nil {
-		u32("ssm.conv_kernel", m.ConvKernel)
-		u32("ssm.inner_size", m.Inner)
-		u32("ssm.state_size", m.State)
-		u32("ssm.time_step_rank", m.Heads)
-		u32("ssm.group_count", m.Groups)
+		k.u32("ssm.conv_kernel", m.ConvKernel)
+		k.u32("ssm.inner_size", m.Inner)
+		k.u32("ssm.state_size", m.State)
+		k.u32("ssm.time_step_rank", m.Heads)
+		k.u32("ssm.group_count", m.Groups)
 		if m.AttnInterval > 0 {
-			u32("full_attention_interval", m.AttnInterval)
+			k.u32("full_attention_interval", m.AttnInterval)
 		}
-	}
-	if len(s.RopeSections) > 0 {
-		b.Set(a+".rope.dimension_sections", gguf.Int32sValue(s.RopeSections))
-	}
-	if r := s.Rope; r != nil {
-		b.Set(a+".rope.scaling.type", gguf.StringValue(r.Type))
-		f32("rope.scaling.factor", r.Factor)
-		if r.OrigCtx != 0 {
-			u32("rope.scaling.original_context_length", r.OrigCtx)
-		}
-		optF32("rope.scaling.yarn_log_multiplier", r.YarnLogMul)
-		optF32("rope.scaling.yarn_beta_fast", r.YarnBetaFst)
-		optF32("rope.scaling.yarn_beta_slow", r.YarnBetaSlw)
-	}
-	optF32("attention.temperature_scale", s.AttnTemperature)
-	optF32("logit_scale", s.LogitScale)
-	optF32("embedding_scale", s.EmbeddingScale)
-	optF32("residual_scale", s.ResidualScale)
-	optF32("attention.scale", s.AttentionScale)
-	optF32("attn_logit_softcapping", s.AttnSoftcap)
-	optF32("final_logit_softcapping", s.FinalSoftcap)
-	if s.AltUp != nil {
-		altUpMetadata(b, s)
 	}
 }
 
