@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -158,59 +157,22 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 // decisions for both.
 func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home) []Buffer {
 	ld := newLoader(m, p, cpu, gpus, layerDev)
-	// The buffers in the order they are first used; a handful, so a list
-	// is quicker than a map for the hundreds of tensors that add to them.
-	type sum struct {
-		k bufKey
-		n int64
-	}
-	var sums []sum
-	add := func(k bufKey, n int64) {
-		for i := range sums {
-			if sums[i].k == k {
-				sums[i].n += n
-				return
-			}
-		}
-		sums = append(sums, sum{k, n})
-	}
-	// Buffers mapped from the file: one per buffer type and file (shard),
-	// spanning [first, last) of its tensors' bytes in that file
-	// (llama_model_loader::get_mapping_range), whatever lies between.
-	type span struct {
-		dev, buft   string
-		shard       int
-		first, last int64
-		used        int64 // the bytes of the tensors in the span
-	}
-	var spans []span
-	mapped := func(t arch.Tensor, dev, buft string) {
-		for i := range spans {
-			if s := &spans[i]; s.dev == dev && s.buft == buft && s.shard == t.Shard {
-				s.first = min(s.first, t.FileOffset)
-				s.last = max(s.last, t.FileOffset+int64(t.Size))
-				s.used += int64(t.Size)
-				return
-			}
-		}
-		spans = append(spans, span{dev, buft, t.Shard, t.FileOffset, t.FileOffset + int64(t.Size), int64(t.Size)})
-	}
-
+	var tl modelTally
 	place := func(t arch.Tensor, k bufKey) {
 		d := ld.byName[k.device]
 		switch {
 		case k.buft == mappedCPU:
-			mapped(t, cpu.Name, mappedCPU)
+			tl.mapped(t, cpu.Name, mappedCPU)
 		case k.device == cpu.Name:
-			add(k, alignUp(int64(t.Size), 32))
+			tl.add(k, alignUp(int64(t.Size), 32))
 		case p.Mmap && d.Backend == "Metal" && k.buft == d.bufferType():
 			// Metal wraps the mapped file in a device buffer
 			// (buffer_from_host_ptr) instead of copying the weights: the
 			// span between its first and last tensor is what it maps, and
 			// it keeps all of it resident.
-			mapped(t, d.Name, d.bufferType()+"_Mapped")
+			tl.mapped(t, d.Name, d.bufferType()+"_Mapped")
 		default:
-			add(k, alignUp(deviceBytes(d, t), d.alignment()))
+			tl.add(k, alignUp(deviceBytes(d, t), d.alignment()))
 		}
 	}
 	for _, t := range m.Tensors {
@@ -243,39 +205,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 			}
 		}
 	}
-	// The CPU's mapped spans first, file by file, as llama.cpp creates them.
-	slices.SortStableFunc(spans, func(a, b span) int {
-		if (a.dev == cpu.Name) != (b.dev == cpu.Name) {
-			if a.dev == cpu.Name {
-				return -1
-			}
-			return 1
-		}
-		return a.shard - b.shard
-	})
-	var out []Buffer
-	for _, s := range spans {
-		b := Buffer{Device: s.dev, BufferType: s.buft, Kind: KindModel, Bytes: s.last - s.first}
-		if s.buft != mappedCPU && !p.rules().MetalMappedSpan {
-			// The file is mapped from its start, so the span's start
-			// lies first bytes past a page boundary.
-			b.Bytes += s.first % MetalPage
-		}
-		if s.buft == mappedCPU && s.used < b.Bytes {
-			b.Resident = s.used
-			b.Note = fmt.Sprintf("mapped span; %s of tensors used in place stay resident, the other %s (weights repacked or copied to a GPU) is read once at load as clean file pages", mib(s.used), mib(b.Bytes-s.used))
-		}
-		out = append(out, b)
-	}
-	host := hostGPU(gpus)
-	for _, s := range sums {
-		n := s.n
-		if host != nil && s.k.device == cpu.Name && s.k.buft == host.HostBuffer() {
-			n += host.hostPad()
-		}
-		out = append(out, Buffer{Device: s.k.device, BufferType: s.k.buft, Kind: KindModel, Bytes: n})
-	}
-	return out
+	return tl.buffers(cpu.Name, hostGPU(gpus), p.rules().MetalMappedSpan)
 }
 
 // MetalPage is the page size on Apple silicon (sysconf(_SC_PAGESIZE)), to
