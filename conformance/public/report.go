@@ -125,7 +125,13 @@ func writeSummary(b *strings.Builder, cases []Case, rows []Row) {
 		count(func(r Row) bool { return r.Status == Miss && (!r.Planned || r.Lines == 0) }))
 	fmt.Fprintf(b, "- groups of cases with no shape: %d; planned groups not in an excerpt: %d\n",
 		count(func(r Row) bool { return r.Status == NoShape }), count(func(r Row) bool { return r.Status == NotInExcerpt }))
+	writeUnder(b, rows)
+}
 
+// writeUnder lists the under-estimates of more than 2%, the dangerous
+// direction: those the builds' own rules leave, then all of them with
+// their explanations.
+func writeUnder(b *strings.Builder, rows []Row) {
 	// The same, planned under each build's own rules where a case has
 	// them: what the rules leave unexplained in the dangerous direction.
 	var underBuild []string
