@@ -20,15 +20,30 @@ var Kinds = []string{"model", "kv", "rs", "compute", "output"}
 // A file that fails validation is an error naming the file and every
 // problem found in it.
 func Load(dir string) ([]Case, error) {
+	return LoadDir(dir, "golden files", func(path string, data []byte) (Case, []string, error) {
+		c, err := decodeCase(data)
+		if err != nil {
+			return Case{}, nil, err
+		}
+		c.Path = path
+		return *c, c.validate(), nil
+	})
+}
+
+// LoadDir reads every *.json file of dir in name order and gives each to
+// decode, which returns the value and the problems validation found; a
+// file that fails is an error naming it, and the errors of every file
+// are joined. what names the files in the error for an empty dir.
+func LoadDir[T any](dir, what string, decode func(path string, data []byte) (T, []string, error)) ([]T, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("conformance: no golden files in %s", dir)
+		return nil, fmt.Errorf("conformance: no %s in %s", what, dir)
 	}
 	sort.Strings(paths)
-	var cases []Case
+	var out []T
 	var errs []error
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -36,19 +51,18 @@ func Load(dir string) ([]Case, error) {
 			errs = append(errs, err)
 			continue
 		}
-		c, err := decodeCase(data)
+		v, problems, err := decode(p, data)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", filepath.Base(p), err))
 			continue
 		}
-		c.Path = p
-		if problems := c.validate(); len(problems) > 0 {
+		if len(problems) > 0 {
 			errs = append(errs, fmt.Errorf("%s: %s", filepath.Base(p), strings.Join(problems, "; ")))
 			continue
 		}
-		cases = append(cases, *c)
+		out = append(out, v)
 	}
-	return cases, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)

@@ -11,14 +11,12 @@ package public
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/headroom-llm/headroom/builds"
-	"os"
+	"github.com/headroom-llm/headroom/conformance"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/headroom-llm/headroom/catalog"
@@ -182,37 +180,16 @@ var Backends = []string{"CUDA", "Metal", "ROCm"}
 
 // Load reads and validates every case (*.json) in dir, sorted by id.
 func Load(dir string) ([]Case, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("public: no cases in %s", dir)
-	}
-	sort.Strings(paths)
-	var cases []Case
-	var errs []error
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	return conformance.LoadDir(dir, "public cases", func(path string, data []byte) (Case, []string, error) {
 		var c Case
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", filepath.Base(p), err))
-			continue
+			return Case{}, nil, err
 		}
-		c.Path = p
-		if problems := c.validate(strings.TrimSuffix(filepath.Base(p), ".json")); len(problems) > 0 {
-			errs = append(errs, fmt.Errorf("%s: %s", filepath.Base(p), strings.Join(problems, "; ")))
-			continue
-		}
-		cases = append(cases, c)
-	}
-	return cases, errors.Join(errs...)
+		c.Path = path
+		return c, c.validate(strings.TrimSuffix(filepath.Base(path), ".json")), nil
+	})
 }
 
 // validate lists what is missing or inconsistent in a case.
