@@ -27,8 +27,9 @@ const (
 // devices take, which without fit means all of them.
 const GPULayersAuto = -1
 
-// Profile is a serving configuration in llama-server's terms. Zero values
-// mean llama-server's defaults, filled in by Resolve.
+// Profile is a serving configuration in llama-server's terms. Defaults
+// gives llama-server's own values; a zero Ctx is the trained context and
+// a zero Parallel one sequence, as resolveContext reads them.
 type Profile struct {
 	Ctx         int       `json:"ctx"`      // -c: total cells across sequences; 0 = trained context
 	Parallel    int       `json:"parallel"` // -np
