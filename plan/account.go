@@ -159,59 +159,22 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 // decisions for both.
 func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]graph.Home) []Buffer {
 	ld := newLoader(m, p, cpu, gpus, layerDev)
-	// The buffers in the order they are first used; a handful, so a list
-	// is quicker than a map for the hundreds of tensors that add to them.
-	type sum struct {
-		k bufKey
-		n int64
-	}
-	var sums []sum
-	add := func(k bufKey, n int64) {
-		for i := range sums {
-			if sums[i].k == k {
-				sums[i].n += n
-				return
-			}
-		}
-		sums = append(sums, sum{k, n})
-	}
-	// Buffers mapped from the file: one per buffer type and file (shard),
-	// spanning [first, last) of its tensors' bytes in that file
-	// (llama_model_loader::get_mapping_range), whatever lies between.
-	type span struct {
-		dev, buft   string
-		shard       int
-		first, last int64
-		used        int64 // the bytes of the tensors in the span
-	}
-	var spans []span
-	mapped := func(t arch.Tensor, dev, buft string) {
-		for i := range spans {
-			if s := &spans[i]; s.dev == dev && s.buft == buft && s.shard == t.Shard {
-				s.first = min(s.first, t.FileOffset)
-				s.last = max(s.last, t.FileOffset+int64(t.Size))
-				s.used += int64(t.Size)
-				return
-			}
-		}
-		spans = append(spans, span{dev, buft, t.Shard, t.FileOffset, t.FileOffset + int64(t.Size), int64(t.Size)})
-	}
-
+	var tally modelTally
 	place := func(t arch.Tensor, k bufKey) {
 		d := ld.byName[k.device]
 		switch {
 		case k.buft == mappedCPU:
-			mapped(t, cpu.Name, mappedCPU)
+			tally.mapped(t, cpu.Name, mappedCPU)
 		case k.device == cpu.Name:
-			add(k, alignUp(int64(t.Size), 32))
+			tally.add(k, alignUp(int64(t.Size), 32))
 		case p.Mmap && d.Backend == "Metal" && k.buft == d.bufferType():
 			// Metal wraps the mapped file in a device buffer
 			// (buffer_from_host_ptr) instead of copying the weights: the
 			// span between its first and last tensor is what it maps, and
 			// it keeps all of it resident.
-			mapped(t, d.Name, d.bufferType()+"_Mapped")
+			tally.mapped(t, d.Name, d.bufferType()+"_Mapped")
 		default:
-			add(k, alignUp(deviceBytes(d, t), d.alignment()))
+			tally.add(k, alignUp(deviceBytes(d, t), d.alignment()))
 		}
 	}
 	for _, t := range m.Tensors {
@@ -244,8 +207,62 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 			}
 		}
 	}
+	return tally.buffers(p, cpu, gpus)
+}
+
+// modelTally totals the model buffers as the loader places the weights.
+type modelTally struct {
+	// sums are the allocated buffers in the order they are first used;
+	// a handful, so a list is quicker than a map for the hundreds of
+	// tensors that add to them.
+	sums []bufSum
+	// spans are the buffers mapped from the file: one per buffer type and
+	// file (shard), spanning [first, last) of its tensors' bytes in that
+	// file (llama_model_loader::get_mapping_range), whatever lies between.
+	spans []mappedSpan
+}
+
+type bufSum struct {
+	k bufKey
+	n int64
+}
+
+type mappedSpan struct {
+	dev, buft   string
+	shard       int
+	first, last int64
+	used        int64 // the bytes of the tensors in the span
+}
+
+// add adds n bytes to buffer k.
+func (y *modelTally) add(k bufKey, n int64) {
+	for i := range y.sums {
+		if y.sums[i].k == k {
+			y.sums[i].n += n
+			return
+		}
+	}
+	y.sums = append(y.sums, bufSum{k, n})
+}
+
+// mapped widens the span of buffer type buft on dev in t's file to t.
+func (y *modelTally) mapped(t arch.Tensor, dev, buft string) {
+	for i := range y.spans {
+		if s := &y.spans[i]; s.dev == dev && s.buft == buft && s.shard == t.Shard {
+			s.first = min(s.first, t.FileOffset)
+			s.last = max(s.last, t.FileOffset+int64(t.Size))
+			s.used += int64(t.Size)
+			return
+		}
+	}
+	y.spans = append(y.spans, mappedSpan{dev, buft, t.Shard, t.FileOffset, t.FileOffset + int64(t.Size), int64(t.Size)})
+}
+
+// buffers are the model buffers: the mapped spans, then the allocated
+// ones.
+func (y *modelTally) buffers(p Profile, cpu Device, gpus []Device) []Buffer {
 	// The CPU's mapped spans first, file by file, as llama.cpp creates them.
-	slices.SortStableFunc(spans, func(a, b span) int {
+	slices.SortStableFunc(y.spans, func(a, b mappedSpan) int {
 		if (a.dev == cpu.Name) != (b.dev == cpu.Name) {
 			if a.dev == cpu.Name {
 				return -1
@@ -255,7 +272,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 		return a.shard - b.shard
 	})
 	var out []Buffer
-	for _, s := range spans {
+	for _, s := range y.spans {
 		b := Buffer{Device: s.dev, BufferType: s.buft, Kind: KindModel, Bytes: s.last - s.first}
 		if s.buft != mappedCPU && !p.rules().MetalMappedSpan {
 			// The file is mapped from its start, so the span's start
@@ -269,7 +286,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 		out = append(out, b)
 	}
 	host := hostGPU(gpus)
-	for _, s := range sums {
+	for _, s := range y.sums {
 		n := s.n
 		if host != nil && s.k.device == cpu.Name && s.k.buft == host.HostBuffer() {
 			n += host.hostPad()
