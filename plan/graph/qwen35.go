@@ -29,7 +29,7 @@ func (o qwen35) graphOf(m *arch.Model) graphFunc {
 	t := deltaNetTensors{ffn: []string{"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"},
 		ba: []string{"ssm_beta.weight", "ssm_alpha.weight"}, not: []string{"ssm_in.weight", "ssm_ba.weight", "ffn_gate_up_exps.weight"}}
 	if moe {
-		t.ffn = qwenMoETensors
+		t.ffn = qwenMoETensors()
 	}
 	d, ok := deltaNetLayers(m, t)
 	if !ok {

@@ -32,7 +32,7 @@ func (qwen3next) graphOf(m *arch.Model) graphFunc {
 	if m.NExpert <= 0 || m.NExpertUsed <= 0 || m.NExpertUsed > m.NExpert || m.MLA || m.Window > 0 || m.NHead <= 0 {
 		return nil
 	}
-	d, ok := deltaNetLayers(m, deltaNetTensors{ffn: qwenMoETensors, ba: []string{"ssm_ba.weight"}, not: []string{"ssm_in.weight", "ffn_gate_up_exps.weight"}})
+	d, ok := deltaNetLayers(m, deltaNetTensors{ffn: qwenMoETensors(), ba: []string{"ssm_ba.weight"}, not: []string{"ssm_in.weight", "ffn_gate_up_exps.weight"}})
 	if !ok {
 		return nil
 	}
@@ -43,8 +43,10 @@ func (qwen3next) graphOf(m *arch.Model) graphFunc {
 
 // qwenMoETensors are the FFN tensors of Qwen3-Next's and Qwen3.5 MoE's
 // layers (qwenMoE).
-var qwenMoETensors = []string{"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight",
-	"ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"}
+func qwenMoETensors() []string {
+	return []string{"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight",
+		"ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"}
+}
 
 // deltaNetTensors are what sets the gated DeltaNet hybrids' tensors apart:
 // the FFN's, the beta/alpha projections', and tensors whose presence
