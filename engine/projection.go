@@ -12,6 +12,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // An architecture headroom does not replay is still one the user's
@@ -112,14 +113,14 @@ func ProjectedResult(rows []BreakdownRow, p plan.Profile, b arch.Basics, cpu pla
 // by the context and the micro-batch by the batch. Flash attention is
 // what p asks for; the log, where it says more, replaces this
 // (projectedContext).
-func estimatedContext(p plan.Profile, b arch.Basics) plan.Context {
+func estimatedContext(p plan.Profile, b arch.Basics) graph.Context {
 	nseq := max(p.Parallel, 1)
 	n := p.Ctx
 	if n == 0 {
 		n = b.CtxTrain
 	}
 	n = max(n, 256)
-	c := plan.Context{NSeq: nseq, NStream: nseq, Unified: p.KVUnified, CtxTrain: b.CtxTrain, SWAFull: p.SWAFull, Flash: p.FlashAttn == plan.FlashOn}
+	c := graph.Context{NSeq: nseq, NStream: nseq, Unified: p.KVUnified, CtxTrain: b.CtxTrain, SWAFull: p.SWAFull, Flash: p.FlashAttn == plan.FlashOn}
 	c.NCtx = (n + 255) / 256 * 256
 	c.NCtxSeq = c.NCtx
 	if !p.KVUnified {
@@ -141,7 +142,7 @@ var contextLine = regexp.MustCompile(`llama_context:\s+(n_seq_max|n_ctx|n_ctx_se
 
 // projectedContext reads the context llama-fit-params created from its
 // log, where it printed it; ok is false when it printed none.
-func projectedContext(lines []string, p plan.Profile, b arch.Basics) (plan.Context, bool) {
+func projectedContext(lines []string, p plan.Profile, b arch.Basics) (graph.Context, bool) {
 	c := estimatedContext(p, b)
 	seen := false
 	for _, l := range lines {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // BufferKind is what a buffer holds, by the contract's names.
@@ -64,8 +65,8 @@ func (b Buffer) ResidentBytes() int64 {
 
 // Result is the accountant's answer for one profile.
 type Result struct {
-	Context Context  `json:"-"`
-	Buffers []Buffer `json:"buffers"`
+	Context graph.Context `json:"-"`
+	Buffers []Buffer      `json:"buffers"`
 	// LayerDevice is where each block (and, last, the output layer) runs.
 	LayerDevice []string `json:"layer_device"`
 	// CPUMoE is the profile's --n-cpu-moe: the routed experts of the first
@@ -110,7 +111,7 @@ type modelPlacement struct {
 	// homes is each weight's device for graph replays, filled in by the
 	// first replay of the placement (most placements a search weighs are
 	// never replayed).
-	homes map[string]home
+	homes map[string]graph.Home
 	// staging is Result.LoadStaging.
 	staging *Buffer
 }
@@ -155,7 +156,7 @@ func weights(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []str
 // weightsInto is weights that also records, unless homes is nil, where
 // each weight lives by GGUF name (weightHomes): one pass of the loader's
 // decisions for both.
-func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home) []Buffer {
+func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]graph.Home) []Buffer {
 	ld := newLoader(m, p, cpu, gpus, layerDev)
 	var tl modelTally
 	place := func(t arch.Tensor, k bufKey) {
@@ -178,10 +179,10 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	for _, t := range m.Tensors {
 		k := ld.buffer(t)
 		if homes != nil {
-			homes[t.Name] = home{device: k.device, bytes: int64(t.Size)}
+			homes[t.Name] = graph.Home{Device: k.device, Bytes: int64(t.Size)}
 			if t.Name == "token_embd.weight" && m.TiedOutput {
 				_, dk := ld.tiedOutput(t)
-				homes["output.weight"] = home{device: dk.device, bytes: int64(t.Size)}
+				homes["output.weight"] = graph.Home{Device: dk.device, Bytes: int64(t.Size)}
 			}
 		}
 		if t.Unused {

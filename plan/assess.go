@@ -9,6 +9,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // Verdicts.
@@ -40,7 +41,7 @@ type Assessment struct {
 	// measured or are estimates.
 	Backends []BackendNote `json:"backends,omitempty"`
 	// Resolved is the context as llama.cpp would create it.
-	Resolved *Context `json:"-"`
+	Resolved *graph.Context `json:"-"`
 }
 
 // Fix is one change that makes a profile fit: llama-server flags to add

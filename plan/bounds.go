@@ -6,6 +6,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan/ggml"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // boundsMemo spares a search most compute-buffer replays. For one
@@ -25,7 +26,7 @@ type boundsMemo struct {
 	gpus    []Device
 	target  int64
 	anchors map[string][]anchor
-	build   graphBuilder
+	build   graph.Builder
 	// placed holds each placement's model buffers: a search asks about
 	// many contexts for one placement, and the weights do not change.
 	placed map[string]modelPlacement
@@ -39,12 +40,12 @@ type anchor struct {
 }
 
 func newBoundsMemo(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, target int64) *boundsMemo {
-	return newBoundsMemoWith(m, s, cpu, gpus, target, builderFor(m))
+	return newBoundsMemoWith(m, s, cpu, gpus, target, graph.For(m))
 }
 
 // newBoundsMemoWith is newBoundsMemo with the model's graph builder
 // already chosen.
-func newBoundsMemoWith(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, target int64, build graphBuilder) *boundsMemo {
+func newBoundsMemoWith(m *arch.Model, s *hw.Snapshot, cpu Device, gpus []Device, target int64, build graph.Builder) *boundsMemo {
 	return &boundsMemo{m: m, s: s, cpu: cpu, gpus: gpus, target: target, anchors: map[string][]anchor{}, build: build,
 		placed: map[string]modelPlacement{}, mem: &ggml.Arena{}}
 }
@@ -120,7 +121,7 @@ func (b *boundsMemo) place(p Profile, key string) (*Result, error) {
 }
 
 // homes are the weights' homes of p's placement, whose key is key.
-func (b *boundsMemo) homes(p Profile, key string, layerDev []string) map[string]home {
+func (b *boundsMemo) homes(p Profile, key string, layerDev []string) map[string]graph.Home {
 	mp := b.placed[key]
 	if mp.homes == nil {
 		mp.homes = weightHomes(b.m, p, b.cpu, b.gpus, layerDev)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // Companions are the models llama-server loads beside the main one: a
@@ -61,7 +62,7 @@ func (c *Companions) Flags() []string {
 }
 
 // buffers lists the companions' buffers for a main context ctx of profile p.
-func (c *Companions) buffers(ctx Context, p Profile, cpu Device, gpus []Device) ([]Buffer, error) {
+func (c *Companions) buffers(ctx graph.Context, p Profile, cpu Device, gpus []Device) ([]Buffer, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -87,7 +88,7 @@ const projectorNote = "rough estimate of the encoder's compute buffer at its war
 // --no-mmproj-offload), the encoder's compute buffer there, and a host
 // compute buffer holding the graph's inputs, of which the image's
 // pixels in f32 are nearly all.
-func (c *Companions) projectorBuffers(ctx Context, cpu Device, gpus []Device) []Buffer {
+func (c *Companions) projectorBuffers(ctx graph.Context, cpu Device, gpus []Device) []Buffer {
 	dev := cpu
 	if !c.ProjectorOnCPU {
 		if g := offloadGPU(gpus); g != nil {
@@ -131,7 +132,7 @@ type draftKey struct {
 // and for each slot a context of its own with the main context's cells
 // per sequence, one sequence, f16 caches, and the main profile's batch,
 // flash attention and mmap settings.
-func (c *Companions) draftBuffers(ctx Context, p Profile, cpu Device, gpus []Device) ([]Buffer, error) {
+func (c *Companions) draftBuffers(ctx graph.Context, p Profile, cpu Device, gpus []Device) ([]Buffer, error) {
 	slots := max(p.Parallel, 1)
 	key := draftKey{ctx.NCtxSeq, p.Batch, p.UBatch, slots, p.FlashAttn, p.Mmap, p.NoKVOffload}
 	c.mu.Lock()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan/graph"
 	"github.com/headroom-llm/headroom/synth"
 )
 
@@ -54,7 +55,7 @@ func TestProjectorBuffers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			comp := &Companions{Projector: proj, ProjectorName: "mmproj.gguf", ProjectorOnCPU: c.onCPU}
-			got := comp.projectorBuffers(Context{Flash: c.flash}, cpu, c.gpus)
+			got := comp.projectorBuffers(graph.Context{Flash: c.flash}, cpu, c.gpus)
 			if len(got) != len(c.want) {
 				t.Fatalf("%d buffers, want %d: %+v", len(got), len(c.want), got)
 			}

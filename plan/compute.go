@@ -4,13 +4,14 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/plan/ggml"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // outputBuffer is the logits buffer (llama_context::output_reserve):
 // n_vocab floats per output row, reserved for n_seq_max rows (or a build's
 // own rule, Rules.OutputRows and OutputEmbd), in the host buffer type of
 // the device holding the output layer, else the CPU's.
-func outputBuffer(m *arch.Model, c Context, rules builds.Rules, cpu Device, gpus []Device, layerDev []string) Buffer {
+func outputBuffer(m *arch.Model, c graph.Context, rules builds.Rules, cpu Device, gpus []Device, layerDev []string) Buffer {
 	buft, pad := cpu.Name, int64(0)
 	for _, g := range gpus {
 		if g.Name == layerDev[m.NLayer] && g.HostBuffer() != "" {
@@ -37,13 +38,13 @@ const (
 // tensor the allocator places grows with the token count, so the
 // one-token-per-sequence graph only matters when there are more sequences
 // than micro-batch tokens.
-func cpuComputeBytes(m *arch.Model, c Context, rules builds.Rules, build graphBuilder) int64 {
-	graph := func(n int) *ggml.Graph { return build(m, c, n, &gb{cpu: "CPU", rules: rules}) }
-	pp := ggml.Reserve(graph(c.NUBatch), cpuAlign)
+func cpuComputeBytes(c graph.Context, rules builds.Rules, build graph.Builder) int64 {
+	record := func(n int) *ggml.Graph { return build(c, n, graph.Placement{CPU: "CPU", Rules: rules}) }
+	pp := ggml.Reserve(record(c.NUBatch), cpuAlign)
 	if c.NSeq <= c.NUBatch {
 		return pp
 	}
-	return max(pp, ggml.Reserve(graph(c.NSeq), cpuAlign))
+	return max(pp, ggml.Reserve(record(c.NSeq), cpuAlign))
 }
 
 // cpuAlign is TENSOR_ALIGNMENT, the CPU buffer type's alignment.
@@ -54,8 +55,8 @@ const cpuAlign = 32
 // against a full cache) with ggml-alloc, which reuses memory as tensors
 // die; the peak is dominated by the attention scores (without flash
 // attention), the micro-batch's activations, and the logits.
-func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
-	return computeBuffersWith(builderFor(m), m, c, p, cpu, gpus, layerDev, nil, nil)
+func computeBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
+	return computeBuffersWith(graph.For(m), m, c, p, cpu, gpus, layerDev, nil, nil)
 }
 
 // computeBuffersWith is computeBuffers with the model's graph builder
@@ -63,7 +64,7 @@ func computeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Devi
 // search need not repeat for each profile) and, unless nil, the weights'
 // homes (weightHomes) for this placement, and an arena for the graphs
 // (nil for a fresh one).
-func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *ggml.Arena) []Buffer {
+func computeBuffersWith(build graph.Builder, m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]graph.Home, mem *ggml.Arena) []Buffer {
 	T := int64(c.NUBatch)
 	f32 := int64(4)
 	nKV := int64(c.NCtxSeq)
@@ -97,7 +98,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 	}
 	if len(gpus) == 0 {
 		if build != nil {
-			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: cpuComputeBytes(m, c, p.rules(), build), Note: replayNote}}
+			return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: cpuComputeBytes(c, p.rules(), build), Note: replayNote}}
 		}
 		return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Bytes: peak, Note: computeNote}}
 	}
@@ -109,7 +110,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 	// The output projection runs where its weight lives, which is the CPU
 	// when the output layer stays there or the weight is too large for
 	// the device.
-	outHome := weightHomes(m, p, cpu, gpus, layerDev)["output.weight"].device
+	outHome := weightHomes(m, p, cpu, gpus, layerDev)["output.weight"].Device
 	if outHome == "" {
 		outHome = layerDev[m.NLayer]
 	}
@@ -139,7 +140,7 @@ func computeBuffersWith(build graphBuilder, m *arch.Model, c Context, p Profile,
 
 // splitComputeBuffers lists the compute buffers of a CPU and GPU split from
 // the scheduler replay: one per GPU that runs anything, and the host's.
-func splitComputeBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *ggml.Arena, build graphBuilder) []Buffer {
+func splitComputeBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]graph.Home, mem *ggml.Arena, build graph.Builder) []Buffer {
 	peak := splitComputeBytes(m, c, p, cpu, gpus, layerDev, homes, mem, build)
 	var out []Buffer
 	for _, g := range gpus {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // kvBuffers sizes the KV caches (src/llama-kv-cache.cpp): per layer with
@@ -9,7 +10,7 @@ import (
 // V tensor likewise, on the layer's device unless -nkvo keeps them on the
 // CPU. Sliding-window layers get their own, smaller cache, and llama.cpp
 // logs each cache's buffers separately, so they are separate here too.
-func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
+func kvBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
 	full := map[string]int64{}
 	swa := map[string]int64{}
 	// largest is each device's largest K or V tensor (one per layer, all
@@ -24,10 +25,7 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, l
 	for _, l := range m.Layers {
 		maxV = max(maxV, l.VDim)
 	}
-	swaCells := pad(min(c.NCtxSeq, m.Window*swaSeqs(c)+c.NUBatch), 256)
-	if c.SWAFull {
-		swaCells = c.NCtxSeq
-	}
+	swaCells := c.SWACells(m.Window)
 	nextNWithoutKV := p.rules().NextNWithoutKV
 	for i, l := range m.Layers {
 		if l.Attention == arch.NoAttention {
@@ -76,20 +74,11 @@ func kvBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, l
 	return out
 }
 
-// swaSeqs is how many sequences' windows a sliding cache must hold: all of
-// them when the cache is unified, else one per stream.
-func swaSeqs(c Context) int {
-	if c.Unified {
-		return c.NSeq
-	}
-	return 1
-}
-
 // rsBuffers sizes the recurrent state (src/llama-memory-recurrent.cpp):
 // per recurrent layer, an R (conv) and an S (scan) tensor of float32, one
 // row per sequence, on the layer's device unless -nkvo keeps them on the
 // CPU.
-func rsBuffers(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
+func rsBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
 	rows := int64(max(1, c.NSeq))
 	sums := map[string]int64{}
 	var order []string

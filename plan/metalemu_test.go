@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/headroom-llm/headroom/builds"
+	"github.com/headroom-llm/headroom/plan/graph"
 	"os"
 	"strconv"
 	"strings"
@@ -121,15 +122,15 @@ func TestMetalOptimizerOnCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			build := builderFor(m)
+			build := graph.For(m)
 			if build == nil {
 				t.Fatalf("%s: no graph", tc.ID)
 			}
-			stock := cpuComputeBytes(m, c, b.rules, build)
+			stock := cpuComputeBytes(c, b.rules, build)
 			o := ggml.Sched{CPU: "CPU", Mem: &ggml.Arena{}, Rules: b.rules,
 				Optimize: map[string]ggml.Optimizer{"CPU": ggml.OptMetal},
 				Buffers:  map[string]ggml.BufferType{"CPU": {Align: cpuAlign}}}
-			g := build(m, c, c.NUBatch, &gb{cpu: "CPU", rules: b.rules})
+			g := build(c, c.NUBatch, graph.Placement{CPU: "CPU", Rules: b.rules})
 			if n := len(g.Nodes()); n != tc.Nodes {
 				t.Errorf("%s %s: %d graph nodes, llama.cpp %d", b.name, tc.ID, n, tc.Nodes)
 			}

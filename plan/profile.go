@@ -5,6 +5,7 @@ package plan
 import (
 	"fmt"
 	"github.com/headroom-llm/headroom/builds"
+	"github.com/headroom-llm/headroom/plan/graph"
 	"math"
 	"strconv"
 	"strings"
@@ -111,35 +112,6 @@ func Defaults() Profile {
 		FlashAttn: FlashAuto, GPULayers: GPULayersAuto, Mmap: true, TensorSplit: []float64{}, Overrides: []Override{}}
 }
 
-// Context is the profile as llama.cpp's context constructor resolves it.
-type Context struct {
-	NCtx     int // total cells, padded
-	NCtxSeq  int // cells per sequence
-	NSeq     int // n_seq_max
-	NStream  int // KV streams: 1 if unified, else NSeq
-	NBatch   int
-	NUBatch  int
-	Flash    bool // flash attention in effect
-	TypeK    gguf.GGMLType
-	TypeV    gguf.GGMLType
-	VTrans   bool // V stored transposed (without flash attention)
-	Unified  bool
-	SWAFull  bool
-	CtxTrain int
-	// NOutputsMax is n_outputs_max: the reserve graph keeps
-	// min(n_tokens, NOutputsMax) rows past the output selection.
-	NOutputsMax int
-}
-
-// outputRows is how many rows the reserve graph of T tokens keeps past
-// its output selection (llama_context::sched_reserve's n_outputs_pp).
-func (c Context) outputRows(T int64) int64 {
-	if c.NOutputsMax <= 0 {
-		return T
-	}
-	return min(T, int64(c.NOutputsMax))
-}
-
 func pad(x, n int) int { return (x + n - 1) / n * n }
 
 // resolveContext applies llama_context's rules (src/llama-context.cpp):
@@ -147,8 +119,8 @@ func pad(x, n int) int { return (x + n - 1) / n * n }
 // for older builds); without a unified cache each sequence gets
 // PAD(n_ctx/n_seq, 256) cells; the batch
 // is capped by the context and the micro-batch by the batch.
-func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLType) bool) (Context, error) {
-	c := Context{CtxTrain: ctxTrain, NSeq: max(p.Parallel, 1), Unified: p.KVUnified, SWAFull: p.SWAFull}
+func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLType) bool) (graph.Context, error) {
+	c := graph.Context{CtxTrain: ctxTrain, NSeq: max(p.Parallel, 1), Unified: p.KVUnified, SWAFull: p.SWAFull}
 	n := p.Ctx
 	if n == 0 {
 		n = ctxTrain

@@ -4,12 +4,13 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // splitComputeBytes replays the worst-case graphs on a CPU and GPUs split
 // and returns each backend buffer's size, keyed by device name (the CPU's
 // buffer is its host buffer type).
-func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]home, mem *ggml.Arena, build graphBuilder) map[string]int64 {
+func splitComputeBytes(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Device, layerDev []string, homes map[string]graph.Home, mem *ggml.Arena, build graph.Builder) map[string]int64 {
 	if mem == nil {
 		mem = &ggml.Arena{}
 	}
@@ -60,10 +61,8 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 		graphs = append(graphs, c.NSeq)
 	}
 	for _, tokens := range graphs {
-		b := &gb{Ctx: ggml.NewCtx(mem), cpu: cpu.Name, homes: homes, kvDev: kv, layerDev: layerDev, rules: p.rules(),
-			pinNorms: tokens < 32 || fullOffload(m, p)}
-		g := build(m, c, tokens, b)
-		b.Done()
+		g := build(c, tokens, graph.Placement{CPU: cpu.Name, Homes: homes, KVDevices: kv, LayerDevices: layerDev, Rules: p.rules(),
+			PinNorms: tokens < 32 || fullOffload(m, p), Arena: mem})
 		for dev, n := range o.Measure(g) {
 			peak[dev] = max(peak[dev], n)
 		}
@@ -71,9 +70,15 @@ func splitComputeBytes(m *arch.Model, c Context, p Profile, cpu Device, gpus []D
 	return peak
 }
 
+// fullOffload is llama_context's full_offload: -ngl above the layer count,
+// so the output layer is offloaded too.
+func fullOffload(m *arch.Model, p Profile) bool {
+	return p.GPULayers == GPULayersAuto || p.GPULayers > m.NLayer
+}
+
 // weightHomes says where each weight of the graph lives, by GGUF name.
-func weightHomes(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) map[string]home {
-	homes := make(map[string]home, len(m.Tensors)+1)
+func weightHomes(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev []string) map[string]graph.Home {
+	homes := make(map[string]graph.Home, len(m.Tensors)+1)
 	weightsInto(m, p, cpu, gpus, layerDev, homes)
 	return homes
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // Goals a plan can optimise for.
@@ -219,7 +220,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	// The cache types are searched at once: nothing is shared between
 	// them but the graph builder, and each takes as long as the others.
 	cs := &cacheSearch{m: m, s: s, o: o, cpu: cpu, gpus: gpus, maxLayers: maxLayers,
-		minCtx: minCtx, ceiling: ceiling, unified: unified, build: builderFor(m)}
+		minCtx: minCtx, ceiling: ceiling, unified: unified, build: graph.For(m)}
 	found := make([][]Candidate, len(caches))
 	var wg sync.WaitGroup
 	for i, cc := range caches {

@@ -3,6 +3,7 @@ package plan
 import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan/graph"
 )
 
 // cacheChoice is a K and V cache type pair the search tries, and whether
@@ -22,7 +23,7 @@ type cacheSearch struct {
 	gpus                       []Device
 	maxLayers, minCtx, ceiling int
 	unified                    bool
-	build                      graphBuilder
+	build                      graph.Builder
 }
 
 // run searches the best profiles with caches cc: the most layers, then

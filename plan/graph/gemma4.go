@@ -1,0 +1,83 @@
+package graph
+
+import (
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan/ggml"
+)
+
+// This file is src/models/gemma4.cpp for the dense models without
+// per-layer embeddings (31B): Gemma 3's sliding and global layers over
+// llama_kv_cache_iswa, each kind with its own head width and KV heads;
+// Q and K normed per head, V RMS-normed without a weight, K doubling as V
+// where a global layer has no attn_v; RoPE on the global layers through
+// the rope_freqs table (proportional RoPE); no scaling of Q outside the
+// attention; a layer output scale; the output rows taken after the final
+// norm, and the logits soft-capped.
+
+// gemma4 is Gemma 4's family.
+type gemma4 struct{}
+
+func (gemma4) graphOf(m *arch.Model) graphFunc {
+	sliding, ok := swaLayersOK(m)
+	if !ok || sliding == 0 || !hasTensor(m, "rope_freqs.weight") {
+		return nil
+	}
+	for il := range m.Layers {
+		blk := blkName(il)
+		for _, n := range []string{"attn_q.weight", "attn_k.weight", "attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight",
+			"ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "post_ffw_norm.weight"} {
+			if !hasTensor(m, blk+n) {
+				return nil
+			}
+		}
+		for _, n := range []string{"ffn_gate_inp.weight", "per_layer_inp_gate.weight", "attn_q.bias"} {
+			if hasTensor(m, blk+n) {
+				return nil
+			}
+		}
+	}
+	return gemma4Graph
+}
+
+func gemma4Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
+	in := b.newBatch(m, c, nTokens)
+	inpL := b.Scale(in.inpL)
+	full, swa := b.iswaInputs(m, c, in.T, swaCells(m, c))
+	for il, l := range m.Layers {
+		blk := blkName(il)
+		kv, freqs := full, (*tensor)(nil)
+		if l.Attention == arch.Sliding {
+			kv = swa
+		} else {
+			freqs = b.ropeFactors(il)
+		}
+		s := layerShape(m, l, c, kv, in.T)
+		cur := b.norm(inpL, blk+"attn_norm.weight")
+		q := b.Reshape(b.MulMat(b.weight(blk+"attn_q.weight"), cur), s.headK, s.heads, s.T)
+		q = b.Rope(b.norm(q, blk+"attn_q_norm.weight"), in.pos, freqs)
+		kp := b.MulMat(b.weight(blk+"attn_k.weight"), cur)
+		vp := kp // attention_k_eq_v: no attn_v
+		if b.has(blk + "attn_v.weight") {
+			vp = b.MulMat(b.weight(blk+"attn_v.weight"), cur)
+		}
+		k := b.norm(b.Reshape(kp, s.headK, s.headsKV, s.T), blk+"attn_k_norm.weight")
+		v := b.RMSNorm(b.Reshape(vp, s.headV, s.headsKV, s.T))
+		k = b.Rope(k, in.pos, freqs)
+		cur = b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{}))
+		attnOut := b.Add(b.norm(cur, blk+"post_attention_norm.weight"), inpL)
+		cur = b.ffn(blk, "", b.norm(attnOut, blk+"ffn_norm.weight"), ffnSwiGLU)
+		cur = b.Add(b.norm(cur, blk+"post_ffw_norm.weight"), attnOut)
+		if b.has(blk + "layer_output_scale.weight") {
+			cur = b.Mul(cur, b.weight(blk+"layer_output_scale.weight"))
+		}
+		inpL = cur
+	}
+	// The final norm is the graph's t_h_nextn output; the rows are taken
+	// after it.
+	cur := b.GetRows(b.norm(inpL, "output_norm.weight").SetOutput(), in.outIDs).SetOutput()
+	logits := b.MulMat(b.weight("output.weight", int64(m.NEmbd), int64(m.NVocab)), cur)
+	if m.FinalSoftcap {
+		logits = b.Scale(b.Unary(b.Scale(logits)))
+	}
+	return b.finish(logits)
+}
