@@ -107,40 +107,21 @@ func (rt *apiRuntime) Load(ctx context.Context, req server.LoadRequest) (*server
 	if req.Ctx > 0 {
 		o.Fixed.Ctx = req.Ctx
 	}
-	// The child must outlive the request that started it.
-	ctx = rt.base
-	m, err := rt.d.Resolve(ctx, req.Model)
-	if err != nil {
-		return nil, err
-	}
-	a, err := rt.d.Assess(ctx, m, o)
-	var nf *launch.NotFit
-	if errors.As(err, &nf) {
+	// The child must outlive the request that started it. The engine
+	// check runs as serve runs it: a load llama.cpp's own projection
+	// refuses is refused here too.
+	run, err := rt.d.Launch(rt.base, req.Model, launch.Options{Search: o, Store: rt.st, EngineCheck: true,
+		Load: launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Observations: filepath.Join(rt.st.Root, "observed"), ReadyTimeout: rt.ready}})
+	var (
+		nf      *launch.NotFit
+		refusal *admission.Refusal
+	)
+	switch {
+	case errors.As(err, &nf):
 		return nil, &server.Refused{Reason: nf.Error()}
-	}
-	if err != nil {
-		return nil, err
-	}
-	path := ""
-	var man *store.Manifest
-	if m.Local() {
-		path = m.Header.Artifact.Files[0].Path
-	} else {
-		p, err := rt.d.Pull(ctx, m, nil, rt.st, false)
-		if err != nil {
-			return nil, err
-		}
-		path, man = p.Path, p.Manifest
-	}
-	if err := rt.d.CompanionFiles(ctx, m, man, rt.st, false); err != nil {
-		return nil, err
-	}
-	run, err := rt.d.Load(ctx, a, path, launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Observations: filepath.Join(rt.st.Root, "observed"), Port: 0, ReadyTimeout: rt.ready})
-	var refusal *admission.Refusal
-	if errors.As(err, &refusal) {
+	case errors.As(err, &refusal):
 		return nil, &server.Refused{Reason: refusal.Error()}
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
 	}
 	rt.mu.Lock()

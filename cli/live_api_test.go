@@ -30,7 +30,7 @@ func TestLiveAPITwoAdmittedThirdRefused(t *testing.T) {
 	model := storedShape(t, st, "tinyllama-1.1b", synth.Q4_K_M)
 	opts := plan.DefaultSearch()
 	opts.Parallel, opts.Fixed.Ctx = 1, 2048
-	srv := startAPI(t, st, twoLoadMachine(t, "tinyllama-1.1b", synth.Q4_K_M, opts), bin, opts, 3*time.Minute)
+	srv := startAPI(t, st, twoLoadMachine(t, "tinyllama-1.1b", synth.Q4_K_M, opts), bin, "", opts, 3*time.Minute)
 	post := func(path, body string) (int, string) { return postJSON(srv.URL+path, body) }
 	var running []server.Instance
 	for i := range 2 {

@@ -1,6 +1,7 @@
 // Package launch carries a model from a reference to a running server:
 // resolve the reference to an exact artifact, assess it on this machine,
-// pull it into the store only once it fits, admit it again at load time
+// ask the user's llama.cpp to project the plan, pull it into the store
+// only once it fits, admit it again at load time
 // beside what headroom already runs, start llama-server with the plan and
 // declare it ready only after a real completion.
 package launch
@@ -39,7 +40,8 @@ type Deps struct {
 	Cache *admission.Cache
 	// FitParams is the llama-fit-params of the llama.cpp that will load
 	// the model ("" when there is none): it projects the loads of an
-	// architecture headroom does not model.
+	// architecture headroom does not model, and checks the plans of the
+	// others (Preflight).
 	FitParams string
 }
 
