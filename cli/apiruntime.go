@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +43,10 @@ type apiInstance struct {
 // references and files inside the store. A path elsewhere or a URL would
 // let a request read any file or reach any host.
 func (rt *apiRuntime) checkRef(ref string) error {
-	if entry, _, ok := strings.Cut(ref, "/"); ok && rt.d.Catalog != nil && rt.d.Catalog.Entry(entry) != nil {
-		return nil // a catalog variant; Resolve checks the quantization
+	if rt.d.Catalog != nil {
+		if e, _, err := rt.d.Catalog.Find(ref); e != nil || err != nil {
+			return err // a catalog variant, or an entry without that quantization
+		}
 	}
 	r, err := source.ParseRef(ref)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/arch"
@@ -144,35 +143,24 @@ func (d *Deps) resolve(ctx context.Context, ref string, withCompanions bool) (*M
 	return m, nil
 }
 
-// variant recognizes ENTRY/QUANT. A path that exists on disk is a path,
-// even if its name looks like a variant.
+// variant recognizes ENTRY/QUANT (catalog.Find) and names the file to
+// open: the locked one when the lock pins it. A path that exists on disk
+// is a path, even if its name looks like a variant.
 func (d *Deps) variant(ref string) (open string, pinned *catalog.Package, ok bool, err error) {
-	entry, quant, found := strings.Cut(ref, "/")
-	if !found || d.Catalog == nil || strings.Contains(ref, ":") || strings.Contains(quant, "/") {
+	if d.Catalog == nil {
 		return "", nil, false, nil
 	}
 	if _, err := os.Stat(ref); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return "", nil, false, nil
 	}
-	e := d.Catalog.Entry(entry)
-	if e == nil {
-		return "", nil, false, nil
+	e, v, err := d.Catalog.Find(ref)
+	if e == nil || err != nil {
+		return "", nil, false, err
 	}
-	v := e.Variant(quant)
-	if v == nil {
-		var have []string
-		for _, v := range e.Variants {
-			have = append(have, v.Quant)
-		}
-		return "", nil, false, fmt.Errorf("%s: the catalog has no %s variant of %s (it has %s)", ref, quant, entry, strings.Join(have, ", "))
-	}
-	open = v.Ref
 	if pkg, _ := d.Lock.Lookup(e.ID, *v); pkg != nil && len(pkg.Files) > 0 {
-		// The lock pins the commit and the file: open exactly that.
-		open = "hf:" + pkg.Repo + "/" + pkg.Files[0].Name + "@" + pkg.Commit
 		pinned = pkg
 	}
-	return open, pinned, true, nil
+	return d.Lock.Source(e, *v), pinned, true, nil
 }
 
 // checkPinned compares what the Hub lists now with what the lock recorded.
