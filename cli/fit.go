@@ -111,35 +111,35 @@ func (refusedBool) IsBoolFlag() bool { return true }
 // profileFlags registers llama-server's serving flags, under their short and
 // long names, and returns a function that builds the profile after parsing.
 func profileFlags(fs *flags) func() (plan.Profile, error) {
-	p := plan.Defaults()
+	p := engine.ServerDefaults()
 	np := -1
-	ngl := &gpuLayers{n: plan.GPULayersAuto}
+	ngl := &gpuLayers{n: p.GPULayers}
 	ts := &floats{}
 	var kvu, noMmap, mmapOn, nkvo bool
-	fa := string(plan.FlashAuto)
+	fa := string(p.FlashAttn)
 	for _, n := range []string{"c", "ctx-size"} {
 		fs.IntVar(&p.Ctx, n, 0, "context size in cells across all sequences; 0 = the model's trained context")
 	}
 	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&np, n, -1, "parallel sequences (slots); -1 = llama-server's auto: 4 with a unified cache")
+		fs.IntVar(&np, n, -1, fmt.Sprintf("parallel sequences (slots); -1 = llama-server's auto: %d with a unified cache", p.Parallel))
 	}
 	for _, n := range []string{"kvu", "kv-unified"} {
 		fs.BoolVar(&kvu, n, false, "one KV cache shared by all sequences")
 	}
 	for _, n := range []string{"b", "batch-size"} {
-		fs.IntVar(&p.Batch, n, 2048, "logical batch size")
+		fs.IntVar(&p.Batch, n, p.Batch, "logical batch size")
 	}
 	for _, n := range []string{"ub", "ubatch-size"} {
-		fs.IntVar(&p.UBatch, n, 512, "physical batch size (micro-batch)")
+		fs.IntVar(&p.UBatch, n, p.UBatch, "physical batch size (micro-batch)")
 	}
 	for _, n := range []string{"ctk", "cache-type-k"} {
-		fs.StringVar(&p.CacheK, n, "f16", "K cache type: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1")
+		fs.StringVar(&p.CacheK, n, p.CacheK, "K cache type: "+strings.Join(engine.CacheTypes(), ", "))
 	}
 	for _, n := range []string{"ctv", "cache-type-v"} {
-		fs.StringVar(&p.CacheV, n, "f16", "V cache type (quantized V needs -fa on)")
+		fs.StringVar(&p.CacheV, n, p.CacheV, "V cache type (quantized V needs -fa on)")
 	}
 	for _, n := range []string{"fa", "flash-attn"} {
-		fs.StringVar(&fa, n, "auto", "flash attention: on, off or auto")
+		fs.StringVar(&fa, n, fa, "flash attention: on, off or auto")
 	}
 	for _, n := range []string{"ngl", "gpu-layers", "n-gpu-layers"} {
 		fs.Var(ngl, n, "layers on the GPU: a number, auto or all (the output layer counts as one)")
@@ -177,8 +177,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 		}
 		switch {
 		case np == -1:
-			// llama-server's -np auto: 4 slots sharing one cache.
-			p.Parallel, p.KVUnified = 4, true
+			// llama-server's -np auto, as ServerDefaults has it.
 		case np < 1 || np > maxSlots:
 			return p, usagef("-np, --parallel %d: want -1 (llama-server's auto) or 1 to %d slots", np, maxSlots)
 		default:
@@ -199,8 +198,8 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 		p.Mmap = !noMmap
 		p.NoKVOffload = nkvo
 		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", p.CacheK}, {"-ctv, --cache-type-v", p.CacheV}} {
-			if !slices.Contains(cacheTypes, c.v) {
-				return p, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(cacheTypes, ", "))
+			if !slices.Contains(engine.CacheTypes(), c.v) {
+				return p, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
 			}
 		}
 		switch {

@@ -8,9 +8,6 @@ import (
 	"github.com/headroom-llm/headroom/plan"
 )
 
-// cacheTypes are the K and V cache types llama-server accepts.
-var cacheTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
-
 // checkCounts checks the slot count, minimum context and fit target that
 // plan, pull, serve and recommend share.
 func checkCounts(parallel, minCtx int, fitTarget int64) error {
@@ -77,8 +74,8 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 			return opts, usagef("-c, --ctx-size %d: want 0 (searched) or more cells", opts.Fixed.Ctx)
 		}
 		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", opts.Fixed.CacheK}, {"-ctv, --cache-type-v", opts.Fixed.CacheV}} {
-			if c.v != "" && !slices.Contains(cacheTypes, c.v) {
-				return opts, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(cacheTypes, ", "))
+			if c.v != "" && !slices.Contains(engine.CacheTypes(), c.v) {
+				return opts, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
 			}
 		}
 		opts.Base.Overrides = append([]plan.Override{}, *ot...)

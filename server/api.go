@@ -14,11 +14,6 @@ import (
 	"github.com/headroom-llm/headroom/speed"
 )
 
-// cacheTypes are the K/V cache types llama.cpp accepts for -ctk and -ctv.
-func cacheTypes() []string {
-	return []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
-}
-
 // capabilities are the ones catalog entries declare.
 func capabilities() []string { return catalog.Capabilities() }
 
@@ -95,10 +90,10 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 }
 
 // fitProfile reads the model and the serving profile, with the CLI's
-// defaults: the trained context, and llama-server's automatic four slots
-// sharing one cache unless parallel is given.
+// defaults (engine.ServerDefaults): what is not given is what
+// llama-server would run.
 func fitProfile(q *query) (string, plan.Profile, error) {
-	p := plan.Defaults()
+	p := engine.ServerDefaults()
 	ref, ok := q.str("model")
 	if !ok && q.err == nil {
 		q.fail("model is required: a catalog variant such as qwen3-8b/Q4_K_M")
@@ -106,8 +101,6 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 	p.Ctx = q.intIn("ctx", 0, 0, maxCtx)
 	if _, given := q.v["parallel"]; given {
 		p.Parallel, p.KVUnified = q.intIn("parallel", 1, 1, 256), false
-	} else {
-		p.Parallel, p.KVUnified = 4, true
 	}
 	switch s, _ := q.str("ngl"); s {
 	case "", "all", "auto":
@@ -116,9 +109,9 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 	default:
 		p.GPULayers = q.intIn("ngl", plan.GPULayersAuto, 0, 9999)
 	}
-	p.CacheK = q.oneOf("ctk", "f16", cacheTypes()...)
-	p.CacheV = q.oneOf("ctv", "f16", cacheTypes()...)
-	p.FlashAttn = plan.FlashAttn(q.oneOf("fa", string(plan.FlashAuto), "on", "off", "auto"))
+	p.CacheK = q.oneOf("ctk", p.CacheK, engine.CacheTypes()...)
+	p.CacheV = q.oneOf("ctv", p.CacheV, engine.CacheTypes()...)
+	p.FlashAttn = plan.FlashAttn(q.oneOf("fa", string(p.FlashAttn), "on", "off", "auto"))
 	// A plan's layer split and MoE expert placement (-ts, --n-cpu-moe),
 	// so a plan can be checked, and re-checked live, as it was made.
 	p.CPUMoE = q.intIn("ncmoe", 0, 0, 9999)
