@@ -265,7 +265,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		r := &rows[index[todo[k]]]
 		e := cat.Entry(r.Entry)
 		cm, prov := cat.model(e, *e.Variant(r.Quant), lock)
-		fresh[k], errs[k] = assessModel(cm, prov, snap, mc, so)
+		fresh[k], errs[k] = assessModel(cm, prov, mc, so)
 	})
 	for k, key := range todo {
 		if errs[k] != nil {

@@ -59,8 +59,7 @@ func (d *Deps) Preflight(ctx context.Context, a *Assessed) *Projected {
 		d.say("checking", "no llama-fit-params beside llama-server or on PATH: the plan is headroom's accounting alone")
 		return nil
 	}
-	cpu, gpus := plan.Devices(a.Snapshot)
-	c, err := EngineCheck(ctx, d.Client, d.FitParams, a.Model.Header, a.Model.Arch, a.Chosen().Profile, cpu, gpus)
+	c, err := EngineCheck(ctx, d.Client, d.FitParams, a.Model.Header, a.Model.Arch, a.Chosen().Profile, a.cpu, a.gpus)
 	if err != nil {
 		d.say("checking", "llama.cpp's own projection could not be had: %s", strings.Join(strings.Fields(err.Error()), " "))
 		return nil
@@ -75,7 +74,7 @@ func (d *Deps) Preflight(ctx context.Context, a *Assessed) *Projected {
 			diffs = append(diffs, fmt.Sprintf("%s %s: llama.cpp %d MiB, headroom %d MiB", cell.Row, cell.Part, cell.Engine, cell.Headroom))
 		}
 	}
-	p := &Projected{By: c.Engine, Rows: c.Beyond(cpu.Name)}
+	p := &Projected{By: c.Engine, Rows: c.Beyond(a.cpu.Name)}
 	if len(p.Rows) == 0 {
 		d.say("checking", "llama.cpp's own projection differs from the plan (%s), counting less than headroom: the plan's figures stand", strings.Join(diffs, "; "))
 		return nil

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
@@ -183,28 +182,14 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	// Where nothing fits the CLI fails; the API answers the search
 	// itself (chosen null, explain saying why), which a client can show.
 	out := planJSON{Plan: p, Speed: []speed.Result{}}
-	if p.Chosen != nil {
-		out.Speed = decodeEstimate(res.m, p.Chosen, m.snap)
+	if c := p.Chosen; c != nil {
+		// As the CLI's plan reports it: an empty context, and one slot's
+		// context full.
+		cpu, gpus := plan.Devices(m.snap)
+		out.Speed = speed.EstimateProfile(res.m, c.Profile, cpu, gpus, m.snap, 0, c.CtxPerSlot)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// decodeEstimate is generation speed for a candidate with an empty
-// context and with one slot's context full, as the CLI's plan reports it.
-func decodeEstimate(m *arch.Model, c *plan.Candidate, snap *hw.Snapshot) []speed.Result {
-	out := []speed.Result{}
-	cpu, gpus := plan.Devices(snap)
-	res, err := plan.Account(m, c.Profile, cpu, gpus)
-	if err != nil {
-		return out
-	}
-	for _, filled := range []int{0, c.CtxPerSlot} {
-		if e, err := speed.Estimate(m, res, snap, filled); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // recommendJSON is the object 'headroom recommend --json' prints.
