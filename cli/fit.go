@@ -314,7 +314,8 @@ Examples:
 	}
 	var check *engine.Check
 	if *verify && in.ArchErr == nil {
-		if check, err = engineCheck(ctx, env, in, p, snap, *llama); err != nil {
+		cpu, gpus := plan.Devices(snap)
+		if check, err = engineCheck(ctx, env, in, p, cpu, gpus, *llama); err != nil {
 			return fmt.Errorf("--verify: %w", err)
 		}
 	}

@@ -147,7 +147,7 @@ Examples:
 			return err
 		}
 		if *verify {
-			if out.EngineCheck, err = engineCheck(ctx, env, in, p.Chosen.Profile, snap, *llama); err != nil {
+			if out.EngineCheck, err = engineCheck(ctx, env, in, p.Chosen.Profile, cpu, gpus, *llama); err != nil {
 				return fmt.Errorf("--verify: %w", err)
 			}
 		}

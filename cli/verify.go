@@ -11,14 +11,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/headroom-llm/headroom/engine"
-	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 )
 
 // engineCheck runs the engine check for fit and plan --verify.
-func engineCheck(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap *hw.Snapshot, llamaServer string) (*engine.Check, error) {
+func engineCheck(ctx context.Context, env Env, in *modelInputs, p plan.Profile, cpu plan.Device, gpus []plan.Device, llamaServer string) (*engine.Check, error) {
 	if in.Header == nil {
 		return nil, errors.New("a catalog variant is planned from derived inputs, with no header to give llama.cpp; verify its Hub file (hf:...) instead")
 	}
@@ -26,7 +25,6 @@ func engineCheck(ctx context.Context, env Env, in *modelInputs, p plan.Profile, 
 	if err != nil {
 		return nil, err
 	}
-	cpu, gpus := plan.Devices(snap)
 	return launch.EngineCheck(ctx, source.NewClient(env.Getenv), bin, in.Header, in.Arch, p, cpu, gpus)
 }
 
