@@ -345,5 +345,3 @@ func parallel(n, workers int, f func(int)) {
 	close(next)
 	wg.Wait()
 }
-
-func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }

@@ -17,6 +17,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/units"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 )
@@ -133,7 +134,7 @@ func (d *Deps) resolve(ctx context.Context, ref string, withCompanions bool) (*M
 	}
 	a := h.Artifact
 	if a.Commit != "" {
-		d.say("resolving", "%s is %s@%s, %d file(s), %s", ref, a.Repo, a.Commit[:12], len(a.Files), gib(h.Model.Size()))
+		d.say("resolving", "%s is %s@%s, %d file(s), %s", ref, a.Repo, a.Commit[:12], len(a.Files), units.GiB(h.Model.Size()))
 	}
 	if withCompanions && m.Arch != nil {
 		if err := d.companions(ctx, m); err != nil {
@@ -179,5 +180,3 @@ func checkPinned(p *catalog.Package, a *source.Artifact) error {
 	}
 	return nil
 }
-
-func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/headroom-llm/headroom/catalog"
@@ -233,11 +232,6 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 }
 
 func licenses(c *catalog.Catalog) []string { return c.LicenseIDs() }
-
-// gib formats bytes for a sentence.
-func gib(n int64) string {
-	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
-}
 
 // domainName is a domain's id with its description, for a sentence.
 func domainName(snap *hw.Snapshot, id string) string {

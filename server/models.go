@@ -6,6 +6,7 @@ import (
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/units"
 	"github.com/headroom-llm/headroom/plan"
 )
 
@@ -112,5 +113,5 @@ func shortOf(row catalog.Row, snap *hw.Snapshot, o catalog.Options) string {
 		convs = fmt.Sprintf("%d conversations", o.Parallel)
 	}
 	return fmt.Sprintf("does not fit: %s is short by %s, even for %s of %d tokens",
-		domainName(snap, row.Limiting.Domain), gib(row.Limiting.Shortfall), convs, o.MinCtx)
+		domainName(snap, row.Limiting.Domain), units.GiB(row.Limiting.Shortfall), convs, o.MinCtx)
 }
