@@ -41,7 +41,9 @@ func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// fitJSON is the object 'headroom fit --json' prints.
+// fitJSON is what 'headroom fit --json' prints less the engine note and
+// --verify's engine check, which the API does not run; its artifact names
+// a catalog variant's inputs as variant and provenance.
 type fitJSON struct {
 	Artifact artifact     `json:"artifact"`
 	Profile  plan.Profile `json:"profile"`
@@ -123,7 +125,10 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 	return ref, p, q.err
 }
 
-// planJSON is the object 'headroom plan --json' prints.
+// planJSON is the part of 'headroom plan --json' the API answers: the
+// search (chosen null and explain saying why where nothing fits), its
+// speed estimates, and whose projection it is for an architecture
+// headroom does not model.
 type planJSON struct {
 	*plan.Plan
 	Speed []speed.Result `json:"speed"`
@@ -191,7 +196,8 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// recommendJSON is the object 'headroom recommend --json' prints.
+// recommendJSON is what 'headroom recommend --json' prints less the
+// engine note.
 type recommendJSON struct {
 	Goal    string        `json:"goal"`
 	Machine string        `json:"machine"`
