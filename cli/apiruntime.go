@@ -65,14 +65,19 @@ func (rt *apiRuntime) checkRef(ref string) error {
 	return fmt.Errorf("%s: the API takes catalog variants, hf: references and store paths, not URLs: %w", ref, server.ErrForbidden)
 }
 
+// resolve resolves a reference a request may name (checkRef).
+func (rt *apiRuntime) resolve(ctx context.Context, ref string) (*launch.Model, error) {
+	if err := rt.checkRef(ref); err != nil {
+		return nil, err
+	}
+	return rt.d.Resolve(ctx, ref)
+}
+
 // project opens the user's llama.cpp's projection of a model headroom
 // does not model, for /api/fit and /api/plan: the llama-fit-params beside
 // the llama-server loads use, on a sparse twin of a Hub model's header.
 func (rt *apiRuntime) project(ctx context.Context, ref string) (*engine.Projector, func(), error) {
-	if err := rt.checkRef(ref); err != nil {
-		return nil, func() {}, err
-	}
-	m, err := rt.d.Resolve(ctx, ref)
+	m, err := rt.resolve(ctx, ref)
 	if err != nil {
 		return nil, func() {}, err
 	}
@@ -81,10 +86,7 @@ func (rt *apiRuntime) project(ctx context.Context, ref string) (*engine.Projecto
 
 // open resolves a reference for /api/fit and /api/plan.
 func (rt *apiRuntime) open(ctx context.Context, ref string) (*arch.Model, error) {
-	if err := rt.checkRef(ref); err != nil {
-		return nil, err
-	}
-	m, err := rt.d.Resolve(ctx, ref)
+	m, err := rt.resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -29,11 +29,7 @@ func (s *server) presets(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "machine")
-	if err != nil {
-		return err
-	}
-	m, err := s.machine(r.Context(), q)
+	m, err := s.machineOnly(r)
 	if err != nil {
 		return err
 	}
@@ -60,15 +56,7 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.Rules = s.cfg.Rules
-	m, err := s.machine(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	res, err := s.model(r.Context(), ref)
-	if err != nil {
-		return err
-	}
-	pr, done, err := s.projector(r.Context(), ref, res)
+	m, res, pr, done, err := s.subject(r.Context(), q, ref)
 	if err != nil {
 		return err
 	}
@@ -155,15 +143,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	m, err := s.machine(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	res, err := s.model(r.Context(), ref)
-	if err != nil {
-		return err
-	}
-	pr, done, err := s.projector(r.Context(), ref, res)
+	m, res, pr, done, err := s.subject(r.Context(), q, ref)
 	if err != nil {
 		return err
 	}

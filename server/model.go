@@ -88,6 +88,22 @@ func (s *server) catalogModel(e *catalog.Entry, v *catalog.Variant) (*resolved, 
 	return r, nil
 }
 
+// subject is what fit and plan answer about: the machine the query names,
+// the model ref names and, for an architecture headroom does not model,
+// the projector that stands in for it (see projector); call done when
+// finished.
+func (s *server) subject(ctx context.Context, q *query, ref string) (m machine, res *resolved, pr *engine.Projector, done func(), err error) {
+	done = func() {}
+	if m, err = s.machine(ctx, q); err != nil {
+		return m, nil, nil, done, err
+	}
+	if res, err = s.model(ctx, ref); err != nil {
+		return m, nil, nil, done, err
+	}
+	pr, done, err = s.projector(ctx, ref, res)
+	return m, res, pr, done, err
+}
+
 // projector is the user's llama.cpp that answers for a resolved model
 // whose architecture headroom does not model (Config.Project), and what
 // to call when done; nil for a modeled one, a catalog variant, or a

@@ -42,11 +42,7 @@ type modelList struct {
 // OpenAI's listing see them all, and the ones that read status can grey out
 // those this machine cannot run, with the reason.
 func (s *server) models(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "machine")
-	if err != nil {
-		return err
-	}
-	m, err := s.machine(r.Context(), q)
+	m, err := s.machineOnly(r)
 	if err != nil {
 		return err
 	}
