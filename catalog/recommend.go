@@ -92,6 +92,10 @@ type Row struct {
 	Speed *Speed `json:"speed"`
 }
 
+// SpeedSays is what every row's Speed is, for the listings that carry the
+// rows.
+const SpeedSays = "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)"
+
 // Speed is the speed package's estimate for a row's plan, one sequence at
 // an empty context. A nil figure is unknown, never guessed.
 type Speed struct {

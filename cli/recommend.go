@@ -125,7 +125,7 @@ Examples:
 			Engine  engine.EngineNote `json:"engine"`
 			Speed   string            `json:"speed"`
 			Rows    []catalog.Row     `json:"configurations"`
-		}{o.Goal, machineName(*machine), note, "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", rows})
+		}{o.Goal, machineName(*machine), note, catalog.SpeedSays, rows})
 	}
 	printRecommend(env.Stdout, rows, o, snap, machineName(*machine), *all)
 	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)

@@ -213,7 +213,7 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 		rows = []catalog.Row{}
 	}
 	writeJSON(w, http.StatusOK, recommendJSON{Goal: o.Goal, Machine: m.name,
-		Speed: "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", Rows: rows})
+		Speed: catalog.SpeedSays, Rows: rows})
 	return nil
 }
 
