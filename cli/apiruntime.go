@@ -44,7 +44,9 @@ type apiInstance struct {
 // let a request read any file or reach any host.
 func (rt *apiRuntime) checkRef(ref string) error {
 	if rt.d.Catalog != nil {
-		if e, _, err := rt.d.Catalog.Find(ref); e != nil || err != nil {
+		// FindRef, as Resolve reads the reference: a file named like a
+		// variant is a file, and must be inside the store.
+		if e, _, err := rt.d.Catalog.FindRef(ref); e != nil || err != nil {
 			return err // a catalog variant, or an entry without that quantization
 		}
 	}

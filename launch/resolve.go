@@ -10,8 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/arch"
@@ -144,17 +142,13 @@ func (d *Deps) resolve(ctx context.Context, ref string, withCompanions bool) (*M
 	return m, nil
 }
 
-// variant recognizes ENTRY/QUANT (catalog.Find) and names the file to
-// open: the locked one when the lock pins it. A path that exists on disk
-// is a path, even if its name looks like a variant.
+// variant recognizes ENTRY/QUANT (catalog.FindRef: a path on disk is a
+// path) and names the file to open: the locked one when the lock pins it.
 func (d *Deps) variant(ref string) (open string, pinned *catalog.Package, ok bool, err error) {
 	if d.Catalog == nil {
 		return "", nil, false, nil
 	}
-	if _, err := os.Stat(ref); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return "", nil, false, nil
-	}
-	e, v, err := d.Catalog.Find(ref)
+	e, v, err := d.Catalog.FindRef(ref)
 	if e == nil || err != nil {
 		return "", nil, false, err
 	}
