@@ -12,8 +12,11 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -291,6 +294,16 @@ func (c *Catalog) Find(ref string) (*Entry, *Variant, error) {
 		return nil, nil, fmt.Errorf("%s: the catalog has no %s variant of %s (it has %s)", ref, quant, entry, strings.Join(have, ", "))
 	}
 	return e, v, nil
+}
+
+// FindRef is Find for a reference a person or a request gave, which may
+// also be a file: a path that exists on disk is a path, even if its name
+// looks like a variant.
+func (c *Catalog) FindRef(ref string) (*Entry, *Variant, error) {
+	if _, err := os.Stat(ref); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	return c.Find(ref)
 }
 
 // Source is the reference a variant's file is read from: the locked

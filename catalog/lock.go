@@ -10,7 +10,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/headroom-llm/headroom/source"
 )
@@ -233,12 +232,4 @@ func Lock(ctx context.Context, client *source.Client, entries []Entry) (*LockFil
 // PackageIDs lists the lock's package ids, sorted.
 func (l *LockFile) PackageIDs() []string {
 	return slices.Sorted(maps.Keys(l.Packages))
-}
-
-// shortCommit is the first 12 hex digits of a commit.
-func shortCommit(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return strings.ToLower(c)
 }

@@ -45,20 +45,20 @@ func (o outcome) apply(r *Row) {
 // assessModel plans a model as 'headroom plan' would with so and
 // estimates the chosen plan's speed. Where nothing fits, the screen's
 // closed form names the domain that is short and by about how much.
-func assessModel(cm *cachedModel, prov string, snap *hw.Snapshot, mc machine, so plan.SearchOptions) (outcome, error) {
+func assessModel(cm *cachedModel, prov string, mc machine, so plan.SearchOptions) (outcome, error) {
 	out := outcome{Provenance: prov, SizeBytes: cm.size}
 	if cm.err != nil {
 		out.Verdict, out.Reason = plan.Incompatible, strings.TrimPrefix(cm.err.Error(), "incompatible: ")
 		return out, nil
 	}
-	p, err := plan.Search(cm.m, snap, so)
+	p, err := plan.Search(cm.m, mc.snap, so)
 	if err != nil {
 		return out, err
 	}
 	c := p.Chosen
 	if c == nil {
 		out.Verdict, out.Reason = plan.DoesNotFit, "does not fit: "+strings.Join(p.Explain, "; ")
-		out.Limiting = shortest(cm, snap, mc, so)
+		out.Limiting = shortest(cm, mc, so)
 		return out, nil
 	}
 	out.Verdict, out.Reason = plan.Fits, "fits"
@@ -67,7 +67,7 @@ func assessModel(cm *cachedModel, prov string, snap *hw.Snapshot, mc machine, so
 	}
 	out.Plan = &RowPlan{Source: "search", CtxPerSlot: c.CtxPerSlot, Slots: c.Profile.Parallel, GPULayers: c.GPULayers,
 		LayersTotal: cm.m.NLayer + 1, CacheType: c.Profile.CacheK, CPUMoE: c.Profile.CPUMoE, Flags: c.Flags}
-	out.Speed = estimateSpeed(cm.m, c.Profile, snap)
+	out.Speed = estimateSpeed(cm.m, c.Profile, mc)
 	return out, nil
 }
 
@@ -75,14 +75,14 @@ func assessModel(cm *cachedModel, prov string, snap *hw.Snapshot, mc machine, so
 // much: the screen's estimate, or, where the screen would have it fit,
 // the accounting of the least useful plan (every layer in system memory,
 // the minimum context), which is what the search found short.
-func shortest(cm *cachedModel, snap *hw.Snapshot, mc machine, so plan.SearchOptions) *Limit {
+func shortest(cm *cachedModel, mc machine, so plan.SearchOptions) *Limit {
 	if est := screen(cm.c, mc, so.Goal, so.Parallel, so.MinCtx); !est.fits {
 		return &Limit{Domain: est.limiting, Shortfall: est.shortfall}
 	}
 	lim := &Limit{Domain: mc.sysID}
 	p := so.Base
 	p.Parallel, p.KVUnified, p.Ctx, p.GPULayers = so.Parallel, false, so.MinCtx*so.Parallel, 0
-	a, err := plan.Assess(cm.m, nil, p, snap)
+	a, err := plan.Assess(cm.m, nil, p, mc.snap)
 	if err != nil {
 		return lim
 	}
@@ -97,19 +97,14 @@ func shortest(cm *cachedModel, snap *hw.Snapshot, mc machine, so plan.SearchOpti
 	return lim
 }
 
-// estimateSpeed is the speed package's estimate for a profile: where it
-// puts each layer and cache (plan.Place, without the compute replay), one
+// estimateSpeed is the speed package's estimate for a profile, one
 // sequence at an empty context. Nil when it cannot be placed.
-func estimateSpeed(m *arch.Model, p plan.Profile, snap *hw.Snapshot) *Speed {
-	cpu, gpus := plan.Devices(snap)
-	res, err := plan.Place(m, p, cpu, gpus)
-	if err != nil {
+func estimateSpeed(m *arch.Model, p plan.Profile, mc machine) *Speed {
+	est := speed.EstimateProfile(m, p, mc.cpu, mc.gpus, mc.snap, 0)
+	if len(est) == 0 {
 		return nil
 	}
-	e, err := speed.Estimate(m, res, snap, 0)
-	if err != nil {
-		return nil
-	}
+	e := est[0]
 	return &Speed{DecodeTokensPerSec: e.DecodeTPS, PrefillTokensPerSec: e.PrefillTPS, Calibrated: e.Calibrated,
 		ErrorLowPct: e.ErrorLowPct, ErrorHighPct: e.ErrorHighPct}
 }

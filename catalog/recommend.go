@@ -94,6 +94,10 @@ type Row struct {
 	Speed *Speed `json:"speed"`
 }
 
+// SpeedSays is what every row's Speed is, for the listings that carry the
+// rows.
+const SpeedSays = "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)"
+
 // Speed is the speed package's estimate for a row's plan, one sequence at
 // an empty context. A nil figure is unknown, never guessed.
 type Speed struct {
@@ -267,7 +271,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		r := &rows[index[todo[k]]]
 		e := cat.Entry(r.Entry)
 		cm, prov := cat.model(e, *e.Variant(r.Quant), lock)
-		fresh[k], errs[k] = assessModel(cm, prov, snap, mc, so)
+		fresh[k], errs[k] = assessModel(cm, prov, mc, so)
 	})
 	for k, key := range todo {
 		if errs[k] != nil {
@@ -347,5 +351,3 @@ func parallel(n, workers int, f func(int)) {
 	close(next)
 	wg.Wait()
 }
-
-func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }

@@ -17,6 +17,9 @@ import (
 // machine is what the screen needs of a snapshot.
 type machine struct {
 	snap *hw.Snapshot
+	// cpu and gpus are the snapshot's devices, as plan.Devices names them.
+	cpu  plan.Device
+	gpus []plan.Device
 	// gpu is the usable bytes of the GPUs' domains together (0 without a
 	// discrete GPU); sys the system (or unified) domain's.
 	gpu, sys     int64
@@ -27,13 +30,13 @@ type machine struct {
 
 func newMachine(s *hw.Snapshot, fitTarget int64) machine {
 	m := machine{snap: s}
-	cpu, gpus := plan.Devices(s)
-	if d, err := s.DomainOf(cpu.Name); err == nil {
+	m.cpu, m.gpus = plan.Devices(s)
+	if d, err := s.DomainOf(m.cpu.Name); err == nil {
 		m.sys, m.sysID = d.Available()-fitTarget, d.ID
 		m.unified = d.Kind == hw.KindUnified
 	}
 	seen := map[string]bool{}
-	for _, g := range gpus {
+	for _, g := range m.gpus {
 		d, err := s.DomainOf(g.Name)
 		if err != nil || seen[d.ID] {
 			continue

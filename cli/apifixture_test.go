@@ -34,13 +34,13 @@ func storedShape(t *testing.T, st *store.Store, shape string, q synth.Quant) str
 }
 
 // startAPI serves serve-api's runtime over the store on a fixed machine,
-// loading with bin under opts; the runtime stops every server it started
-// when the test ends.
-func startAPI(t *testing.T, st *store.Store, snap *hw.Snapshot, bin string, opts plan.SearchOptions, ready time.Duration) *httptest.Server {
+// loading with bin under opts and checking plans with fitParams (none when
+// ""); the runtime stops every server it started when the test ends.
+func startAPI(t *testing.T, st *store.Store, snap *hw.Snapshot, bin, fitParams string, opts plan.SearchOptions, ready time.Duration) *httptest.Server {
 	t.Helper()
 	cat, _ := catalog.Load()
 	d := &launch.Deps{Client: source.NewClient(func(string) string { return "" }), Catalog: cat,
-		Machine: func(context.Context) (*hw.Snapshot, error) { return snap, nil }, Cache: &admission.Cache{}}
+		Machine: func(context.Context) (*hw.Snapshot, error) { return snap, nil }, Cache: &admission.Cache{}, FitParams: fitParams}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt := &apiRuntime{base: ctx, d: d, st: st, bin: bin, opts: opts, ready: ready, ledger: sharedLedger(st)}
 	h, err := server.New(server.Config{Machine: d.Machine, Catalog: cat, Open: rt.open, Runtime: rt})

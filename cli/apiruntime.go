@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +43,12 @@ type apiInstance struct {
 // references and files inside the store. A path elsewhere or a URL would
 // let a request read any file or reach any host.
 func (rt *apiRuntime) checkRef(ref string) error {
-	if entry, _, ok := strings.Cut(ref, "/"); ok && rt.d.Catalog != nil && rt.d.Catalog.Entry(entry) != nil {
-		return nil // a catalog variant; Resolve checks the quantization
+	if rt.d.Catalog != nil {
+		// FindRef, as Resolve reads the reference: a file named like a
+		// variant is a file, and must be inside the store.
+		if e, _, err := rt.d.Catalog.FindRef(ref); e != nil || err != nil {
+			return err // a catalog variant, or an entry without that quantization
+		}
 	}
 	r, err := source.ParseRef(ref)
 	if err != nil {
@@ -64,14 +67,19 @@ func (rt *apiRuntime) checkRef(ref string) error {
 	return fmt.Errorf("%s: the API takes catalog variants, hf: references and store paths, not URLs: %w", ref, server.ErrForbidden)
 }
 
+// resolve resolves a reference a request may name (checkRef).
+func (rt *apiRuntime) resolve(ctx context.Context, ref string) (*launch.Model, error) {
+	if err := rt.checkRef(ref); err != nil {
+		return nil, err
+	}
+	return rt.d.Resolve(ctx, ref)
+}
+
 // project opens the user's llama.cpp's projection of a model headroom
 // does not model, for /api/fit and /api/plan: the llama-fit-params beside
 // the llama-server loads use, on a sparse twin of a Hub model's header.
 func (rt *apiRuntime) project(ctx context.Context, ref string) (*engine.Projector, func(), error) {
-	if err := rt.checkRef(ref); err != nil {
-		return nil, func() {}, err
-	}
-	m, err := rt.d.Resolve(ctx, ref)
+	m, err := rt.resolve(ctx, ref)
 	if err != nil {
 		return nil, func() {}, err
 	}
@@ -80,10 +88,7 @@ func (rt *apiRuntime) project(ctx context.Context, ref string) (*engine.Projecto
 
 // open resolves a reference for /api/fit and /api/plan.
 func (rt *apiRuntime) open(ctx context.Context, ref string) (*arch.Model, error) {
-	if err := rt.checkRef(ref); err != nil {
-		return nil, err
-	}
-	m, err := rt.d.Resolve(ctx, ref)
+	m, err := rt.resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -107,40 +112,21 @@ func (rt *apiRuntime) Load(ctx context.Context, req server.LoadRequest) (*server
 	if req.Ctx > 0 {
 		o.Fixed.Ctx = req.Ctx
 	}
-	// The child must outlive the request that started it.
-	ctx = rt.base
-	m, err := rt.d.Resolve(ctx, req.Model)
-	if err != nil {
-		return nil, err
-	}
-	a, err := rt.d.Assess(ctx, m, o)
-	var nf *launch.NotFit
-	if errors.As(err, &nf) {
+	// The child must outlive the request that started it. The engine
+	// check runs as serve runs it: a load llama.cpp's own projection
+	// refuses is refused here too.
+	run, err := rt.d.Launch(rt.base, req.Model, launch.Options{Search: o, Store: rt.st, EngineCheck: true,
+		Load: launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Observations: filepath.Join(rt.st.Root, "observed"), ReadyTimeout: rt.ready}})
+	var (
+		nf      *launch.NotFit
+		refusal *admission.Refusal
+	)
+	switch {
+	case errors.As(err, &nf):
 		return nil, &server.Refused{Reason: nf.Error()}
-	}
-	if err != nil {
-		return nil, err
-	}
-	path := ""
-	var man *store.Manifest
-	if m.Local() {
-		path = m.Header.Artifact.Files[0].Path
-	} else {
-		p, err := rt.d.Pull(ctx, m, nil, rt.st, false)
-		if err != nil {
-			return nil, err
-		}
-		path, man = p.Path, p.Manifest
-	}
-	if err := rt.d.CompanionFiles(ctx, m, man, rt.st, false); err != nil {
-		return nil, err
-	}
-	run, err := rt.d.Load(ctx, a, path, launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Observations: filepath.Join(rt.st.Root, "observed"), Port: 0, ReadyTimeout: rt.ready})
-	var refusal *admission.Refusal
-	if errors.As(err, &refusal) {
+	case errors.As(err, &refusal):
 		return nil, &server.Refused{Reason: refusal.Error()}
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
 	}
 	rt.mu.Lock()

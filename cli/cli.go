@@ -191,9 +191,6 @@ func (f *flags) isSet(name string) bool {
 	return set
 }
 
-// parse parses flags that may come before, between or after positional
-// arguments (headroom inspect MODEL --json), which the flag package alone
-// does not allow. A lone "--" ends the flags.
 // parseModel parses a command that takes exactly one MODEL argument.
 func (f *flags) parseModel(args []string) (string, error) {
 	pos, err := f.parse(args)
@@ -206,6 +203,9 @@ func (f *flags) parseModel(args []string) (string, error) {
 	return pos[0], nil
 }
 
+// parse parses flags that may come before, between or after positional
+// arguments (headroom inspect MODEL --json), which the flag package alone
+// does not allow. A lone "--" ends the flags.
 func (f *flags) parse(args []string) ([]string, error) {
 	var pos, rest []string
 	for i, a := range args {

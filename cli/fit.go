@@ -74,9 +74,8 @@ func (o *overrides) Set(s string) error {
 // overrideFlags registers -ot under its names.
 func overrideFlags(fs *flags) *overrides {
 	ot := &overrides{}
-	for _, n := range []string{"ot", "override-tensor"} {
-		fs.Var(ot, n, "PATTERN=BUFFER_TYPE,...: weights whose name the regular expression matches go to that buffer type (CPU, CUDA0, Vulkan0, MTL0, ...); first match wins; may be repeated")
-	}
+	fs.Var(ot, "ot", "PATTERN=BUFFER_TYPE,...: weights whose name the regular expression matches go to that buffer type (CPU, CUDA0, Vulkan0, MTL0, ...); first match wins; may be repeated")
+	fs.alias("ot", "override-tensor")
 	return ot
 }
 
@@ -111,62 +110,47 @@ func (refusedBool) IsBoolFlag() bool { return true }
 // profileFlags registers llama-server's serving flags, under their short and
 // long names, and returns a function that builds the profile after parsing.
 func profileFlags(fs *flags) func() (plan.Profile, error) {
-	p := plan.Defaults()
+	p := engine.ServerDefaults()
 	np := -1
-	ngl := &gpuLayers{n: plan.GPULayersAuto}
+	ngl := &gpuLayers{n: p.GPULayers}
 	ts := &floats{}
 	var kvu, noMmap, mmapOn, nkvo bool
-	fa := string(plan.FlashAuto)
-	for _, n := range []string{"c", "ctx-size"} {
-		fs.IntVar(&p.Ctx, n, 0, "context size in cells across all sequences; 0 = the model's trained context")
-	}
-	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&np, n, -1, "parallel sequences (slots); -1 = llama-server's auto: 4 with a unified cache")
-	}
-	for _, n := range []string{"kvu", "kv-unified"} {
-		fs.BoolVar(&kvu, n, false, "one KV cache shared by all sequences")
-	}
-	for _, n := range []string{"b", "batch-size"} {
-		fs.IntVar(&p.Batch, n, 2048, "logical batch size")
-	}
-	for _, n := range []string{"ub", "ubatch-size"} {
-		fs.IntVar(&p.UBatch, n, 512, "physical batch size (micro-batch)")
-	}
-	for _, n := range []string{"ctk", "cache-type-k"} {
-		fs.StringVar(&p.CacheK, n, "f16", "K cache type: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1")
-	}
-	for _, n := range []string{"ctv", "cache-type-v"} {
-		fs.StringVar(&p.CacheV, n, "f16", "V cache type (quantized V needs -fa on)")
-	}
-	for _, n := range []string{"fa", "flash-attn"} {
-		fs.StringVar(&fa, n, "auto", "flash attention: on, off or auto")
-	}
-	for _, n := range []string{"ngl", "gpu-layers", "n-gpu-layers"} {
-		fs.Var(ngl, n, "layers on the GPU: a number, auto or all (the output layer counts as one)")
-	}
-	for _, n := range []string{"ts", "tensor-split"} {
-		fs.Var(ts, n, "share of layers per GPU, e.g. 3,1 (default: in proportion to free memory)")
-	}
+	fa := string(p.FlashAttn)
+	fs.IntVar(&p.Ctx, "c", 0, "context size in cells across all sequences; 0 = the model's trained context")
+	fs.alias("c", "ctx-size")
+	fs.IntVar(&np, "np", -1, fmt.Sprintf("parallel sequences (slots); -1 = llama-server's auto: %d with a unified cache", p.Parallel))
+	fs.alias("np", "parallel")
+	fs.BoolVar(&kvu, "kvu", false, "one KV cache shared by all sequences")
+	fs.alias("kvu", "kv-unified")
+	fs.IntVar(&p.Batch, "b", p.Batch, "logical batch size")
+	fs.alias("b", "batch-size")
+	fs.IntVar(&p.UBatch, "ub", p.UBatch, "physical batch size (micro-batch)")
+	fs.alias("ub", "ubatch-size")
+	fs.StringVar(&p.CacheK, "ctk", p.CacheK, "K cache type: "+strings.Join(engine.CacheTypes(), ", "))
+	fs.alias("ctk", "cache-type-k")
+	fs.StringVar(&p.CacheV, "ctv", p.CacheV, "V cache type (quantized V needs -fa on)")
+	fs.alias("ctv", "cache-type-v")
+	fs.StringVar(&fa, "fa", fa, "flash attention: on, off or auto")
+	fs.alias("fa", "flash-attn")
+	fs.Var(ngl, "ngl", "layers on the GPU: a number, auto or all (the output layer counts as one)")
+	fs.alias("ngl", "gpu-layers", "n-gpu-layers")
+	fs.Var(ts, "ts", "share of layers per GPU, e.g. 3,1 (default: in proportion to free memory)")
+	fs.alias("ts", "tensor-split")
 	fs.BoolVar(&noMmap, "no-mmap", false, "load weights into memory instead of mapping the file")
 	fs.BoolVar(&mmapOn, "mmap", false, "map the file (the default)")
-	for _, n := range []string{"nkvo", "no-kv-offload"} {
-		fs.BoolVar(&nkvo, n, false, "keep the KV cache in system memory")
-	}
-	for _, n := range []string{"ncmoe", "n-cpu-moe"} {
-		fs.IntVar(&p.CPUMoE, n, 0, "keep the routed experts of the first N layers in system memory (MoE models)")
-	}
+	fs.BoolVar(&nkvo, "nkvo", false, "keep the KV cache in system memory")
+	fs.alias("nkvo", "no-kv-offload")
+	fs.IntVar(&p.CPUMoE, "ncmoe", 0, "keep the routed experts of the first N layers in system memory (MoE models)")
+	fs.alias("ncmoe", "n-cpu-moe")
 	var cpuMoE bool
-	for _, n := range []string{"cmoe", "cpu-moe"} {
-		fs.BoolVar(&cpuMoE, n, false, "keep every layer's routed experts in system memory (MoE models)")
-	}
+	fs.BoolVar(&cpuMoE, "cmoe", false, "keep every layer's routed experts in system memory (MoE models)")
+	fs.alias("cmoe", "cpu-moe")
 	ot := overrideFlags(fs)
 	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers")
 	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
 	for _, names := range [][]string{{"sm", "split-mode"}, {"fitt", "fit-target"}} {
-		r := refused{"-" + names[0]}
-		for _, n := range names {
-			fs.Var(r, n, "not modeled yet (refused rather than ignored)")
-		}
+		fs.Var(refused{"-" + names[0]}, names[0], "not modeled yet (refused rather than ignored)")
+		fs.alias(names[0], names[1:]...)
 	}
 	return func() (plan.Profile, error) {
 		switch plan.FlashAttn(fa) {
@@ -177,8 +161,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 		}
 		switch {
 		case np == -1:
-			// llama-server's -np auto: 4 slots sharing one cache.
-			p.Parallel, p.KVUnified = 4, true
+			// llama-server's -np auto, as ServerDefaults has it.
 		case np < 1 || np > maxSlots:
 			return p, usagef("-np, --parallel %d: want -1 (llama-server's auto) or 1 to %d slots", np, maxSlots)
 		default:
@@ -199,8 +182,8 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 		p.Mmap = !noMmap
 		p.NoKVOffload = nkvo
 		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", p.CacheK}, {"-ctv, --cache-type-v", p.CacheV}} {
-			if !slices.Contains(cacheTypes, c.v) {
-				return p, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(cacheTypes, ", "))
+			if !slices.Contains(engine.CacheTypes(), c.v) {
+				return p, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
 			}
 		}
 		switch {
@@ -315,7 +298,8 @@ Examples:
 	}
 	var check *engine.Check
 	if *verify && in.ArchErr == nil {
-		if check, err = engineCheck(ctx, env, in, p, snap, *llama); err != nil {
+		cpu, gpus := plan.Devices(snap)
+		if check, err = engineCheck(ctx, env, in, p, cpu, gpus, *llama); err != nil {
 			return fmt.Errorf("--verify: %w", err)
 		}
 	}

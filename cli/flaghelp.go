@@ -40,6 +40,16 @@ func (f *flags) groups() []flagGroup {
 	return out
 }
 
+// alias registers the flag name again under more names, on the same
+// Value: llama-server spells its flags short and long (-c, --ctx-size),
+// and the help lists them as one flag.
+func (f *flags) alias(name string, more ...string) {
+	fl := f.Lookup(name)
+	for _, n := range more {
+		f.Var(fl.Value, n, fl.Usage)
+	}
+}
+
 // sameValue reports whether two flags were registered on one variable.
 // Values of pointer type compare by address; others (refused flags) are
 // never grouped unless equal and comparable.

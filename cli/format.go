@@ -23,32 +23,27 @@ func bytesIEC(n int64) string {
 
 // bytesSI formats a byte count in decimal units, as model hubs list files.
 func bytesSI(n int64) string {
-	switch {
-	case n >= 1e12:
-		return fmt.Sprintf("%.2f TB", float64(n)/1e12)
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.2f kB", float64(n)/1e3)
-	}
-	return strconv.FormatInt(n, 10) + " B"
+	return decimal(float64(n), " TB", " GB", " MB", " kB", " B")
 }
 
 // count formats a parameter count: 70.55 B, 494.03 M.
 func count(n uint64) string {
-	switch {
-	case n >= 1e12:
-		return fmt.Sprintf("%.2f T", float64(n)/1e12)
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f B", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2f M", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.2f K", float64(n)/1e3)
+	return decimal(float64(n), " T", " B", " M", " K", "")
+}
+
+// decimal writes v with two decimals in the largest of the steps 1e12,
+// 1e9, 1e6 and 1e3 it reaches, each with its suffix, and below them as a
+// whole number with the last suffix.
+func decimal(v float64, tera, giga, mega, kilo, one string) string {
+	for _, step := range []struct {
+		at     float64
+		suffix string
+	}{{1e12, tera}, {1e9, giga}, {1e6, mega}, {1e3, kilo}} {
+		if v >= step.at {
+			return fmt.Sprintf("%.2f%s", v/step.at, step.suffix)
+		}
 	}
-	return strconv.FormatUint(n, 10)
+	return strconv.FormatFloat(v, 'f', 0, 64) + one
 }
 
 // plural says n things in English: "1 slot", "2 slots".

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/server"
@@ -30,7 +31,10 @@ func TestLiveAPITwoAdmittedThirdRefused(t *testing.T) {
 	model := storedShape(t, st, "tinyllama-1.1b", synth.Q4_K_M)
 	opts := plan.DefaultSearch()
 	opts.Parallel, opts.Fixed.Ctx = 1, 2048
-	srv := startAPI(t, st, twoLoadMachine(t, "tinyllama-1.1b", synth.Q4_K_M, opts), bin, opts, 3*time.Minute)
+	// The engine check runs as serve-api runs it: the llama-fit-params
+	// beside llama-server, when the build has one.
+	fitParams, _ := engine.FindFitParams(bin, nil)
+	srv := startAPI(t, st, twoLoadMachine(t, "tinyllama-1.1b", synth.Q4_K_M, opts), bin, fitParams, opts, 3*time.Minute)
 	post := func(path, body string) (int, string) { return postJSON(srv.URL+path, body) }
 	var running []server.Instance
 	for i := range 2 {

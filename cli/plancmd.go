@@ -92,7 +92,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	_, gpus := plan.Devices(snap)
+	cpu, gpus := plan.Devices(snap)
 	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note, Backends: plan.Backends(gpus)}
 	var p *plan.Plan
 	pr, why := openProjection(ctx, env, in, *llama)
@@ -141,12 +141,13 @@ Examples:
 		if in.Arch == nil {
 			break // projected: no model of the architecture to estimate speed from
 		}
-		out.Speed = decodeEstimate(in.Arch, p.Chosen, snap)
-		if out.Network, err = networkEstimate(in.Arch, p.Chosen, snap, *netGbps); err != nil {
+		// With an empty context and with one slot's context full.
+		out.Speed = speed.EstimateProfile(in.Arch, p.Chosen.Profile, cpu, gpus, snap, 0, p.Chosen.CtxPerSlot)
+		if out.Network, err = networkEstimate(in.Arch, p.Chosen.Profile, cpu, gpus, snap, *netGbps); err != nil {
 			return err
 		}
 		if *verify {
-			if out.EngineCheck, err = engineCheck(ctx, env, in, p.Chosen.Profile, snap, *llama); err != nil {
+			if out.EngineCheck, err = engineCheck(ctx, env, in, p.Chosen.Profile, cpu, gpus, *llama); err != nil {
 				return fmt.Errorf("--verify: %w", err)
 			}
 		}
@@ -229,28 +230,10 @@ func catalogSource(ref string) string {
 	return lock.Source(e, *v)
 }
 
-// decodeEstimate estimates generation speed for the chosen plan with an
-// empty context and with one slot's context full.
-func decodeEstimate(m *arch.Model, c *plan.Candidate, s *hw.Snapshot) []speed.Result {
-	cpu, gpus := plan.Devices(s)
-	r, err := plan.Account(m, c.Profile, cpu, gpus)
-	if err != nil {
-		return nil
-	}
-	var out []speed.Result
-	for _, filled := range []int{0, c.CtxPerSlot} {
-		if e, err := speed.Estimate(m, r, s, filled); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // networkEstimate is the network share of a token for a plan over
 // rpc-servers; nil for a plan on this machine alone.
-func networkEstimate(m *arch.Model, c *plan.Candidate, s *hw.Snapshot, gbps float64) (*speed.Network, error) {
-	cpu, gpus := plan.Devices(s)
-	r, err := plan.Account(m, c.Profile, cpu, gpus)
+func networkEstimate(m *arch.Model, p plan.Profile, cpu plan.Device, gpus []plan.Device, s *hw.Snapshot, gbps float64) (*speed.Network, error) {
+	r, err := plan.Account(m, p, cpu, gpus)
 	if err != nil {
 		return nil, nil
 	}

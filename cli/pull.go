@@ -81,12 +81,7 @@ Examples:
 	}
 	a, aerr := d.Assess(ctx, m, opts)
 	if aerr == nil && *verify {
-		p := preflight(ctx, env, a, *llama, func(state, line string) {
-			if !*quiet {
-				fmt.Fprintf(env.Stderr, "%s: %s\n", state, line)
-			}
-		})
-		aerr = a.AdmitProjected(p) // a refusal --force can override, like the plan's own
+		aerr = a.AdmitProjected(d.Preflight(ctx, a)) // a refusal --force can override, like the plan's own
 	}
 	p, err := d.Pull(ctx, m, aerr, st, *force)
 	if err != nil {

@@ -57,9 +57,8 @@ Examples:
 	caps := fs.String("capability", "", "comma-separated capabilities every entry must have: tools, vision, reasoning, embedding")
 	lic := fs.String("license", "", "comma-separated licenses to accept (e.g. apache-2.0,mit)")
 	fs.IntVar(&o.MinCtx, "min-ctx", o.MinCtx, "the least context per slot; entries trained on less are left out")
-	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&o.Parallel, n, o.Parallel, "parallel conversations (slots); each gets its own context")
-	}
+	fs.IntVar(&o.Parallel, "np", o.Parallel, "parallel conversations (slots); each gets its own context")
+	fs.alias("np", "parallel")
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain")
 
 	remeasure := fs.Bool("remeasure", false, "measure this machine's memory bandwidth again instead of using the figure kept from the first measurement")
@@ -126,7 +125,7 @@ Examples:
 			Engine  engine.EngineNote `json:"engine"`
 			Speed   string            `json:"speed"`
 			Rows    []catalog.Row     `json:"configurations"`
-		}{o.Goal, machineName(*machine), note, "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", rows})
+		}{o.Goal, machineName(*machine), note, catalog.SpeedSays, rows})
 	}
 	printRecommend(env.Stdout, rows, o, snap, machineName(*machine), *all)
 	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)

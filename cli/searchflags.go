@@ -7,9 +7,6 @@ import (
 	"github.com/headroom-llm/headroom/plan"
 )
 
-// cacheTypes are the K and V cache types llama-server accepts.
-var cacheTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
-
 // checkCounts checks the slot count, minimum context and fit target that
 // plan, pull, serve and recommend share.
 func checkCounts(parallel, minCtx int, fitTarget int64) error {
@@ -32,25 +29,20 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 	// Base.Rules stays nil, the newest measured build's, until the caller
 	// knows the user's build (engineNote).
 	fs.StringVar(&opts.Goal, "goal", plan.GoalBalanced, "what matters: balanced (GPU layers, then context), speed (GPU layers) or context")
-	for _, n := range []string{"np", "parallel"} {
-		fs.IntVar(&opts.Parallel, n, opts.Parallel, "parallel conversations (slots); each gets its own context")
-	}
+	fs.IntVar(&opts.Parallel, "np", opts.Parallel, "parallel conversations (slots); each gets its own context")
+	fs.alias("np", "parallel")
 	fs.IntVar(&opts.MinCtx, "min-ctx", opts.MinCtx, "the least context per slot worth running")
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
 	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
 	ngl := &gpuLayers{n: plan.GPULayersAuto}
-	for _, n := range []string{"ngl", "gpu-layers", "n-gpu-layers"} {
-		fs.Var(ngl, n, "keep this many layers on the GPU (a number or all) and only check it; default: searched")
-	}
-	for _, n := range []string{"c", "ctx-size"} {
-		fs.IntVar(&opts.Fixed.Ctx, n, 0, "keep this context (cells across all slots) and only check it; default: searched")
-	}
-	for _, n := range []string{"ctk", "cache-type-k"} {
-		fs.StringVar(&opts.Fixed.CacheK, n, "", "keep this K cache type (f16, q8_0, q4_0, ...); default: f16, or q8_0 where it buys context")
-	}
-	for _, n := range []string{"ctv", "cache-type-v"} {
-		fs.StringVar(&opts.Fixed.CacheV, n, "", "keep this V cache type (a quantized V turns flash attention on)")
-	}
+	fs.Var(ngl, "ngl", "keep this many layers on the GPU (a number or all) and only check it; default: searched")
+	fs.alias("ngl", "gpu-layers", "n-gpu-layers")
+	fs.IntVar(&opts.Fixed.Ctx, "c", 0, "keep this context (cells across all slots) and only check it; default: searched")
+	fs.alias("c", "ctx-size")
+	fs.StringVar(&opts.Fixed.CacheK, "ctk", "", "keep this K cache type (f16, q8_0, q4_0, ...); default: f16, or q8_0 where it buys context")
+	fs.alias("ctk", "cache-type-k")
+	fs.StringVar(&opts.Fixed.CacheV, "ctv", "", "keep this V cache type (a quantized V turns flash attention on)")
+	fs.alias("ctv", "cache-type-v")
 	ot := overrideFlags(fs)
 	fs.BoolVar(&opts.Headless, "headless", false, "plan as if the desktop session were stopped: the GPU memory it holds counts as free")
 	return func() (plan.SearchOptions, error) {
@@ -75,8 +67,8 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 			return opts, usagef("-c, --ctx-size %d: want 0 (searched) or more cells", opts.Fixed.Ctx)
 		}
 		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", opts.Fixed.CacheK}, {"-ctv, --cache-type-v", opts.Fixed.CacheV}} {
-			if c.v != "" && !slices.Contains(cacheTypes, c.v) {
-				return opts, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(cacheTypes, ", "))
+			if c.v != "" && !slices.Contains(engine.CacheTypes(), c.v) {
+				return opts, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
 			}
 		}
 		opts.Base.Overrides = append([]plan.Override{}, *ot...)

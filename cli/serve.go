@@ -14,7 +14,6 @@ import (
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
-	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/store"
 )
 
@@ -129,13 +128,12 @@ Examples:
 	if err != nil {
 		return err
 	}
-	run, err := prepareAndLoad(ctx, d, st, ref, opts, *noPull, launch.LoadOptions{
-		Bin: path, Ledger: sharedLedger(st), Records: filepath.Join(st.Root, "runs"), Observations: filepath.Join(st.Root, "observed"), Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog),
-	}, func(a *launch.Assessed) *launch.Projected {
-		if *verify && len(remotes) == 0 {
-			return preflight(ctx, env, a, path, func(state, line string) { say(d, state, line) })
-		}
-		return nil
+	run, err := d.Launch(ctx, ref, launch.Options{Search: opts, Store: st, NoPull: *noPull,
+		// The engine check asks the llama.cpp on this machine; over RPC
+		// the load spans hosts its projection does not see.
+		EngineCheck: *verify && len(remotes) == 0,
+		Load: launch.LoadOptions{Bin: path, Ledger: sharedLedger(st), Records: filepath.Join(st.Root, "runs"), Observations: filepath.Join(st.Root, "observed"),
+			Host: *host, Port: *port, ReadyTimeout: *readyTimeout, Log: logSink(env, *showLog)},
 	})
 	if err != nil {
 		say(d, "failed", failureKind(err))
@@ -177,57 +175,6 @@ Examples:
 	return errors.Join(died, run.Stop(stopCtx))
 }
 
-// prepareAndLoad is serve's chain: resolve, assess, pull (unless it is
-// local or noPull), load.
-// pre, when set, sees the assessment before anything is downloaded, and
-// may return what llama.cpp's own projection counts beyond the plan: the
-// plan is judged again with it before the download, and the load is
-// admitted with it.
-func prepareAndLoad(ctx context.Context, d *launch.Deps, st *store.Store, ref string, opts plan.SearchOptions, noPull bool, lo launch.LoadOptions, pre func(*launch.Assessed) *launch.Projected) (*launch.Running, error) {
-	m, err := d.Resolve(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	a, err := d.Assess(ctx, m, opts)
-	if err != nil {
-		return nil, err
-	}
-	if pre != nil {
-		if p := pre(a); p != nil {
-			if err := a.AdmitProjected(p); err != nil {
-				return nil, err
-			}
-			lo.Projected = p
-		}
-	}
-	var path string
-	var man *store.Manifest
-	if m.Local() {
-		path = m.Header.Artifact.Files[0].Path
-	} else {
-		if noPull {
-			found, ok, err := st.Lookup(m.Header.Artifact.Repo, m.Header.Artifact.Commit, fileNames(m))
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				return nil, errors.New(ref + " is not in the store and --no-pull forbids downloading it; run headroom pull first")
-			}
-			path, man = found.Files[0].Path, found
-		} else {
-			p, err := d.Pull(ctx, m, nil, st, false)
-			if err != nil {
-				return nil, err
-			}
-			path, man = p.Path, p.Manifest
-		}
-	}
-	if err := d.CompanionFiles(ctx, m, man, st, noPull); err != nil {
-		return nil, err
-	}
-	return d.Load(ctx, a, path, lo)
-}
-
 func say(d *launch.Deps, state, line string) {
 	if d.Say != nil {
 		d.Say(state, line)
@@ -251,14 +198,6 @@ func logSink(env Env, show bool) io.Writer {
 		return env.Stderr
 	}
 	return nil
-}
-
-func fileNames(m *launch.Model) []string {
-	var out []string
-	for _, f := range m.Header.Artifact.Files {
-		out = append(out, f.Name)
-	}
-	return out
 }
 
 // failureKind names a failed serve's reason in a few words; the error

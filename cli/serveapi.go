@@ -33,7 +33,8 @@ otherwise:
   /v1/models         the catalog as an OpenAI-compatible model list; what
                      does not fit is listed, disabled, with the reason
   /api/load          POST {"model":M,"ctx":N,"parallel":N}: resolve,
-                     assess, pull, admit and start llama-server
+                     assess, ask llama-fit-params (as serve does), pull,
+                     admit and start llama-server
   /api/unload        POST {"id":ID}
   /api/instances     what runs
 

@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"os"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
@@ -28,17 +25,14 @@ type modelInputs struct {
 	Provenance string
 }
 
-// catalogVariant recognizes ENTRY/QUANT. A path that exists on disk is a
-// path, even if its name looks like a variant.
+// catalogVariant recognizes ENTRY/QUANT (catalog.FindRef: a path on disk
+// is a path).
 func catalogVariant(ref string) (*catalog.Catalog, *catalog.LockFile, *catalog.Entry, *catalog.Variant, error) {
-	if _, err := os.Stat(ref); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil, nil, nil
-	}
 	cat, err := catalog.Load()
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	e, v, err := cat.Find(ref)
+	e, v, err := cat.FindRef(ref)
 	if e == nil || err != nil {
 		return nil, nil, nil, nil, err
 	}

@@ -10,16 +10,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/engine"
-	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 )
 
 // engineCheck runs the engine check for fit and plan --verify.
-func engineCheck(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap *hw.Snapshot, llamaServer string) (*engine.Check, error) {
+func engineCheck(ctx context.Context, env Env, in *modelInputs, p plan.Profile, cpu plan.Device, gpus []plan.Device, llamaServer string) (*engine.Check, error) {
 	if in.Header == nil {
 		return nil, errors.New("a catalog variant is planned from derived inputs, with no header to give llama.cpp; verify its Hub file (hf:...) instead")
 	}
@@ -27,81 +25,7 @@ func engineCheck(ctx context.Context, env Env, in *modelInputs, p plan.Profile, 
 	if err != nil {
 		return nil, err
 	}
-	return runEngineCheck(ctx, env, bin, in.Header, in.Arch, p, snap)
-}
-
-// runEngineCheck has the user's llama-fit-params project the load of the
-// model's own file without allocating, and sets headroom's accounting of
-// the same context beside it. llama-fit-params creates its context as a
-// library caller does, with one output row per token of the batch, so
-// headroom accounts that context for the comparison (the model and
-// context figures are the server's; only compute differs). The model is
-// checked alone: a projector or draft is left out on both sides. A remote
-// model is checked before any byte of its weights moves: the projection
-// runs on a sparse twin, its header bytes then a hole up to its size,
-// removed afterwards.
-func runEngineCheck(ctx context.Context, env Env, bin string, h *source.Header, m *arch.Model, p plan.Profile, snap *hw.Snapshot) (*engine.Check, error) {
-	q := p
-	q.OutputsMax = max(q.Batch, 1)
-	q.Companions = nil
-	cpu, gpus := plan.Devices(snap)
-	r, err := plan.Account(m, q, cpu, gpus)
-	if err != nil {
-		return nil, err
-	}
-	pr, cleanup, err := engine.OpenProjector(ctx, source.NewClient(env.Getenv), h, nil, bin)
-	defer cleanup()
-	if err != nil {
-		return nil, err
-	}
-	rows, _, err := engine.Project(ctx, bin, pr.Model, q.Args(), pr.Env)
-	if err != nil {
-		return nil, err
-	}
-	c := engine.Compare(bin, rows, r.Buffers, cpu.Name)
-	return &c, nil
-}
-
-// preflight is the engine check serve and pull run before any weight is
-// downloaded, where the llama.cpp that will load the model has
-// llama-fit-params beside it. Where llama.cpp's projection counts more
-// than the plan, it returns those figures, which admission then charges
-// (AdmitProjected before the download, Load at the load); where it counts
-// less, the plan's larger figure stands (llama.cpp's projection can
-// itself count what its real load does not: Gemma 3n's tied embedding,
-// twice under mmap). nil when the check agrees or could not run.
-func preflight(ctx context.Context, env Env, a *launch.Assessed, llamaServer string, say func(state, line string)) *launch.Projected {
-	if a == nil || a.Chosen() == nil || a.Model == nil || a.Model.Header == nil || a.Model.Arch == nil {
-		return nil
-	}
-	bin, err := engine.FindFitParams(llamaServer, nil)
-	if err != nil {
-		say("checking", "no llama-fit-params beside llama-server or on PATH: the plan is headroom's accounting alone")
-		return nil
-	}
-	c, err := runEngineCheck(ctx, env, bin, a.Model.Header, a.Model.Arch, a.Chosen().Profile, a.Snapshot)
-	if err != nil {
-		say("checking", "llama.cpp's own projection could not be had: "+oneLine(err.Error()))
-		return nil
-	}
-	if c.Agrees {
-		say("checking", fmt.Sprintf("llama.cpp's own projection (%s) agrees with the plan on every buffer", c.Engine))
-		return nil
-	}
-	var diffs []string
-	for _, cell := range c.Cells {
-		if !cell.Agrees {
-			diffs = append(diffs, fmt.Sprintf("%s %s: llama.cpp %d MiB, headroom %d MiB", cell.Row, cell.Part, cell.Engine, cell.Headroom))
-		}
-	}
-	cpu, _ := plan.Devices(a.Snapshot)
-	p := &launch.Projected{By: c.Engine, Rows: c.Beyond(cpu.Name)}
-	if len(p.Rows) == 0 {
-		say("checking", "llama.cpp's own projection differs from the plan ("+strings.Join(diffs, "; ")+"), counting less than headroom: the plan's figures stand")
-		return nil
-	}
-	say("checking", "llama.cpp's own projection differs from the plan ("+strings.Join(diffs, "; ")+"); admission charges its larger figures ("+p.Says()+")")
-	return p
+	return launch.EngineCheck(ctx, source.NewClient(env.Getenv), bin, in.Header, in.Arch, p, cpu, gpus)
 }
 
 // printCheck prints the engine check's table.

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/headroom-llm/headroom/internal/units"
 )
 
 // appleWorkingSet is Metal's default recommendedMaxWorkingSetSize for a Mac
@@ -39,7 +41,7 @@ func probeDarwin(ctx context.Context, o ProbeOptions, m *machine) error {
 	if out, _, err := r.Output(ctx, "sysctl", "-n", "vm.swapusage"); err == nil {
 		m.host.swap = parseSwapUsage(string(out))
 		if m.host.swap > 0 {
-			m.notef("swap of %s is noted and never counted as room: a model that only fits by swapping does not fit", gib(m.host.swap))
+			m.notef("swap of %s is noted and never counted as room: a model that only fits by swapping does not fit", units.Size(m.host.swap))
 		}
 	}
 	if out, _, err := r.Output(ctx, "vm_stat"); err == nil {

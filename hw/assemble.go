@@ -3,6 +3,8 @@ package hw
 import (
 	"fmt"
 	"strings"
+
+	"github.com/headroom-llm/headroom/internal/units"
 )
 
 // vendorBackend is the llama.cpp backend each vendor's GPUs are usually run
@@ -258,7 +260,7 @@ func (m *machine) attachProcesses(s *Snapshot, domainOf map[*gpu]string) {
 		var desktop, other int64
 		var desktopNames, otherNames []string
 		for _, p := range g.processes {
-			part := fmt.Sprintf("%s %s", baseName(p.Name), gib(p.Bytes))
+			part := fmt.Sprintf("%s %s", baseName(p.Name), units.Size(p.Bytes))
 			if p.Desktop() {
 				desktop += p.Bytes
 				desktopNames = append(desktopNames, part)
@@ -270,11 +272,11 @@ func (m *machine) attachProcesses(s *Snapshot, domainOf map[*gpu]string) {
 		if desktop > 0 {
 			s.Domain(domainOf[g]).Reserved += desktop
 			m.notef("desktop session holds %s on %s (%s); running headless would recover it",
-				gib(desktop), label, strings.Join(desktopNames, ", "))
+				units.Size(desktop), label, strings.Join(desktopNames, ", "))
 		}
 		if other > 0 {
 			m.notef("other processes hold %s on %s (%s); it is not free until they exit",
-				gib(other), label, strings.Join(otherNames, ", "))
+				units.Size(other), label, strings.Join(otherNames, ", "))
 		}
 	}
 }
@@ -285,14 +287,6 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
-}
-
-// gib formats a size for a note, in the binary units llama.cpp logs use.
-func gib(n int64) string {
-	if n < 1<<30 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }
 
 // knownLimits fills in the device-local limits --list-devices does not

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/headroom-llm/headroom/internal/units"
 )
 
 // PCI vendor IDs as sysfs spells them.
@@ -88,7 +90,7 @@ func probeAMD(root fs.FS, card, slot, pciID string) *gpu {
 	g.carveout, g.carveFree = vram, max(vram-vramUsed, 0)
 	g.usable = vram + gtt
 	g.source = fmt.Sprintf("%s is an APU (%s): GPU share = VRAM carve-out %s + GTT limit %s (mem_info_vram_total, mem_info_gtt_total)",
-		name, why, gib(vram), gib(gtt))
+		name, why, units.Size(vram), units.Size(gtt))
 	return g
 }
 

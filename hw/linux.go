@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/headroom-llm/headroom/internal/units"
 )
 
 // probeLinux reads system memory from /proc and /sys, then asks each GPU
@@ -24,13 +26,13 @@ func probeLinux(ctx context.Context, o ProbeOptions, m *machine) error {
 	if lim, src, ok := cgroupLimit(o.Root); ok && lim < h.total {
 		m.host.limit = lim
 		m.host.source += "; usable: " + src
-		m.notef("this process runs under a memory limit of %s (%s); plans count only that", gib(lim), src)
+		m.notef("this process runs under a memory limit of %s (%s); plans count only that", units.Size(lim), src)
 		if used, ok := cgroupUsage(o.Root); ok && m.host.avail != nil && lim-used < *m.host.avail {
 			*m.host.avail = max(lim-used, 0)
 		}
 	}
 	if h.swap > 0 {
-		m.notef("swap of %s is noted and never counted as room: a model that only fits by swapping does not fit", gib(h.swap))
+		m.notef("swap of %s is noted and never counted as room: a model that only fits by swapping does not fit", units.Size(h.swap))
 	}
 	m.host.cpu, m.host.features = cpuInfo(o.Root)
 	if err := ctx.Err(); err != nil {

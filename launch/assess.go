@@ -40,6 +40,10 @@ type Assessed struct {
 	// user's llama.cpp that projected the plan and projects the load
 	// again; nil for a modeled one.
 	Projector *engine.Projector
+	// cpu and gpus are Snapshot's devices as plan.Devices names them,
+	// for the checks that follow the assessment.
+	cpu  plan.Device
+	gpus []plan.Device
 }
 
 // Chosen is the plan's chosen candidate; nil when nothing fits.
@@ -53,8 +57,10 @@ func (d *Deps) Assess(ctx context.Context, m *Model, o plan.SearchOptions) (*Ass
 	if err != nil {
 		return nil, err
 	}
+	a := &Assessed{Model: m, Snapshot: snap, Options: o}
+	a.cpu, a.gpus = plan.Devices(snap)
 	if m.ArchErr != nil {
-		return d.assessProjected(ctx, m, snap, o)
+		return d.assessProjected(ctx, a)
 	}
 	if m.Companions != nil && o.Base.Companions == nil {
 		o.Base.Companions = m.Companions
@@ -63,14 +69,13 @@ func (d *Deps) Assess(ctx context.Context, m *Model, o plan.SearchOptions) (*Ass
 	if err != nil {
 		return nil, err
 	}
-	a := &Assessed{Model: m, Plan: p, Snapshot: snap, Options: o}
+	a.Plan, a.Options = p, o
 	if p.Chosen == nil {
 		return a, &NotFit{Ref: m.Ref, Verdict: plan.DoesNotFit, Why: p.Explain}
 	}
 	c := p.Chosen
 	a.Key = d.key(m, snap, c, o)
-	cpu, gpus := plan.Devices(snap)
-	if a.Result, err = plan.Account(m.Arch, c.Profile, cpu, gpus); err != nil {
+	if a.Result, err = plan.Account(m.Arch, c.Profile, a.cpu, a.gpus); err != nil {
 		return nil, err
 	}
 	if d.Cache != nil {

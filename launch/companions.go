@@ -47,11 +47,11 @@ func (d *Deps) companions(ctx context.Context, m *Model) error {
 	return nil
 }
 
-// CompanionFiles pulls the draft (the projector came with the model's
+// companionFiles pulls the draft (the projector came with the model's
 // pull, in its manifest's extra files) and points the companions at the
 // files llama-server will load. With noPull, both must be in the store
 // already.
-func (d *Deps) CompanionFiles(ctx context.Context, m *Model, man *store.Manifest, st *store.Store, noPull bool) error {
+func (d *Deps) companionFiles(ctx context.Context, m *Model, man *store.Manifest, st *store.Store, noPull bool) error {
 	c := m.Companions
 	if c == nil {
 		return nil
@@ -63,36 +63,14 @@ func (d *Deps) CompanionFiles(ctx context.Context, m *Model, man *store.Manifest
 		}
 		c.ProjectorName = man.Extra[i].Path
 	}
-	if c.Draft != nil && m.Draft != nil && !m.Draft.Local() {
-		dh := m.Draft.Header.Artifact
-		if noPull {
-			dman, ok, err := st.Lookup(dh.Repo, dh.Commit, fileNamesOf(m.Draft))
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("the draft %s is not in the store and downloading is not allowed; pull it first", m.Draft.Ref)
-			}
-			c.DraftName = dman.Files[0].Path
-		} else {
-			p, err := d.Pull(ctx, m.Draft, nil, st, false)
-			if err != nil {
-				return fmt.Errorf("the draft %s: %w", m.Draft.Ref, err)
-			}
-			c.DraftName = p.Path
+	if c.Draft != nil && m.Draft != nil {
+		path, _, err := d.files(ctx, m.Draft, st, noPull)
+		if err != nil {
+			return fmt.Errorf("the draft %s: %w", m.Draft.Ref, err)
 		}
-	} else if c.Draft != nil && m.Draft != nil {
-		c.DraftName = m.Draft.Header.Artifact.Files[0].Path
+		c.DraftName = path
 	}
 	return nil
-}
-
-func fileNamesOf(m *Model) []string {
-	var out []string
-	for _, f := range m.Header.Artifact.Files {
-		out = append(out, f.Name)
-	}
-	return out
 }
 
 // companionFlags rewrites the plan's --mmproj and -md values to the files

@@ -62,7 +62,7 @@ func TestServeWithProjector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.deps.CompanionFiles(ctx, m, p.Manifest, f.store, false); err != nil {
+	if err := f.deps.companionFiles(ctx, m, p.Manifest, f.store, false); err != nil {
 		t.Fatal(err)
 	}
 	if filepath.Base(m.Companions.ProjectorName) != projName {

@@ -78,15 +78,15 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	if err != nil {
 		return nil, err
 	}
+	cpu, gpus := plan.Devices(fresh)
 	key := d.key(a.Model, fresh, c, a.Options)
 	r, reused := (*plan.Result)(nil), false
 	if d.Cache != nil {
 		r, reused = d.Cache.Get(key)
 	}
 	if !reused {
-		cpu, gpus := plan.Devices(fresh)
 		if a.Projector != nil {
-			r, err = projectLoad(ctx, a, path, fresh)
+			r, err = projectLoad(ctx, a, path, cpu, gpus)
 		} else {
 			r, err = plan.Account(a.Model.Arch, c.Profile, cpu, gpus)
 		}
@@ -102,13 +102,11 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		if seen, err = observed(o.Observations, key); err != nil {
 			d.say(string(engine.StateLoading), "ignoring an unreadable observation: %v", err)
 		} else if seen != nil {
-			cpu, _ := plan.Devices(fresh)
 			r = seen.apply(r, cpu.Name)
 			d.say(string(engine.StateLoading), "admitting with what an earlier load of the same key allocated beyond the plan (%s)", seen.Record)
 		}
 	}
 	if p := o.Projected; p != nil && len(p.Rows) > 0 {
-		cpu, _ := plan.Devices(fresh)
 		r = p.apply(r, cpu.Name)
 		d.say(string(engine.StateLoading), "admitting with llama.cpp's own projection where it counts more than the plan (%s)", p.Says())
 	}

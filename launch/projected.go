@@ -42,8 +42,7 @@ func (a *Assessed) AdmitProjected(p *Projected) error {
 	if p == nil || len(p.Rows) == 0 || a.Result == nil || a.Chosen() == nil {
 		return nil
 	}
-	cpu, _ := plan.Devices(a.Snapshot)
-	as, err := p.apply(a.Result, cpu.Name).Against(a.Snapshot)
+	as, err := p.apply(a.Result, a.cpu.Name).Against(a.Snapshot)
 	if err != nil {
 		return err
 	}

@@ -6,14 +6,14 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/engine"
-	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 )
 
 // assessProjected searches a plan for a model headroom does not model
 // over its llama.cpp's projections (engine.SearchProjected), on a sparse
 // twin of a remote model's header: nothing of its weights moves.
-func (d *Deps) assessProjected(ctx context.Context, m *Model, snap *hw.Snapshot, o plan.SearchOptions) (*Assessed, error) {
+func (d *Deps) assessProjected(ctx context.Context, a *Assessed) (*Assessed, error) {
+	m, snap, o := a.Model, a.Snapshot, a.Options
 	pr, cleanup, err := engine.OpenProjector(ctx, d.Client, m.Header, m.ArchErr, d.FitParams)
 	defer cleanup()
 	if err != nil {
@@ -36,7 +36,7 @@ func (d *Deps) assessProjected(ctx context.Context, m *Model, snap *hw.Snapshot,
 	if err != nil {
 		return nil, &NotFit{Ref: m.Ref, Verdict: plan.Incompatible, Why: []string{"llama.cpp's own projection failed: " + err.Error()}}
 	}
-	a := &Assessed{Model: m, Plan: p, Snapshot: snap, Options: o, Projector: pr}
+	a.Plan, a.Projector = p, pr
 	if p.Chosen == nil {
 		return a, &NotFit{Ref: m.Ref, Verdict: plan.DoesNotFit, Why: p.Explain}
 	}
@@ -53,9 +53,8 @@ func (d *Deps) assessProjected(ctx context.Context, m *Model, snap *hw.Snapshot,
 // projectLoad is the accounting of a projected plan at load time: the
 // projection again, of the file llama-server will load, on the devices of
 // a fresh snapshot.
-func projectLoad(ctx context.Context, a *Assessed, path string, fresh *hw.Snapshot) (*plan.Result, error) {
+func projectLoad(ctx context.Context, a *Assessed, path string, cpu plan.Device, gpus []plan.Device) (*plan.Result, error) {
 	pr := *a.Projector
 	pr.Model = path
-	cpu, gpus := plan.Devices(fresh)
 	return pr.Account(ctx, a.Chosen().Profile, cpu, gpus)
 }

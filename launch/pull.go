@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/headroom-llm/headroom/internal/units"
 	"github.com/headroom-llm/headroom/source"
 	"github.com/headroom-llm/headroom/store"
 )
@@ -54,7 +55,7 @@ func (d *Deps) Pull(ctx context.Context, m *Model, assessErr error, st *store.St
 	if need == 0 {
 		d.say("downloading", "already in the store: %s", m.Ref)
 	} else {
-		d.say("downloading", "%s to fetch into %s", gib(need), st.Root)
+		d.say("downloading", "%s to fetch into %s", units.GiB(need), st.Root)
 	}
 	man, err := st.Pull(ctx, art)
 	if err != nil {

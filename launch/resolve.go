@@ -1,6 +1,7 @@
 // Package launch carries a model from a reference to a running server:
 // resolve the reference to an exact artifact, assess it on this machine,
-// pull it into the store only once it fits, admit it again at load time
+// ask the user's llama.cpp to project the plan, pull it into the store
+// only once it fits, admit it again at load time
 // beside what headroom already runs, start llama-server with the plan and
 // declare it ready only after a real completion.
 package launch
@@ -9,14 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"strings"
 
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/units"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 )
@@ -39,7 +38,8 @@ type Deps struct {
 	Cache *admission.Cache
 	// FitParams is the llama-fit-params of the llama.cpp that will load
 	// the model ("" when there is none): it projects the loads of an
-	// architecture headroom does not model.
+	// architecture headroom does not model, and checks the plans of the
+	// others (Preflight).
 	FitParams string
 }
 
@@ -132,7 +132,7 @@ func (d *Deps) resolve(ctx context.Context, ref string, withCompanions bool) (*M
 	}
 	a := h.Artifact
 	if a.Commit != "" {
-		d.say("resolving", "%s is %s@%s, %d file(s), %s", ref, a.Repo, a.Commit[:12], len(a.Files), gib(h.Model.Size()))
+		d.say("resolving", "%s is %s@%s, %d file(s), %s", ref, a.Repo, a.Commit[:12], len(a.Files), units.GiB(h.Model.Size()))
 	}
 	if withCompanions && m.Arch != nil {
 		if err := d.companions(ctx, m); err != nil {
@@ -142,35 +142,20 @@ func (d *Deps) resolve(ctx context.Context, ref string, withCompanions bool) (*M
 	return m, nil
 }
 
-// variant recognizes ENTRY/QUANT. A path that exists on disk is a path,
-// even if its name looks like a variant.
+// variant recognizes ENTRY/QUANT (catalog.FindRef: a path on disk is a
+// path) and names the file to open: the locked one when the lock pins it.
 func (d *Deps) variant(ref string) (open string, pinned *catalog.Package, ok bool, err error) {
-	entry, quant, found := strings.Cut(ref, "/")
-	if !found || d.Catalog == nil || strings.Contains(ref, ":") || strings.Contains(quant, "/") {
+	if d.Catalog == nil {
 		return "", nil, false, nil
 	}
-	if _, err := os.Stat(ref); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return "", nil, false, nil
+	e, v, err := d.Catalog.FindRef(ref)
+	if e == nil || err != nil {
+		return "", nil, false, err
 	}
-	e := d.Catalog.Entry(entry)
-	if e == nil {
-		return "", nil, false, nil
-	}
-	v := e.Variant(quant)
-	if v == nil {
-		var have []string
-		for _, v := range e.Variants {
-			have = append(have, v.Quant)
-		}
-		return "", nil, false, fmt.Errorf("%s: the catalog has no %s variant of %s (it has %s)", ref, quant, entry, strings.Join(have, ", "))
-	}
-	open = v.Ref
 	if pkg, _ := d.Lock.Lookup(e.ID, *v); pkg != nil && len(pkg.Files) > 0 {
-		// The lock pins the commit and the file: open exactly that.
-		open = "hf:" + pkg.Repo + "/" + pkg.Files[0].Name + "@" + pkg.Commit
 		pinned = pkg
 	}
-	return open, pinned, true, nil
+	return d.Lock.Source(e, *v), pinned, true, nil
 }
 
 // checkPinned compares what the Hub lists now with what the lock recorded.
@@ -189,5 +174,3 @@ func checkPinned(p *catalog.Package, a *source.Artifact) error {
 	}
 	return nil
 }
-
-func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }

@@ -3,21 +3,14 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
-	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/speed"
 )
-
-// cacheTypes are the K/V cache types llama.cpp accepts for -ctk and -ctv.
-func cacheTypes() []string {
-	return []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
-}
 
 // capabilities are the ones catalog entries declare.
 func capabilities() []string { return catalog.Capabilities() }
@@ -36,11 +29,7 @@ func (s *server) presets(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "machine")
-	if err != nil {
-		return err
-	}
-	m, err := s.machine(r.Context(), q)
+	m, err := s.machineOnly(r)
 	if err != nil {
 		return err
 	}
@@ -48,7 +37,9 @@ func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// fitJSON is the object 'headroom fit --json' prints.
+// fitJSON is what 'headroom fit --json' prints less the engine note and
+// --verify's engine check, which the API does not run; its artifact names
+// a catalog variant's inputs as variant and provenance.
 type fitJSON struct {
 	Artifact artifact     `json:"artifact"`
 	Profile  plan.Profile `json:"profile"`
@@ -65,15 +56,7 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.Rules = s.cfg.Rules
-	m, err := s.machine(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	res, err := s.model(r.Context(), ref)
-	if err != nil {
-		return err
-	}
-	pr, done, err := s.projector(r.Context(), ref, res)
+	m, res, pr, done, err := s.subject(r.Context(), q, ref)
 	if err != nil {
 		return err
 	}
@@ -95,10 +78,10 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 }
 
 // fitProfile reads the model and the serving profile, with the CLI's
-// defaults: the trained context, and llama-server's automatic four slots
-// sharing one cache unless parallel is given.
+// defaults (engine.ServerDefaults): what is not given is what
+// llama-server would run.
 func fitProfile(q *query) (string, plan.Profile, error) {
-	p := plan.Defaults()
+	p := engine.ServerDefaults()
 	ref, ok := q.str("model")
 	if !ok && q.err == nil {
 		q.fail("model is required: a catalog variant such as qwen3-8b/Q4_K_M")
@@ -106,8 +89,6 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 	p.Ctx = q.intIn("ctx", 0, 0, maxCtx)
 	if _, given := q.v["parallel"]; given {
 		p.Parallel, p.KVUnified = q.intIn("parallel", 1, 1, 256), false
-	} else {
-		p.Parallel, p.KVUnified = 4, true
 	}
 	switch s, _ := q.str("ngl"); s {
 	case "", "all", "auto":
@@ -116,9 +97,9 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 	default:
 		p.GPULayers = q.intIn("ngl", plan.GPULayersAuto, 0, 9999)
 	}
-	p.CacheK = q.oneOf("ctk", "f16", cacheTypes()...)
-	p.CacheV = q.oneOf("ctv", "f16", cacheTypes()...)
-	p.FlashAttn = plan.FlashAttn(q.oneOf("fa", string(plan.FlashAuto), "on", "off", "auto"))
+	p.CacheK = q.oneOf("ctk", p.CacheK, engine.CacheTypes()...)
+	p.CacheV = q.oneOf("ctv", p.CacheV, engine.CacheTypes()...)
+	p.FlashAttn = plan.FlashAttn(q.oneOf("fa", string(p.FlashAttn), "on", "off", "auto"))
 	// A plan's layer split and MoE expert placement (-ts, --n-cpu-moe),
 	// so a plan can be checked, and re-checked live, as it was made.
 	p.CPUMoE = q.intIn("ncmoe", 0, 0, 9999)
@@ -132,7 +113,10 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 	return ref, p, q.err
 }
 
-// planJSON is the object 'headroom plan --json' prints.
+// planJSON is the part of 'headroom plan --json' the API answers: the
+// search (chosen null and explain saying why where nothing fits), its
+// speed estimates, and whose projection it is for an architecture
+// headroom does not model.
 type planJSON struct {
 	*plan.Plan
 	Speed []speed.Result `json:"speed"`
@@ -159,15 +143,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	m, err := s.machine(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	res, err := s.model(r.Context(), ref)
-	if err != nil {
-		return err
-	}
-	pr, done, err := s.projector(r.Context(), ref, res)
+	m, res, pr, done, err := s.subject(r.Context(), q, ref)
 	if err != nil {
 		return err
 	}
@@ -190,31 +166,18 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	// Where nothing fits the CLI fails; the API answers the search
 	// itself (chosen null, explain saying why), which a client can show.
 	out := planJSON{Plan: p, Speed: []speed.Result{}}
-	if p.Chosen != nil {
-		out.Speed = decodeEstimate(res.m, p.Chosen, m.snap)
+	if c := p.Chosen; c != nil {
+		// As the CLI's plan reports it: an empty context, and one slot's
+		// context full.
+		cpu, gpus := plan.Devices(m.snap)
+		out.Speed = speed.EstimateProfile(res.m, c.Profile, cpu, gpus, m.snap, 0, c.CtxPerSlot)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// decodeEstimate is generation speed for a candidate with an empty
-// context and with one slot's context full, as the CLI's plan reports it.
-func decodeEstimate(m *arch.Model, c *plan.Candidate, snap *hw.Snapshot) []speed.Result {
-	out := []speed.Result{}
-	cpu, gpus := plan.Devices(snap)
-	res, err := plan.Account(m, c.Profile, cpu, gpus)
-	if err != nil {
-		return out
-	}
-	for _, filled := range []int{0, c.CtxPerSlot} {
-		if e, err := speed.Estimate(m, res, snap, filled); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// recommendJSON is the object 'headroom recommend --json' prints.
+// recommendJSON is what 'headroom recommend --json' prints less the
+// engine note.
 type recommendJSON struct {
 	Goal    string        `json:"goal"`
 	Machine string        `json:"machine"`
@@ -250,16 +213,11 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 		rows = []catalog.Row{}
 	}
 	writeJSON(w, http.StatusOK, recommendJSON{Goal: o.Goal, Machine: m.name,
-		Speed: "decode speed estimated for every fitting row, one sequence, empty context (docs/speed.md)", Rows: rows})
+		Speed: catalog.SpeedSays, Rows: rows})
 	return nil
 }
 
 func licenses(c *catalog.Catalog) []string { return c.LicenseIDs() }
-
-// gib formats bytes for a sentence.
-func gib(n int64) string {
-	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
-}
 
 // domainName is a domain's id with its description, for a sentence.
 func domainName(snap *hw.Snapshot, id string) string {

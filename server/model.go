@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
@@ -34,32 +33,13 @@ type resolved struct {
 	artifact artifact
 }
 
-// variant finds a catalog variant named "ENTRY/QUANT"; the quantization
-// may be written in any case.
-func (s *server) variant(name string) (*catalog.Entry, *catalog.Variant) {
-	id, quant, ok := strings.Cut(name, "/")
-	if !ok || strings.Contains(quant, "/") {
-		return nil, nil
-	}
-	e := s.cfg.Catalog.Entry(id)
-	if e == nil {
-		return nil, nil
-	}
-	if v := e.Variant(quant); v != nil {
-		return e, v
-	}
-	for i := range e.Variants {
-		if strings.EqualFold(e.Variants[i].Quant, quant) {
-			return e, &e.Variants[i]
-		}
-	}
-	return nil, nil
-}
-
 // model resolves a request's model: a catalog variant offline, anything
 // else through Config.Open.
 func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
-	if e, v := s.variant(ref); e != nil {
+	switch e, v, err := s.cfg.Catalog.Find(ref); {
+	case err != nil:
+		return nil, notFound("%v", err)
+	case e != nil:
 		return s.catalogModel(e, v)
 	}
 	if s.cfg.Open == nil {
@@ -106,6 +86,22 @@ func (s *server) catalogModel(e *catalog.Entry, v *catalog.Variant) (*resolved, 
 		}
 	}
 	return r, nil
+}
+
+// subject is what fit and plan answer about: the machine the query names,
+// the model ref names and, for an architecture headroom does not model,
+// the projector that stands in for it (see projector); call done when
+// finished.
+func (s *server) subject(ctx context.Context, q *query, ref string) (m machine, res *resolved, pr *engine.Projector, done func(), err error) {
+	done = func() {}
+	if m, err = s.machine(ctx, q); err != nil {
+		return m, nil, nil, done, err
+	}
+	if res, err = s.model(ctx, ref); err != nil {
+		return m, nil, nil, done, err
+	}
+	pr, done, err = s.projector(ctx, ref, res)
+	return m, res, pr, done, err
 }
 
 // projector is the user's llama.cpp that answers for a resolved model

@@ -6,6 +6,7 @@ import (
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/units"
 	"github.com/headroom-llm/headroom/plan"
 )
 
@@ -41,11 +42,7 @@ type modelList struct {
 // OpenAI's listing see them all, and the ones that read status can grey out
 // those this machine cannot run, with the reason.
 func (s *server) models(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "machine")
-	if err != nil {
-		return err
-	}
-	m, err := s.machine(r.Context(), q)
+	m, err := s.machineOnly(r)
 	if err != nil {
 		return err
 	}
@@ -112,5 +109,5 @@ func shortOf(row catalog.Row, snap *hw.Snapshot, o catalog.Options) string {
 		convs = fmt.Sprintf("%d conversations", o.Parallel)
 	}
 	return fmt.Sprintf("does not fit: %s is short by %s, even for %s of %d tokens",
-		domainName(snap, row.Limiting.Domain), gib(row.Limiting.Shortfall), convs, o.MinCtx)
+		domainName(snap, row.Limiting.Domain), units.GiB(row.Limiting.Shortfall), convs, o.MinCtx)
 }

@@ -140,6 +140,15 @@ type machine struct {
 	name string
 }
 
+// machineOnly is the machine of a request that takes no other parameter.
+func (s *server) machineOnly(r *http.Request) (machine, error) {
+	q, err := parseQuery(r, "machine")
+	if err != nil {
+		return machine{}, err
+	}
+	return s.machine(r.Context(), q)
+}
+
 // machine resolves the machine parameter. It takes preset names only: a
 // request must never make the server read a file, so a name is looked up
 // in the preset list before hw.LoadMachine sees it, and what it sees is the

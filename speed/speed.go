@@ -191,6 +191,26 @@ func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Res
 	return res, nil
 }
 
+// EstimateProfile is Estimate of profile p of model m placed on the
+// snapshot's devices cpu and gpus, at each context fill in fills. It
+// places without the compute replay (plan.Place): a token reads weights
+// and caches, never a compute buffer, so the replay would change nothing
+// here and cost most of the time. A fill that cannot be estimated is left
+// out, and every fill when p cannot be placed.
+func EstimateProfile(m *arch.Model, p plan.Profile, cpu plan.Device, gpus []plan.Device, s *hw.Snapshot, fills ...int) []Result {
+	out := []Result{}
+	r, err := plan.Place(m, p, cpu, gpus)
+	if err != nil {
+		return out
+	}
+	for _, filled := range fills {
+		if e, err := Estimate(m, r, s, filled); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // deviceResult looks a device up in the snapshot and fills in its figures
 // and its backend's parameters.
 func deviceResult(s *hw.Snapshot, t *traffic) (DeviceResult, error) {
