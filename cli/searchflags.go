@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/headroom-llm/headroom/engine"
 	"slices"
 	"strings"
 
