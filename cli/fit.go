@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -215,8 +214,8 @@ func llamaServerFlag(fs *flags) *string {
 	return fs.String("llama-server", "", "the llama-server `program` to plan for: asked for its devices (--list-devices); default: llama-server on PATH")
 }
 
-func runFit(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "fit", "[flags] MODEL", `
+// fitHelp is the help of 'headroom fit'.
+const fitHelp = `
 Computes every buffer llama.cpp would allocate for MODEL with the given
 serving flags (llama-server's names and meanings) on this machine, or on
 --machine, and says whether it fits: per physical memory domain, the model,
@@ -246,7 +245,10 @@ Examples:
   headroom fit model.gguf -c 8192 -np 1
   headroom fit model.gguf --mmproj mmproj.gguf -md draft.gguf -c 16384
   headroom fit hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 -ngl all
-  headroom fit model.gguf --machine snapshot.json --json`)
+  headroom fit model.gguf --machine snapshot.json --json`
+
+func runFit(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "fit", "[flags] MODEL", fitHelp)
 	profile := profileFlags(fs)
 	companions := companionFlags(fs)
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
@@ -304,11 +306,9 @@ Examples:
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
 		rep := fitReport(in, a, p)
 		rep.EngineCheck, rep.Engine = check, &note
-		return enc.Encode(rep)
+		return printJSON(env.Stdout, rep)
 	}
 	printFit(env.Stdout, in, a, p)
 	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -60,3 +62,10 @@ const maxSlots = 256
 
 // errorRange writes a signed error range: "-12%..+7%".
 func errorRange(lo, hi float64) string { return fmt.Sprintf("%+.0f%%..%+.0f%%", lo, hi) }
+
+// printJSON writes v as indented JSON, as every --json output is.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

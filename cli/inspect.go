@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -58,9 +57,7 @@ Examples:
 		if *full {
 			maxArray, maxString = -1, -1
 		}
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(inspectReport(h, maxArray, maxString))
+		return printJSON(env.Stdout, inspectReport(h, maxArray, maxString))
 	}
 	printInspect(env.Stdout, h, *tensors)
 	return nil

@@ -3,8 +3,8 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -14,8 +14,8 @@ import (
 	"github.com/headroom-llm/headroom/speed"
 )
 
-func runPlan(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "plan", "[flags] MODEL", `
+// planHelp is the help of 'headroom plan'.
+const planHelp = `
 Searches for the best way to run MODEL with llama-server on this machine
 (or --machine): how many slots, how much context each, how many layers on
 the GPU, and which KV cache type, leaving --fit-target free in every memory
@@ -60,7 +60,10 @@ Examples:
   headroom plan hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 --parallel 4
   headroom plan model.gguf --goal context --json
   headroom plan model.gguf -ngl all --parallel 1
-  headroom plan model.gguf --mmproj mmproj.gguf -md draft.gguf --print-args`)
+  headroom plan model.gguf --mmproj mmproj.gguf -md draft.gguf --print-args`
+
+func runPlan(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "plan", "[flags] MODEL", planHelp)
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
 	llama := llamaServerFlag(fs)
 	search := searchFlags(fs)
@@ -103,17 +106,7 @@ Examples:
 		} else if c != nil {
 			return errProjectedCompanions
 		}
-		var progress func(string)
-		if !*quiet && !*printArgs {
-			fmt.Fprintf(env.Stderr, "architecture %s is not one headroom models: asking %s to project each candidate\n", pr.Basics.Arch, pr.Bin)
-			progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+line) }
-		}
-		p, err = engine.SearchProjected(ctx, pr.Projector, snap, opts, progress)
-		if err != nil {
-			why, p = "llama.cpp's own projection failed: "+oneLine(err.Error()), nil
-		} else {
-			out.Projected = projectedSays(pr)
-		}
+		p, why, out.Projected = searchProjected(ctx, env, pr, snap, opts, *quiet || *printArgs)
 	}
 	if in.ArchErr == nil {
 		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs, in.header()); err != nil {
@@ -153,9 +146,7 @@ Examples:
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := printJSON(env.Stdout, out); err != nil {
 			return err
 		}
 	}
@@ -168,32 +159,53 @@ Examples:
 		fmt.Fprintln(env.Stdout, strings.Join(p.Chosen.Flags, " "))
 	case *asJSON:
 	default:
-		model := "-m " + in.Ref
-		if in.Header == nil {
-			model = "-hf " + strings.TrimPrefix(catalogSource(in.Ref), "hf:")
-		}
-		fmt.Fprintf(env.Stdout, "llama-server %s %s\n\n", model, strings.Join(p.Chosen.Flags, " "))
-		if note := in.inputsNote(); note != "" {
-			fmt.Fprintln(env.Stdout, "  "+in.Ref+": "+note)
-		}
-		for _, line := range p.Explain {
-			fmt.Fprintln(env.Stdout, "  "+line)
-		}
-		fmt.Fprintln(env.Stdout, "  "+speedLine(out.Speed))
-		if out.Network != nil {
-			fmt.Fprintln(env.Stdout, "  "+networkLine(out.Network))
-		}
-		fmt.Fprintln(env.Stdout, "  engine: "+note.Says)
-		for _, b := range out.Backends {
-			if !b.Measured {
-				fmt.Fprintf(env.Stdout, "  backend %s (%s): %s\n", b.Backend, strings.Join(b.Devices, ", "), b.Says)
-			}
-		}
-		if out.EngineCheck != nil {
-			printCheck(env.Stdout, out.EngineCheck)
-		}
+		printPlan(env.Stdout, in, p, out)
 	}
 	return nil
+}
+
+// searchProjected plans on llama.cpp's own projections, saying so as it
+// goes unless quiet; a failed projection is the reason nothing is planned.
+func searchProjected(ctx context.Context, env Env, pr *projection, snap *hw.Snapshot, opts plan.SearchOptions, quiet bool) (p *plan.Plan, why, says string) {
+	var progress func(string)
+	if !quiet {
+		fmt.Fprintf(env.Stderr, "architecture %s is not one headroom models: asking %s to project each candidate\n", pr.Basics.Arch, pr.Bin)
+		progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+line) }
+	}
+	p, err := engine.SearchProjected(ctx, pr.Projector, snap, opts, progress)
+	if err != nil {
+		return nil, "llama.cpp's own projection failed: " + oneLine(err.Error()), ""
+	}
+	return p, "", projectedSays(pr)
+}
+
+// printPlan prints a plan that fits: the llama-server command line first,
+// then why, the speed, the build and the engine check.
+func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
+	model := "-m " + in.Ref
+	if in.Header == nil {
+		model = "-hf " + strings.TrimPrefix(catalogSource(in.Ref), "hf:")
+	}
+	fmt.Fprintf(w, "llama-server %s %s\n\n", model, strings.Join(p.Chosen.Flags, " "))
+	if note := in.inputsNote(); note != "" {
+		fmt.Fprintln(w, "  "+in.Ref+": "+note)
+	}
+	for _, line := range p.Explain {
+		fmt.Fprintln(w, "  "+line)
+	}
+	fmt.Fprintln(w, "  "+speedLine(out.Speed))
+	if out.Network != nil {
+		fmt.Fprintln(w, "  "+networkLine(out.Network))
+	}
+	fmt.Fprintln(w, "  engine: "+out.Engine.Says)
+	for _, b := range out.Backends {
+		if !b.Measured {
+			fmt.Fprintf(w, "  backend %s (%s): %s\n", b.Backend, strings.Join(b.Devices, ", "), b.Says)
+		}
+	}
+	if out.EngineCheck != nil {
+		printCheck(w, out.EngineCheck)
+	}
 }
 
 // planReport is what 'headroom plan --json' prints: the verdict and why,

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,8 +14,8 @@ import (
 	"github.com/headroom-llm/headroom/store"
 )
 
-func runPull(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "pull", "[flags] MODEL", `
+// pullHelp is the help of 'headroom pull'.
+const pullHelp = `
 Downloads MODEL into headroom's store, but only after assessing that it
 fits this machine (or --machine): the same search as 'headroom plan', so
 nothing is downloaded that could not run. MODEL is a catalog variant
@@ -40,7 +39,10 @@ linked under models/OWNER/REPO/COMMIT/ with their own names.
 Examples:
   headroom pull llama-3.1-8b-instruct/Q4_K_M
   headroom pull hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --parallel 4
-  headroom pull hf:owner/big-model-GGUF:Q8_0 --force`)
+  headroom pull hf:owner/big-model-GGUF:Q8_0 --force`
+
+func runPull(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "pull", "[flags] MODEL", pullHelp)
 	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of this machine")
 	llama := llamaServerFlag(fs)
 	search := searchFlags(fs)
@@ -96,8 +98,6 @@ Examples:
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
 		out := struct {
 			Path       string          `json:"path"`
 			Overridden string          `json:"overridden,omitempty"`
@@ -107,7 +107,7 @@ Examples:
 		if draft != nil {
 			out.Draft = draft.Manifest
 		}
-		return enc.Encode(out)
+		return printJSON(env.Stdout, out)
 	}
 	fmt.Fprintln(env.Stdout, p.Path)
 	if draft != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +19,8 @@ import (
 	"github.com/headroom-llm/headroom/source"
 )
 
-func runRecommend(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "recommend", "[flags]", `
+// recommendHelp is the help of 'headroom recommend'.
+const recommendHelp = `
 Assesses every configuration in headroom's catalog (each model at each
 quantization) on this machine, or on --machine, and ranks the ones that fit
 by --goal. Configurations that do not fit are listed after them, disabled,
@@ -48,7 +47,10 @@ carries an estimated decode speed (docs/speed.md).
 Examples:
   headroom recommend
   headroom recommend --machine rtx-4090 --goal context --min-ctx 32768
-  headroom recommend --capability vision --license apache-2.0,mit --json`)
+  headroom recommend --capability vision --license apache-2.0,mit --json`
+
+func runRecommend(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "recommend", "[flags]", recommendHelp)
 	o := catalog.DefaultOptions()
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
 	llama := llamaServerFlag(fs)
@@ -117,9 +119,7 @@ Examples:
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return printJSON(env.Stdout, struct {
 			Goal    string            `json:"goal"`
 			Machine string            `json:"machine"`
 			Engine  engine.EngineNote `json:"engine"`

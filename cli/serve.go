@@ -17,8 +17,8 @@ import (
 	"github.com/headroom-llm/headroom/store"
 )
 
-func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "[flags] MODEL", `
+// serveHelp is the help of 'headroom serve'.
+const serveHelp = `
 Runs MODEL with llama.cpp's llama-server, planned for this machine:
 
   resolving    the exact artifact (repository, commit, files, sha256)
@@ -52,7 +52,10 @@ Examples:
   headroom serve llama-3.1-8b-instruct/Q4_K_M
   headroom serve ./model.gguf --parallel 4 --port 8081
   headroom serve hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --llama-server ~/llama.cpp/build/bin/llama-server
-  headroom serve ./model.gguf --check`)
+  headroom serve ./model.gguf --check`
+
+func runServe(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "serve", "[flags] MODEL", serveHelp)
 	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of probing this machine (for tests and dry runs)")
 	search := searchFlags(fs)
 	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")

@@ -17,8 +17,8 @@ import (
 	"github.com/headroom-llm/headroom/server"
 )
 
-func runServeAPI(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve-api", "[flags]", `
+// serveAPIHelp is the help of 'headroom serve-api'.
+const serveAPIHelp = `
 Serves headroom's HTTP API and web panel, on 127.0.0.1 unless --addr says
 otherwise:
 
@@ -57,7 +57,10 @@ token can load models: see docs/security.md.
 Examples:
   headroom serve-api
   headroom serve-api --addr 127.0.0.1:9000 --machine rtx-4090
-  headroom serve-api --addr 0.0.0.0:8787 --allow-remote`)
+  headroom serve-api --addr 0.0.0.0:8787 --allow-remote`
+
+func runServeAPI(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "serve-api", "[flags]", serveAPIHelp)
 	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on (beyond loopback only with --allow-remote)")
 	remote := fs.Bool("allow-remote", false, "allow an --addr beyond loopback; every API request then needs the token")
 	token := fs.String("token", "", "the API token with --allow-remote (default $HEADROOM_API_TOKEN, else a generated one, printed)")
