@@ -148,23 +148,35 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "  recorded in %s\n", run.Recorded)
 	}
 	if *check {
-		writeReconciliation(env.Stdout, run.Reconciliation)
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		say(d, "stopping", "check done; stopping llama-server")
-		if err := run.Stop(stopCtx); err != nil {
-			return err
-		}
-		if !run.Reconciliation.OK() {
-			return fmt.Errorf("check failed: %s", run.Reconciliation.Summary())
-		}
-		if run.Reconciliation.Projected {
-			fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer at or under llama.cpp's projection")
-		} else {
-			fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer within bounds")
-		}
-		return nil
+		return finishCheck(ctx, env, d, run)
 	}
+	return serveUntilDone(ctx, d, run)
+}
+
+// finishCheck ends 'serve --check': the reconciliation printed, the server
+// stopped, and an error unless every buffer was within bounds.
+func finishCheck(ctx context.Context, env Env, d *launch.Deps, run *launch.Running) error {
+	writeReconciliation(env.Stdout, run.Reconciliation)
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	say(d, "stopping", "check done; stopping llama-server")
+	if err := run.Stop(stopCtx); err != nil {
+		return err
+	}
+	if !run.Reconciliation.OK() {
+		return fmt.Errorf("check failed: %s", run.Reconciliation.Summary())
+	}
+	if run.Reconciliation.Projected {
+		fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer at or under llama.cpp's projection")
+	} else {
+		fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer within bounds")
+	}
+	return nil
+}
+
+// serveUntilDone serves until the user stops headroom or llama-server
+// exits on its own, then stops it cleanly.
+func serveUntilDone(ctx context.Context, d *launch.Deps, run *launch.Running) error {
 	var died error
 	select {
 	case <-ctx.Done():

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/launch"
 	"net"
 	"net/http"
 	"os/exec"
@@ -116,13 +117,9 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 	// llama-servers left running by a headroom that was killed hold
 	// memory that no one can give back; end them now rather than at the
 	// first load.
-	if reaped, err := rt.ledger.Reap(ctx, engine.DefaultGrace); err != nil {
-		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n", err)
-	} else {
-		for _, b := range reaped {
-			fmt.Fprintf(env.Stderr, "headroom serve-api: stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed\n", b.ChildPID, b.Model, b.PID)
-		}
-	}
+	launch.ReapOrphans(ctx, rt.ledger, func(format string, args ...any) {
+		fmt.Fprintf(env.Stderr, "headroom serve-api: "+format+"\n", args...)
+	})
 	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Rules: &note.Rules}
 	h, err := server.New(cfg)
 	if err != nil {
@@ -157,8 +154,14 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		ln.Close()
 		return usagef("--token is for --allow-remote; on loopback the API checks Host and Origin instead")
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprint(env.Stdout, banner)
+	return serveHTTP(ctx, ln, h, rt)
+}
+
+// serveHTTP serves the API until ctx ends, then stops every model it
+// loaded and shuts the server down.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, rt *apiRuntime) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

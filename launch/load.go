@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/hw"
 	"io"
 	"time"
 
@@ -73,56 +74,18 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	if c == nil {
 		return nil, &NotFit{Ref: a.Model.Ref, Verdict: plan.DoesNotFit, Why: a.Plan.Explain}
 	}
-	d.say(string(engine.StateLoading), "re-assessing with a fresh snapshot before the load")
-	fresh, err := d.Machine(ctx)
+	ch, err := d.charge(ctx, a, c, path, o)
 	if err != nil {
 		return nil, err
 	}
-	cpu, gpus := plan.Devices(fresh)
-	key := d.key(a.Model, fresh, c, a.Options)
-	r, reused := (*plan.Result)(nil), false
-	if d.Cache != nil {
-		r, reused = d.Cache.Get(key)
-	}
-	if !reused {
-		if a.Projector != nil {
-			r, err = projectLoad(ctx, a, path, cpu, gpus)
-		} else {
-			r, err = plan.Account(a.Model.Arch, c.Profile, cpu, gpus)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if d.Cache != nil {
-			d.Cache.Put(key, r)
-		}
-	}
-	var seen *Observed
-	if o.Observations != "" {
-		if seen, err = observed(o.Observations, key); err != nil {
-			d.say(string(engine.StateLoading), "ignoring an unreadable observation: %v", err)
-		} else if seen != nil {
-			r = seen.apply(r, cpu.Name)
-			d.say(string(engine.StateLoading), "admitting with what an earlier load of the same key allocated beyond the plan (%s)", seen.Record)
-		}
-	}
-	if p := o.Projected; p != nil && len(p.Rows) > 0 {
-		r = p.apply(r, cpu.Name)
-		d.say(string(engine.StateLoading), "admitting with llama.cpp's own projection where it counts more than the plan (%s)", p.Says())
-	}
+	r, fresh, key, seen, reused := ch.result, ch.fresh, ch.key, ch.seen, ch.reused
 	ledger := o.Ledger
 	if ledger == nil {
 		ledger = &admission.Ledger{}
 	}
 	// A llama-server whose headroom was killed holds memory nobody can
 	// give back; end it before judging this load beside it.
-	if reaped, err := ledger.Reap(ctx, engine.DefaultGrace); err != nil {
-		d.say(string(engine.StateLoading), "%v", err)
-	} else {
-		for _, b := range reaped {
-			d.say(string(engine.StateLoading), "stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed", b.ChildPID, b.Model, b.PID)
-		}
-	}
+	ReapOrphans(ctx, ledger, func(format string, args ...any) { d.say(string(engine.StateLoading), format, args...) })
 	t, err := ledger.Admit(a.Model.Ref, r, fresh)
 	if err != nil {
 		return nil, err
@@ -184,9 +147,68 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		rec = engine.ReconcileProjected(planned, logged)
 	}
 	run := &Running{Server: srv, Ticket: t, Flags: flags, Reused: reused, Reconciliation: rec, Observed: seen}
+	d.keep(run, o, Record{Time: time.Now().UTC(), Ref: a.Model.Ref, Artifacts: key.Artifacts, Engine: key.Engine, Machine: key.Topology,
+		Flags: flags, Planned: planned, Logged: logged, Diff: rec, Summary: rec.Summary()}, key)
+	return run, nil
+}
+
+// charged is what a load is admitted with: the accounting against a fresh
+// snapshot, with what earlier loads of the same key allocated beyond the
+// plan and llama.cpp's own projection added where they count more.
+type charged struct {
+	result *plan.Result
+	fresh  *hw.Snapshot
+	key    admission.Key
+	seen   *Observed
+	reused bool
+}
+
+func (d *Deps) charge(ctx context.Context, a *Assessed, c *plan.Candidate, path string, o LoadOptions) (charged, error) {
+	d.say(string(engine.StateLoading), "re-assessing with a fresh snapshot before the load")
+	fresh, err := d.Machine(ctx)
+	if err != nil {
+		return charged{}, err
+	}
+	cpu, gpus := plan.Devices(fresh)
+	ch := charged{fresh: fresh, key: d.key(a.Model, fresh, c, a.Options)}
+	if d.Cache != nil {
+		ch.result, ch.reused = d.Cache.Get(ch.key)
+	}
+	if !ch.reused {
+		if a.Projector != nil {
+			ch.result, err = projectLoad(ctx, a, path, cpu, gpus)
+		} else {
+			ch.result, err = plan.Account(a.Model.Arch, c.Profile, cpu, gpus)
+		}
+		if err != nil {
+			return charged{}, err
+		}
+		if d.Cache != nil {
+			d.Cache.Put(ch.key, ch.result)
+		}
+	}
+	if o.Observations != "" {
+		if ch.seen, err = observed(o.Observations, ch.key); err != nil {
+			ch.seen = nil
+			d.say(string(engine.StateLoading), "ignoring an unreadable observation: %v", err)
+		} else if ch.seen != nil {
+			ch.result = ch.seen.apply(ch.result, cpu.Name)
+			d.say(string(engine.StateLoading), "admitting with what an earlier load of the same key allocated beyond the plan (%s)", ch.seen.Record)
+		}
+	}
+	if p := o.Projected; p != nil && len(p.Rows) > 0 {
+		ch.result = p.apply(ch.result, cpu.Name)
+		d.say(string(engine.StateLoading), "admitting with llama.cpp's own projection where it counts more than the plan (%s)", p.Says())
+	}
+	return ch, nil
+}
+
+// keep writes the load's record under o.Records and what the engine
+// allocated beyond the plan under o.Observations; a failure to write is
+// said, never fatal to a server that is ready.
+func (d *Deps) keep(run *Running, o LoadOptions, rec Record, key admission.Key) {
+	var err error
 	if o.Records != "" {
-		rec := Record{Time: time.Now().UTC(), Ref: a.Model.Ref, Artifacts: key.Artifacts, Engine: key.Engine, Machine: key.Topology,
-			Flags: flags, Planned: planned, Logged: logged, Diff: run.Reconciliation, Summary: run.Reconciliation.Summary()}
 		if run.Recorded, err = writeRecord(o.Records, rec); err != nil {
 			d.say(string(engine.StateReady), "could not record the engine's buffers: %v", err)
 		}
@@ -196,5 +218,17 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 			d.say(string(engine.StateReady), "could not keep what the engine allocated: %v", err)
 		}
 	}
-	return run, nil
+}
+
+// ReapOrphans ends the llama-servers of the ledger whose headroom was
+// killed, saying each one stopped (or why none could be).
+func ReapOrphans(ctx context.Context, l *admission.Ledger, say func(format string, args ...any)) {
+	reaped, err := l.Reap(ctx, engine.DefaultGrace)
+	if err != nil {
+		say("%v", err)
+		return
+	}
+	for _, b := range reaped {
+		say("stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed", b.ChildPID, b.Model, b.PID)
+	}
 }
