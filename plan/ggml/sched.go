@@ -134,31 +134,7 @@ func offloadBatch(n *Tensor) int64 {
 // first GPU when their host weight may be offloaded; the rest inherit from
 // their neighbours, GPU assignments spreading first.
 func (o *Sched) assign(g *Graph) {
-	isGPU := func(d string) bool { return d != "" && d != o.CPU }
-	size := o.bytesOf
-	// supports is the device's supports_op as far as sizes go: a GPU
-	// cannot bind a tensor larger than its largest binding, in or out.
-	supports := func(dev string, n *Tensor) bool {
-		if !isGPU(dev) {
-			return true
-		}
-		if o.NoBroadcast3[dev] && n.op == MulMat && len(n.src) >= 2 && max(n.src[0].layout.ne[3], 1) != max(n.src[1].layout.ne[3], 1) {
-			return false
-		}
-		limit := o.MaxAlloc[dev]
-		if limit == 0 {
-			return true
-		}
-		if size(n) > limit {
-			return false
-		}
-		for _, s := range n.src {
-			if size(s) > limit {
-				return false
-			}
-		}
-		return true
-	}
+	isGPU, supports := o.isGPU, o.supports
 	// A tensor whose backend was set before (SetBackend) keeps it.
 	for _, t := range g.leafs {
 		if !t.external && t.dev == "" {
@@ -212,32 +188,62 @@ func (o *Sched) assign(g *Graph) {
 			nodes = append(nodes, n)
 		}
 	}
-	expand := func(reverse, gpuOnly bool) {
-		cur := ""
-		for i := range nodes {
-			n := nodes[i]
-			if reverse {
-				n = nodes[len(nodes)-1-i]
-			}
-			switch {
-			case n.dev == "":
-				if cur != "" && supports(cur, n) {
-					n.dev = cur
-				}
-			case gpuOnly && !isGPU(n.dev):
-				cur = ""
-			default:
-				cur = n.dev
-			}
-		}
-	}
-	expand(false, true)
-	expand(true, true)
-	expand(false, false)
-	expand(true, false)
+	o.expand(nodes, false, true)
+	o.expand(nodes, true, true)
+	o.expand(nodes, false, false)
+	o.expand(nodes, true, false)
 	for _, n := range nodes {
 		if n.dev == "" {
 			n.dev = o.CPU
+		}
+	}
+}
+
+func (o *Sched) isGPU(d string) bool { return d != "" && d != o.CPU }
+
+// supports is the device's supports_op as far as sizes go: a GPU cannot
+// bind a tensor larger than its largest binding, in or out.
+func (o *Sched) supports(dev string, n *Tensor) bool {
+	if !o.isGPU(dev) {
+		return true
+	}
+	if o.NoBroadcast3[dev] && n.op == MulMat && len(n.src) >= 2 && max(n.src[0].layout.ne[3], 1) != max(n.src[1].layout.ne[3], 1) {
+		return false
+	}
+	limit := o.MaxAlloc[dev]
+	if limit == 0 {
+		return true
+	}
+	if o.bytesOf(n) > limit {
+		return false
+	}
+	for _, s := range n.src {
+		if o.bytesOf(s) > limit {
+			return false
+		}
+	}
+	return true
+}
+
+// expand gives the unassigned nodes the backend of the last assigned one
+// before them (after them when reverse), where it supports them; with
+// gpuOnly only GPU assignments spread, and a CPU node stops them.
+func (o *Sched) expand(nodes []*Tensor, reverse, gpuOnly bool) {
+	cur := ""
+	for i := range nodes {
+		n := nodes[i]
+		if reverse {
+			n = nodes[len(nodes)-1-i]
+		}
+		switch {
+		case n.dev == "":
+			if cur != "" && o.supports(cur, n) {
+				n.dev = cur
+			}
+		case gpuOnly && !o.isGPU(n.dev):
+			cur = ""
+		default:
+			cur = n.dev
 		}
 	}
 }
