@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/headroom-llm/headroom/speed"
 	"io"
 	"slices"
 	"strconv"
@@ -241,11 +242,16 @@ your own llama.cpp: llama-fit-params beside --llama-server (or on PATH)
 projects the load without allocating, and the verdict uses its figures,
 rounded up, plus llama-server's logits buffer; the output says so.
 
+--bench measures a profile that fits with llama.cpp's own llama-bench
+(beside --llama-server, or on PATH), on the model's file where it is
+local and on a sparse twin of its header otherwise, within --bench-budget.
+
 Examples:
   headroom fit model.gguf -c 8192 -np 1
   headroom fit model.gguf --mmproj mmproj.gguf -md draft.gguf -c 16384
   headroom fit hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 -ngl all
-  headroom fit model.gguf --machine snapshot.json --json`
+  headroom fit model.gguf --machine snapshot.json --json
+  headroom fit model.gguf -c 8192 --bench`
 
 func runFit(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "fit", "[flags] MODEL", fitHelp)
@@ -257,6 +263,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	eng := engineFlag(fs)
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself: run llama-fit-params (beside --llama-server, or on PATH) on the model file, which projects the load without reading weights or allocating, and compare its memory breakdown with headroom's, row by row")
+	bench, budget := benchFlags(fs)
 	ref, err := fs.parseModel(args)
 	if err != nil {
 		return err
@@ -298,16 +305,14 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var check *engine.Check
-	if *verify && in.ArchErr == nil {
-		cpu, gpus := plan.Devices(snap)
-		if check, err = engineCheck(ctx, env, in, p, cpu, gpus, *llama); err != nil {
-			return fmt.Errorf("--verify: %w", err)
-		}
+	x := planExtras{verify: *verify && in.ArchErr == nil, bench: *bench && a.Verdict == plan.Fits, budget: *budget, llama: *llama, quiet: *quiet}
+	check, measured, err := x.fit(ctx, env, in, a, p, snap)
+	if err != nil {
+		return err
 	}
 	if *asJSON {
 		rep := fitReport(in, a, p)
-		rep.EngineCheck, rep.Engine = check, &note
+		rep.EngineCheck, rep.Engine, rep.Measured = check, &note, measured
 		return printJSON(env.Stdout, rep)
 	}
 	printFit(env.Stdout, in, a, p)
@@ -315,7 +320,36 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if check != nil {
 		printCheck(env.Stdout, check)
 	}
+	if measured != nil {
+		fmt.Fprintln(env.Stdout)
+		printMeasured(env.Stdout, measured, nil)
+	}
 	return nil
+}
+
+// fit asks llama.cpp itself about fit's profile with --verify and
+// measures it with --bench (a profile that fits: a twin the machine
+// cannot hold is what does_not_fit says).
+func (x planExtras) fit(ctx context.Context, env Env, in *modelInputs, a *plan.Assessment, p plan.Profile, snap *hw.Snapshot) (*engine.Check, *speed.Measured, error) {
+	var check *engine.Check
+	var m *speed.Measured
+	var err error
+	if x.verify {
+		cpu, gpus := plan.Devices(snap)
+		if check, err = engineCheck(ctx, env, in, p, cpu, gpus, x.llama); err != nil {
+			return nil, nil, fmt.Errorf("--verify: %w", err)
+		}
+	}
+	if x.bench {
+		depth := 0
+		if a.Resolved != nil {
+			depth = a.Resolved.NCtxSeq
+		}
+		if m, err = measure(ctx, env, in, p, depth, x.llama, x.budget, x.quiet); err != nil {
+			return nil, nil, err
+		}
+	}
+	return check, m, nil
 }
 
 type fitArtifact struct {
@@ -337,6 +371,8 @@ type fitJSON struct {
 	EngineCheck *engine.Check `json:"engine_check,omitempty"`
 	// Engine says which llama.cpp build the figures are for.
 	Engine *engine.EngineNote `json:"engine,omitempty"`
+	// Measured is --bench's: llama-bench's own speed for the profile.
+	Measured *speed.Measured `json:"speed_measured,omitempty"`
 }
 
 func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/engine"
@@ -49,6 +50,14 @@ or on PATH): the most GPU layers at --min-ctx, then the most context, in a
 few projections of a fraction of a second each; expert offload is not
 searched there, and the plan says its figures are llama.cpp's.
 
+--bench measures the chosen flags with llama.cpp's own llama-bench
+(beside --llama-server, or on PATH) before any download: on the model's
+own file where it is local, else on a sparse twin of its header whose
+weights read as zeros, which ggml's kernels take as long to multiply as
+real ones. Prompt and generation speed are printed beside the estimate,
+within --bench-budget (60 s): a slow model gets fewer repetitions and
+tokens, and the output says so. Only a plan that fits is measured.
+
 MODEL is a file, a URL, a Hugging Face reference or a catalog variant
 (ENTRY/QUANT, as recommend lists them); a catalog variant is planned from
 the same inputs as its recommend row, with no download. Where nothing
@@ -60,7 +69,8 @@ Examples:
   headroom plan hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 --parallel 4
   headroom plan model.gguf --goal context --json
   headroom plan model.gguf -ngl all --parallel 1
-  headroom plan model.gguf --mmproj mmproj.gguf -md draft.gguf --print-args`
+  headroom plan model.gguf --mmproj mmproj.gguf -md draft.gguf --print-args
+  headroom plan qwen3-8b/Q4_K_M --bench --llama-server ~/llama.cpp/build/bin/llama-server`
 
 func runPlan(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "plan", "[flags] MODEL", planHelp)
@@ -73,6 +83,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	eng := engineFlag(fs)
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself about the chosen flags: llama-fit-params (beside --llama-server, or on PATH) projects the load of the model file without allocating; its memory breakdown is compared with headroom's, row by row")
+	bench, budget := benchFlags(fs)
 	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
 	ref, err := fs.parseModel(args)
 	if err != nil {
@@ -95,7 +106,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cpu, gpus := plan.Devices(snap)
+	_, gpus := plan.Devices(snap)
 	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note, Backends: plan.Backends(gpus)}
 	var p *plan.Plan
 	pr, why := openProjection(ctx, env, in, *llama)
@@ -131,18 +142,9 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		if r := p.Chosen.Result; r != nil && r.Reason != "" {
 			out.Reason = r.Reason
 		}
-		if in.Arch == nil {
-			break // projected: no model of the architecture to estimate speed from
-		}
-		// With an empty context and with one slot's context full.
-		out.Speed = speed.EstimateProfile(in.Arch, p.Chosen.Profile, cpu, gpus, snap, 0, p.Chosen.CtxPerSlot)
-		if out.Network, err = networkEstimate(in.Arch, p.Chosen.Profile, cpu, gpus, snap, *netGbps); err != nil {
+		x := planExtras{netGbps: *netGbps, verify: *verify, bench: *bench, budget: *budget, llama: *llama, quiet: *quiet || *printArgs}
+		if err := x.add(ctx, env, &out, in, p.Chosen, snap); err != nil {
 			return err
-		}
-		if *verify {
-			if out.EngineCheck, err = engineCheck(ctx, env, in, p.Chosen.Profile, cpu, gpus, *llama); err != nil {
-				return fmt.Errorf("--verify: %w", err)
-			}
 		}
 	}
 	if *asJSON {
@@ -162,6 +164,38 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		printPlan(env.Stdout, in, p, out)
 	}
 	return nil
+}
+
+// planExtras are what plan adds to a plan that fits, as its flags ask.
+type planExtras struct {
+	netGbps       float64
+	verify, bench bool
+	budget        time.Duration
+	llama         string
+	quiet         bool
+}
+
+// add estimates the chosen candidate's speed (with an empty context and
+// with one slot's context full) and its network share, asks llama.cpp
+// itself with --verify, and measures the speed with --bench.
+func (x planExtras) add(ctx context.Context, env Env, out *planReport, in *modelInputs, c *plan.Candidate, snap *hw.Snapshot) error {
+	cpu, gpus := plan.Devices(snap)
+	var err error
+	if in.Arch != nil { // a projected architecture has no model to estimate from
+		out.Speed = speed.EstimateProfile(in.Arch, c.Profile, cpu, gpus, snap, 0, c.CtxPerSlot)
+		if out.Network, err = networkEstimate(in.Arch, c.Profile, cpu, gpus, snap, x.netGbps); err != nil {
+			return err
+		}
+		if x.verify {
+			if out.EngineCheck, err = engineCheck(ctx, env, in, c.Profile, cpu, gpus, x.llama); err != nil {
+				return fmt.Errorf("--verify: %w", err)
+			}
+		}
+	}
+	if x.bench {
+		out.Measured, err = measure(ctx, env, in, c.Profile, c.CtxPerSlot, x.llama, x.budget, x.quiet)
+	}
+	return err
 }
 
 // searchProjected plans on llama.cpp's own projections, saying so as it
@@ -194,6 +228,9 @@ func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
 		fmt.Fprintln(w, "  "+line)
 	}
 	fmt.Fprintln(w, "  "+speedLine(out.Speed))
+	if out.Measured != nil {
+		printMeasured(w, out.Measured, out.Speed)
+	}
 	if out.Network != nil {
 		fmt.Fprintln(w, "  "+networkLine(out.Network))
 	}
@@ -231,6 +268,8 @@ type planReport struct {
 	Projected string `json:"projected,omitempty"`
 	// Backends say whether each GPU backend's figures were measured.
 	Backends []plan.BackendNote `json:"backends,omitempty"`
+	// Measured is --bench's: llama-bench's own speed for the chosen flags.
+	Measured *speed.Measured `json:"speed_measured,omitempty"`
 }
 
 // catalogSource is the reference a catalog variant's file is read from.

@@ -23,6 +23,10 @@ type modelInputs struct {
 	Header *source.Header
 	// Provenance says where a catalog variant's inputs come from.
 	Provenance string
+	// Shape and Quant are a catalog variant's, from which synth writes
+	// the sparse twin --bench measures.
+	Shape *catalog.ShapeSpec
+	Quant string
 }
 
 // catalogVariant recognizes ENTRY/QUANT (catalog.FindRef: a path on disk
@@ -54,7 +58,7 @@ func openInputs(ctx context.Context, env Env, ref string, quiet bool) (*modelInp
 	}
 	if e != nil {
 		m, prov, size, err := cat.Model(e, *v, lock)
-		in := &modelInputs{Ref: ref, Size: size, Arch: m, Provenance: prov, Architecture: e.Shape.Base}
+		in := &modelInputs{Ref: ref, Size: size, Arch: m, Provenance: prov, Architecture: e.Shape.Base, Shape: &e.Shape, Quant: v.Quant}
 		if m != nil {
 			in.Architecture = m.Arch
 		}

@@ -30,6 +30,13 @@ const CheckTimeout = 60 * time.Second
 // (the program beside it, as llama.cpp's builds install them together;
 // "" is the llama-server on PATH), else the one on PATH.
 func FindFitParams(llamaServer string, lookPath func(string) (string, error)) (string, error) {
+	return FindTool("llama-fit-params", llamaServer, lookPath)
+}
+
+// FindTool returns the llama.cpp program name that belongs to
+// llamaServer: the one beside it, as llama.cpp's builds install them
+// together ("" is the llama-server on PATH), else the one on PATH.
+func FindTool(name, llamaServer string, lookPath func(string) (string, error)) (string, error) {
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
@@ -37,14 +44,14 @@ func FindFitParams(llamaServer string, lookPath func(string) (string, error)) (s
 		llamaServer, _ = lookPath("llama-server")
 	}
 	if llamaServer != "" {
-		p := filepath.Join(filepath.Dir(llamaServer), "llama-fit-params")
+		p := filepath.Join(filepath.Dir(llamaServer), name)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	p, err := lookPath("llama-fit-params")
+	p, err := lookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("llama-fit-params not found beside %q or on PATH (it is built with llama-server: cmake --build build --target llama-fit-params): %w", llamaServer, ErrNotFound)
+		return "", fmt.Errorf("%s not found beside %q or on PATH (it is built with llama-server: cmake --build build --target %s): %w", name, llamaServer, name, ErrNotFound)
 	}
 	return p, nil
 }

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/source"
+	"github.com/headroom-llm/headroom/speed"
+	"github.com/headroom-llm/headroom/synth"
+)
+
+// benchFlags registers --bench and --bench-budget and returns them.
+func benchFlags(fs *flags) (bench *bool, budget *time.Duration) {
+	bench = fs.Bool("bench", false, "measure the plan's speed with llama.cpp's own llama-bench (beside --llama-server, or on PATH) on a sparse twin of the model's header, before any download: prompt and generation tokens per second, beside the estimate")
+	budget = fs.Duration("bench-budget", engine.BenchBudget, "the most time --bench may take; fewer repetitions and tokens on a slow model, said in the output")
+	return bench, budget
+}
+
+// measure runs llama-bench with profile p on the model: its own file
+// where it is local, else a sparse twin of its header (a Hub model's
+// header bytes, or the header synth writes for a catalog variant's
+// shape), whose weights read as zeros.
+func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, ctxPerSlot int, llamaServer string, budget time.Duration, quiet bool) (*speed.Measured, error) {
+	bin, err := engine.FindTool("llama-bench", llamaServer, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--bench: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "headroom-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	model, twin, err := benchModel(ctx, env, in, dir)
+	if err != nil {
+		return nil, fmt.Errorf("--bench: %w", err)
+	}
+	var progress func(string)
+	if !quiet {
+		progress = func(line string) { fmt.Fprintln(env.Stderr, line) }
+	}
+	m, err := engine.Bench(ctx, engine.BenchRequest{Bin: bin, Model: model, Twin: twin, Args: engine.BenchArgs(p),
+		Depth: ctxPerSlot, Budget: budget, Env: os.Environ(), Progress: progress})
+	if err != nil {
+		return nil, fmt.Errorf("--bench: %w", err)
+	}
+	if p.Parallel > 1 {
+		m.Notes = append(m.Notes, fmt.Sprintf("llama-bench runs one sequence; with all %d slots generating at once each gets less", p.Parallel))
+	}
+	if p.Companions != nil && p.Companions.Draft != nil {
+		m.Notes = append(m.Notes, "measured without the draft model: what speculative decoding gains depends on the text")
+	}
+	return m, nil
+}
+
+// benchModel is the file llama-bench loads and what it is.
+func benchModel(ctx context.Context, env Env, in *modelInputs, dir string) (path, what string, err error) {
+	switch {
+	case in.Header != nil && in.Header.Artifact != nil && len(in.Header.Artifact.Files) > 0 && in.Header.Artifact.Files[0].Path != "":
+		return in.Header.Artifact.Files[0].Path, "the model file itself", nil
+	case in.Header != nil:
+		paths, err := source.NewClient(env.Getenv).WriteTwin(ctx, in.Header, dir)
+		if err != nil {
+			return "", "", err
+		}
+		return paths[0], "a sparse twin of the Hub file: its header bytes, then zeros to its size", nil
+	case in.Shape != nil:
+		s, err := in.Shape.Resolve()
+		if err != nil {
+			return "", "", err
+		}
+		b, err := synth.Build(s, synth.Quant(in.Quant))
+		if err != nil {
+			return "", "", err
+		}
+		path = filepath.Join(dir, "twin.gguf")
+		if err := b.WriteFile(path); err != nil {
+			return "", "", err
+		}
+		return path, "a sparse twin synth writes from the catalog's shape and quantization: the same tensors, zeros for weights", nil
+	}
+	return "", "", fmt.Errorf("nothing to measure %s on", in.Ref)
+}
+
+// printMeasured prints what llama-bench measured, beside the estimate.
+func printMeasured(w io.Writer, m *speed.Measured, est []speed.Result) {
+	var parts []string
+	for _, t := range m.Tests {
+		what := "prompt"
+		if t.Kind == "tg" {
+			what = "generation"
+		}
+		at := ""
+		if t.Depth > 0 {
+			at = fmt.Sprintf(" after %d tokens of context", t.Depth)
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f ± %.1f tokens/s (%s%d%s, %d runs)", what, t.MeanTPS, t.StddevTPS, t.Kind, t.Tokens, at, t.Repetitions))
+	}
+	fmt.Fprintf(w, "  measured by llama-bench %s in %.0f s: %s\n", m.Build, m.Seconds, strings.Join(parts, "; "))
+	if tg := m.Test("tg", 0); tg != nil && len(est) > 0 && est[0].DecodeTPS != nil {
+		fmt.Fprintf(w, "  the estimate of %.1f tokens/s is %+.0f%% off the measured generation\n", *est[0].DecodeTPS, (*est[0].DecodeTPS/tg.MeanTPS-1)*100)
+	}
+	fmt.Fprintf(w, "  measured on %s\n", m.Twin)
+	for _, n := range m.Notes {
+		fmt.Fprintln(w, "  "+n)
+	}
+}
