@@ -180,6 +180,38 @@ func TestOpConstructors(t *testing.T) {
 	}
 }
 
+// ggml.c gives these ops' results the type of their first source
+// (ggml_new_tensor(ctx, a->type, ...) or ggml_dup_tensor(a); ggml_get_rows
+// keeps an I32 table's type), not F32: an F16 or I32 input sized as F32
+// would take twice the memory, and reuse in place compares layouts, types
+// included.
+func TestResultTypes(t *testing.T) {
+	var c Ctx
+	h := c.Input("h", gguf.TypeF16, 64, 7)
+	heads := c.Reshape(h, 16, 4, 7)
+	table := c.Input("table", gguf.TypeI32, 4, 10)
+	rows := c.Input("rows", gguf.TypeI32, 3)
+	for _, tc := range []struct {
+		name string
+		got  *Tensor
+		typ  gguf.GGMLType
+	}{
+		{"concat", c.Concat(h, h, 1), gguf.TypeF16},                                 // ggml_concat: a->type
+		{"repeat", c.Repeat(h, 64, 14), gguf.TypeF16},                               // ggml_repeat_4d: a->type
+		{"pad", c.Pad(h, 80, 7), gguf.TypeF16},                                      // ggml_pad_ext: a->type
+		{"sum_rows", c.SumRows(h), gguf.TypeF16},                                    // ggml_sum_rows: a->type
+		{"rope", c.Rope(heads, c.Input("pos", gguf.TypeI32, 7), nil), gguf.TypeF16}, // dup(a)
+		{"soft_max", c.SoftMax(h, nil, nil), gguf.TypeF16},                          // dup(a)
+		{"glu split", c.GLU(h, h), gguf.TypeF16},                                    // ggml_glu_impl: a->type
+		{"glu fused", c.GLUFused(h), gguf.TypeF16},                                  // ggml_glu_impl: a->type
+		{"get_rows of I32", c.GetRows(table, rows), gguf.TypeI32},                   // I32 table: I32
+	} {
+		if tc.got.Type() != tc.typ {
+			t.Errorf("%s: %v, ggml gives %v", tc.name, tc.got.Type(), tc.typ)
+		}
+	}
+}
+
 // names lists tensors for a failure message, by name or op.
 func names(ts []*Tensor) []string {
 	out := make([]string, len(ts))
