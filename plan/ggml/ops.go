@@ -152,8 +152,14 @@ func (c *Ctx) Sqr(a *Tensor) *Tensor { return c.unary(Sqr, a) }
 // Sqrt is ggml_sqrt.
 func (c *Ctx) Sqrt(a *Tensor) *Tensor { return c.unary(Sqrt, a) }
 
-// Clamp is ggml_clamp.
-func (c *Ctx) Clamp(a *Tensor) *Tensor { return c.unary(Clamp, a) }
+// Clamp is ggml_clamp, which clamps a where it lies (ggml_view_tensor):
+// the allocator never gives it memory of its own, even where a has other
+// readers, while the scheduler places it like any op.
+func (c *Ctx) Clamp(a *Tensor) *Tensor {
+	x := c.viewOf(Clamp, a, a.layout.typ, a.layout.ne)
+	x.inplaceOp = true
+	return x
+}
 
 // Unary is ggml_unary: silu, sigmoid, tanh, relu, gelu, softplus, exp...
 func (c *Ctx) Unary(a *Tensor) *Tensor { return c.unary(Unary, a) }

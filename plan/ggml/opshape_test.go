@@ -150,8 +150,9 @@ func TestOpConstructors(t *testing.T) {
 		{"permute 0213", c.Permute(heads, 0, 2, 1, 3), Permute, f32, [4]int64{16, 7, 4, 1}, view, 0, []*Tensor{heads}, x},
 		{"permute 2013", c.Permute(heads, 2, 0, 1, 3), Permute, f32, [4]int64{4, 7, 16, 1}, view, 0, []*Tensor{heads}, x},
 		{"transpose", c.Transpose(h), Transpose, f16, [4]int64{7, 64, 1, 1}, view, 0, []*Tensor{h}, h},
-		// ggml_scale_inplace is a view of a.
+		// ggml_scale_inplace and ggml_clamp are views of a.
 		{"scale_inplace", c.ScaleInplace(x), Scale, f32, [4]int64{64, 7, 1, 1}, view, 0, []*Tensor{x}, x},
+		{"clamp", c.Clamp(h), Clamp, f16, [4]int64{64, 7, 1, 1}, view, 0, []*Tensor{h}, h},
 		// ggml_ssm_conv: {d_inner = sx.ne1, n_t = sx.ne0 - d_conv + 1,
 		// n_s = sx.ne2}: {8, 7, 2}, 8*7*2*4.
 		{"ssm_conv", c.SSMConv(sx, cw), SSMConv, f32, [4]int64{8, 7, 2, 1}, other, 448, []*Tensor{sx, cw}, nil},
@@ -256,6 +257,9 @@ func TestTensorMarks(t *testing.T) {
 	if s := c.ScaleInplace(in); !s.inplaceOp || s.plainView() {
 		t.Errorf("scale_inplace: inplaceOp %v, plain view %v; the scheduler places it", s.inplaceOp, s.plainView())
 	}
+	if s := c.Clamp(in); !s.inplaceOp || s.plainView() {
+		t.Errorf("clamp: inplaceOp %v, plain view %v; the scheduler places it", s.inplaceOp, s.plainView())
+	}
 	if o := c.Norm(in).SetOutput(); !o.output {
 		t.Error("SetOutput did not mark")
 	}
@@ -265,10 +269,10 @@ func TestTensorMarks(t *testing.T) {
 	}
 }
 
-// Which ops ggml-alloc may run in place (ggml_op_can_inplace, plus CLAMP,
-// see op.go), and which are view ops (ggml_is_view_op).
+// Which ops ggml-alloc may run in place (ggml_op_can_inplace), and which
+// are view ops (ggml_is_view_op).
 func TestOpClasses(t *testing.T) {
-	in := []Op{Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Unary, Rope, RMSNorm, SoftMax, Clamp}
+	in := []Op{Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Unary, Rope, RMSNorm, SoftMax}
 	views := []Op{View, Reshape, Permute, Transpose}
 	for op := None; op <= GatedDeltaNet; op++ {
 		if got, want := op.canInplace(), slices.Contains(in, op); got != want {

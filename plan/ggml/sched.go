@@ -206,9 +206,11 @@ func (o *Sched) assign(g *Graph) {
 			break
 		}
 	}
+	// An op that ggml makes a view of its input is no view op to the
+	// scheduler: its neighbours' backends spread to it.
 	nodes := make([]*Tensor, 0, len(g.nodes))
 	for _, n := range g.nodes {
-		if n.cls != view || n.dev != "" {
+		if n.cls != view || n.dev != "" || n.inplaceOp {
 			nodes = append(nodes, n)
 		}
 	}
