@@ -216,6 +216,21 @@ func TestSchedLeadingViewsJoinFirstSplit(t *testing.T) {
 	checkSplits(t, "views only", splits, []splitWant{{"CPU", []*Tensor{v}, nil}})
 }
 
+// TestSchedPlacesClamp: ggml_clamp's result is a view of its input but
+// CLAMP is no view op, so the scheduler's expansion gives it its
+// neighbours' backend as it does any node.
+func TestSchedPlacesClamp(t *testing.T) {
+	var c Ctx
+	w := c.External("w", gguf.TypeF32, "GPU0", 64, 64).SetWeight(64 * 64 * 4)
+	cl := c.Clamp(c.SumRows(c.MulMat(w, c.Input("x", gguf.TypeF32, 64, 3))))
+	c.Expand(cl)
+	o := newSched(map[string]BufferType{"CPU": {Align: 32}, "GPU0": {Align: 32}})
+	o.assign(&c.G)
+	if cl.Backend() != "GPU0" {
+		t.Errorf("clamp on %q, want GPU0", cl.Backend())
+	}
+}
+
 // TestSchedReusesCopies: the scheduler copies a tensor to a backend once
 // (tensor_id_copy): a later split on GPU0 that reads x again reads the
 // copy the first GPU0 split made, which stays alive until then, and copies
