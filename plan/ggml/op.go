@@ -77,11 +77,10 @@ func (o Op) isView() bool {
 }
 
 // canInplace is ggml_op_can_inplace: the allocator may place the result
-// in the memory of a source that dies with it. CLAMP is not in ggml's list,
-// but ggml_clamp writes into a view of its input, which places it the same.
+// in the memory of a source that dies with it.
 func (o Op) canInplace() bool {
 	switch o {
-	case Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Unary, Rope, RMSNorm, SoftMax, Clamp:
+	case Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Unary, Rope, RMSNorm, SoftMax:
 		return true
 	}
 	return false

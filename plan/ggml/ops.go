@@ -15,7 +15,10 @@ func (c *Ctx) op(t gguf.GGMLType, op Op, ne [4]int64, src ...*Tensor) *Tensor {
 	return c.newTensor(t, op, cls, ne, src...)
 }
 
-// f32 is an F32 result of op.
+// f32 is a result of op that ggml makes F32 whatever its sources' types
+// (ggml_new_tensor with GGML_TYPE_F32): matrix products, attention, the
+// state-space scans. Ops that ggml gives their first source's type take
+// it from a instead.
 func (c *Ctx) f32(op Op, ne [4]int64, src ...*Tensor) *Tensor {
 	return c.op(gguf.TypeF32, op, ne, src...)
 }
@@ -79,10 +82,16 @@ func (c *Ctx) Cpy(a, b *Tensor) *Tensor {
 	return c.viewOf(Cpy, b, b.layout.typ, b.layout.ne, a, b)
 }
 
-// GetRows is ggml_get_rows(a, rows): the rows of a that rows selects.
+// GetRows is ggml_get_rows(a, rows): the rows of a that rows selects,
+// in F32 (ggml dequantizes them) unless a is an I32 table, whose rows
+// keep their type.
 func (c *Ctx) GetRows(a, rows *Tensor) *Tensor {
 	r := rows.layout.ne
-	return c.f32(GetRows, [4]int64{a.layout.ne[0], r[0], r[1], r[2]}, a, rows)
+	t := gguf.TypeF32
+	if a.layout.typ == gguf.TypeI32 {
+		t = gguf.TypeI32
+	}
+	return c.op(t, GetRows, [4]int64{a.layout.ne[0], r[0], r[1], r[2]}, a, rows)
 }
 
 // SetRows is ggml_set_rows(dst, rows, idx): rows written into dst at idx,
@@ -143,8 +152,14 @@ func (c *Ctx) Sqr(a *Tensor) *Tensor { return c.unary(Sqr, a) }
 // Sqrt is ggml_sqrt.
 func (c *Ctx) Sqrt(a *Tensor) *Tensor { return c.unary(Sqrt, a) }
 
-// Clamp is ggml_clamp.
-func (c *Ctx) Clamp(a *Tensor) *Tensor { return c.unary(Clamp, a) }
+// Clamp is ggml_clamp, which clamps a where it lies (ggml_view_tensor):
+// the allocator never gives it memory of its own, even where a has other
+// readers, while the scheduler places it like any op.
+func (c *Ctx) Clamp(a *Tensor) *Tensor {
+	x := c.viewOf(Clamp, a, a.layout.typ, a.layout.ne)
+	x.inplaceOp = true
+	return x
+}
 
 // Unary is ggml_unary: silu, sigmoid, tanh, relu, gelu, softplus, exp...
 func (c *Ctx) Unary(a *Tensor) *Tensor { return c.unary(Unary, a) }
@@ -175,22 +190,25 @@ func rows(a *Tensor) [4]int64 {
 }
 
 // SumRows is ggml_sum_rows.
-func (c *Ctx) SumRows(a *Tensor) *Tensor { return c.f32(SumRows, rows(a), a) }
+func (c *Ctx) SumRows(a *Tensor) *Tensor { return c.op(a.layout.typ, SumRows, rows(a), a) }
 
-// Mean is ggml_mean: each row's mean.
+// Mean is ggml_mean: each row's mean, in F32 whatever a's type (unlike
+// SumRows).
 func (c *Ctx) Mean(a *Tensor) *Tensor { return c.f32(Mean, rows(a), a) }
 
 // Repeat is ggml_repeat_4d: a tiled to ne.
-func (c *Ctx) Repeat(a *Tensor, ne ...int64) *Tensor { return c.f32(Repeat, shape(ne), a) }
+func (c *Ctx) Repeat(a *Tensor, ne ...int64) *Tensor {
+	return c.op(a.layout.typ, Repeat, shape(ne), a)
+}
 
 // Pad is ggml_pad: a padded with zeros to ne.
-func (c *Ctx) Pad(a *Tensor, ne ...int64) *Tensor { return c.f32(Pad, shape(ne), a) }
+func (c *Ctx) Pad(a *Tensor, ne ...int64) *Tensor { return c.op(a.layout.typ, Pad, shape(ne), a) }
 
 // Concat is ggml_concat(a, b, dim).
 func (c *Ctx) Concat(a, b *Tensor, dim int) *Tensor {
 	ne := a.layout.ne
 	ne[dim] += b.layout.ne[dim]
-	return c.f32(Concat, ne, a, b)
+	return c.op(a.layout.typ, Concat, ne, a, b)
 }
 
 // Argsort is ggml_argsort: I32 indices of a's shape.
@@ -199,9 +217,9 @@ func (c *Ctx) Argsort(a *Tensor) *Tensor { return c.op(gguf.TypeI32, Argsort, a.
 // Rope is ggml_rope_ext(a, pos, freqs); freqs may be nil.
 func (c *Ctx) Rope(a, pos, freqs *Tensor) *Tensor {
 	if freqs == nil {
-		return c.f32(Rope, a.layout.ne, a, pos)
+		return c.op(a.layout.typ, Rope, a.layout.ne, a, pos)
 	}
-	return c.f32(Rope, a.layout.ne, a, pos, freqs)
+	return c.op(a.layout.typ, Rope, a.layout.ne, a, pos, freqs)
 }
 
 // SoftMax is ggml_soft_max_ext(a, mask) with the sinks
@@ -215,7 +233,7 @@ func (c *Ctx) SoftMax(a, mask, sinks *Tensor) *Tensor {
 			n++
 		}
 	}
-	return c.f32(SoftMax, a.layout.ne, src[:n]...)
+	return c.op(a.layout.typ, SoftMax, a.layout.ne, src[:n]...)
 }
 
 // FlashAttnExt is ggml_flash_attn_ext(q, k, v, mask) with the sinks as a
@@ -229,14 +247,14 @@ func (c *Ctx) FlashAttnExt(q, k, v, mask, sinks *Tensor) *Tensor {
 }
 
 // GLU is ggml_glu_split(a, b) (swiglu, geglu): a's shape.
-func (c *Ctx) GLU(a, b *Tensor) *Tensor { return c.f32(GLU, a.layout.ne, a, b) }
+func (c *Ctx) GLU(a, b *Tensor) *Tensor { return c.op(a.layout.typ, GLU, a.layout.ne, a, b) }
 
 // GLUFused is ggml_glu on one tensor holding the gate and the value side
 // by side: half of a's rows.
 func (c *Ctx) GLUFused(a *Tensor) *Tensor {
 	ne := a.layout.ne
 	ne[0] /= 2
-	return c.f32(GLU, ne, a)
+	return c.op(a.layout.typ, GLU, ne, a)
 }
 
 // SSMConv is ggml_ssm_conv(sx, w): {d_inner, n_seq_tokens, n_seqs}.

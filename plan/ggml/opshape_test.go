@@ -150,8 +150,9 @@ func TestOpConstructors(t *testing.T) {
 		{"permute 0213", c.Permute(heads, 0, 2, 1, 3), Permute, f32, [4]int64{16, 7, 4, 1}, view, 0, []*Tensor{heads}, x},
 		{"permute 2013", c.Permute(heads, 2, 0, 1, 3), Permute, f32, [4]int64{4, 7, 16, 1}, view, 0, []*Tensor{heads}, x},
 		{"transpose", c.Transpose(h), Transpose, f16, [4]int64{7, 64, 1, 1}, view, 0, []*Tensor{h}, h},
-		// ggml_scale_inplace is a view of a.
+		// ggml_scale_inplace and ggml_clamp are views of a.
 		{"scale_inplace", c.ScaleInplace(x), Scale, f32, [4]int64{64, 7, 1, 1}, view, 0, []*Tensor{x}, x},
+		{"clamp", c.Clamp(h), Clamp, f16, [4]int64{64, 7, 1, 1}, view, 0, []*Tensor{h}, h},
 		// ggml_ssm_conv: {d_inner = sx.ne1, n_t = sx.ne0 - d_conv + 1,
 		// n_s = sx.ne2}: {8, 7, 2}, 8*7*2*4.
 		{"ssm_conv", c.SSMConv(sx, cw), SSMConv, f32, [4]int64{8, 7, 2, 1}, other, 448, []*Tensor{sx, cw}, nil},
@@ -176,6 +177,38 @@ func TestOpConstructors(t *testing.T) {
 		}
 		if g.owner() != cmp.Or(r.owner, g) {
 			t.Errorf("%s: memory of %v", r.name, names([]*Tensor{g.owner()}))
+		}
+	}
+}
+
+// ggml.c gives these ops' results the type of their first source
+// (ggml_new_tensor(ctx, a->type, ...) or ggml_dup_tensor(a); ggml_get_rows
+// keeps an I32 table's type), not F32: an F16 or I32 input sized as F32
+// would take twice the memory, and reuse in place compares layouts, types
+// included.
+func TestResultTypes(t *testing.T) {
+	var c Ctx
+	h := c.Input("h", gguf.TypeF16, 64, 7)
+	heads := c.Reshape(h, 16, 4, 7)
+	table := c.Input("table", gguf.TypeI32, 4, 10)
+	rows := c.Input("rows", gguf.TypeI32, 3)
+	for _, tc := range []struct {
+		name string
+		got  *Tensor
+		typ  gguf.GGMLType
+	}{
+		{"concat", c.Concat(h, h, 1), gguf.TypeF16},                                 // ggml_concat: a->type
+		{"repeat", c.Repeat(h, 64, 14), gguf.TypeF16},                               // ggml_repeat_4d: a->type
+		{"pad", c.Pad(h, 80, 7), gguf.TypeF16},                                      // ggml_pad_ext: a->type
+		{"sum_rows", c.SumRows(h), gguf.TypeF16},                                    // ggml_sum_rows: a->type
+		{"rope", c.Rope(heads, c.Input("pos", gguf.TypeI32, 7), nil), gguf.TypeF16}, // dup(a)
+		{"soft_max", c.SoftMax(h, nil, nil), gguf.TypeF16},                          // dup(a)
+		{"glu split", c.GLU(h, h), gguf.TypeF16},                                    // ggml_glu_impl: a->type
+		{"glu fused", c.GLUFused(h), gguf.TypeF16},                                  // ggml_glu_impl: a->type
+		{"get_rows of I32", c.GetRows(table, rows), gguf.TypeI32},                   // I32 table: I32
+	} {
+		if tc.got.Type() != tc.typ {
+			t.Errorf("%s: %v, ggml gives %v", tc.name, tc.got.Type(), tc.typ)
 		}
 	}
 }
@@ -224,6 +257,9 @@ func TestTensorMarks(t *testing.T) {
 	if s := c.ScaleInplace(in); !s.inplaceOp || s.plainView() {
 		t.Errorf("scale_inplace: inplaceOp %v, plain view %v; the scheduler places it", s.inplaceOp, s.plainView())
 	}
+	if s := c.Clamp(in); !s.inplaceOp || s.plainView() {
+		t.Errorf("clamp: inplaceOp %v, plain view %v; the scheduler places it", s.inplaceOp, s.plainView())
+	}
 	if o := c.Norm(in).SetOutput(); !o.output {
 		t.Error("SetOutput did not mark")
 	}
@@ -233,10 +269,10 @@ func TestTensorMarks(t *testing.T) {
 	}
 }
 
-// Which ops ggml-alloc may run in place (ggml_op_can_inplace, plus CLAMP,
-// see op.go), and which are view ops (ggml_is_view_op).
+// Which ops ggml-alloc may run in place (ggml_op_can_inplace), and which
+// are view ops (ggml_is_view_op).
 func TestOpClasses(t *testing.T) {
-	in := []Op{Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Unary, Rope, RMSNorm, SoftMax, Clamp}
+	in := []Op{Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Unary, Rope, RMSNorm, SoftMax}
 	views := []Op{View, Reshape, Permute, Transpose}
 	for op := None; op <= GatedDeltaNet; op++ {
 		if got, want := op.canInplace(), slices.Contains(in, op); got != want {

@@ -156,6 +156,26 @@ func TestReserveViewsKeepSourceAlive(t *testing.T) {
 	}
 }
 
+// TestReserveClampIsAView: ggml_clamp returns ggml_view_tensor(a), so
+// ggml-alloc never gives it memory of its own, even where running in place
+// would not be allowed (the source has another reader, is an output or a
+// view). Reachable: with the CUDA top-k dependency (Rules.CUDATopKDeps)
+// the dependency node reads the SUM_ROWS under build_moe_ffn's CLAMP.
+//
+// Here s = sum_rows(w) is an output (1x4 F32, 32 aligned), c = clamp(s),
+// e = sum_rows(c). ggml: s [0,32), c a view of s, e [32,64): 64. The
+// in-place reading would give s [0,32), c [32,64), e [64,96): 96.
+func TestReserveClampIsAView(t *testing.T) {
+	var c Ctx
+	w := c.External("w", gguf.TypeF32, "CPU", 8, 4)
+	s := c.SumRows(w).SetOutput()
+	cl := c.Clamp(s)
+	c.Expand(c.SumRows(cl))
+	if got := Reserve(&c.G, 32); got != 64 {
+		t.Errorf("peak %d, ggml's 64: the clamp took memory of its own", got)
+	}
+}
+
 // TestReserveWritesIntoCaches: SET_ROWS is a view of the cache it writes
 // (ggml_view_tensor): it takes no compute memory, and its rows die with
 // it. Leafs first: x [0,1024), idx (4 I64, 32 bytes) [1024,1056); rows

@@ -182,9 +182,11 @@ func (o *Sched) assign(g *Graph) {
 			break
 		}
 	}
+	// An op that ggml makes a view of its input is no view op to the
+	// scheduler: its neighbours' backends spread to it.
 	nodes := make([]*Tensor, 0, len(g.nodes))
 	for _, n := range g.nodes {
-		if n.cls != view || n.dev != "" {
+		if n.cls != view || n.dev != "" || n.inplaceOp {
 			nodes = append(nodes, n)
 		}
 	}
@@ -295,9 +297,7 @@ func (o *Sched) Measure(g *Graph) map[string]int64 {
 // split on the same backend reads the earlier copy and keeps it alive.
 func (o *Sched) split(g *Graph) *Graph {
 	s := &splitter{o: o, copies: map[copyKey]*Tensor{}}
-	for i, n := range g.nodes {
-		s.add(i, n)
-	}
+	s.addAll(g.nodes)
 	var deps map[*Tensor][]*Tensor
 	keep := func(ds []AllocDep) {
 		for _, d := range ds {
@@ -402,11 +402,27 @@ func needsCopy(t *Tensor, dev string) bool {
 	return devOf(t) != dev && !t.cache()
 }
 
+// addAll cuts nodes into splits.
+func (s *splitter) addAll(nodes []*Tensor) {
+	for i, n := range nodes {
+		s.add(i, n)
+	}
+	if len(s.splits) == 0 && len(nodes) > 0 {
+		// Only view ops: one split holds them, so that the inputs they
+		// read are still placed.
+		s.splits = append(s.splits, &schedSplit{dev: devOf(nodes[0]), end: len(nodes)})
+	}
+}
+
 // add puts node i, n, in the open split or a new one, and points its
-// sources on other backends at copies.
+// sources on other backends at copies. A view op joins the open split;
+// the view ops before the first node that is not one wait for it, and
+// the first split, on that node's backend, holds them too.
 func (s *splitter) add(i int, n *Tensor) {
-	if n.plainView() && len(s.splits) > 0 {
-		s.splits[len(s.splits)-1].end = i + 1
+	if n.plainView() {
+		if len(s.splits) > 0 {
+			s.splits[len(s.splits)-1].end = i + 1
+		}
 		return
 	}
 	dev := n.dev
@@ -417,14 +433,15 @@ func (s *splitter) add(i int, n *Tensor) {
 	if len(s.splits) > 0 {
 		cur = s.splits[len(s.splits)-1]
 	}
-	if cur == nil || cur.dev != dev || s.ends(cur, n, dev) {
+	switch {
+	case cur == nil:
+		cur = &schedSplit{dev: dev}
+		s.splits = append(s.splits, cur)
+	case cur.dev != dev || s.ends(cur, n, dev):
 		cur = &schedSplit{dev: dev, start: i}
 		s.splits = append(s.splits, cur)
 	}
 	cur.end = i + 1
-	if n.plainView() {
-		return
-	}
 	cloned := false
 	for j, src := range n.src {
 		if !needsCopy(src, dev) {
@@ -445,7 +462,7 @@ func (s *splitter) add(i int, n *Tensor) {
 // memory of the weights copied so far can be reused, and when n needs a
 // new copy once the split holds GGML_SCHED_MAX_SPLIT_INPUTS.
 func (s *splitter) ends(cur *schedSplit, n *Tensor, dev string) bool {
-	if len(cur.inputs) == 0 || n.plainView() {
+	if len(cur.inputs) == 0 {
 		return false
 	}
 	for _, src := range n.src {

@@ -39,9 +39,7 @@ type splitWant struct {
 func cut(o *Sched, g *Graph) ([]splitWant, map[copyKey]*Tensor) {
 	o.assign(g)
 	s := &splitter{o: o, copies: map[copyKey]*Tensor{}}
-	for i, n := range g.nodes {
-		s.add(i, n)
-	}
+	s.addAll(g.nodes)
 	orig := map[*Tensor]*Tensor{}
 	for k, c := range s.copies {
 		orig[c] = k.t
@@ -192,6 +190,45 @@ func TestSchedThreeBackends(t *testing.T) {
 	})
 	g2, _, _, _, _, _, _ := threeBackends()
 	checkBytes(t, "three backends", newSched(bufs).Measure(g2), map[string]int64{"CPU": 2304, "GPU0": 1536, "GPU1": 3072})
+}
+
+// TestSchedLeadingViewsJoinFirstSplit: ggml_backend_sched_split_graph
+// (pass 5) gives the first split the backend of the first node that is
+// not a view op, and the view ops before it run in it: a graph that
+// starts with a reshape of a host input has no CPU split holding only the
+// reshape, and the GPU split (and so the Vulkan or Metal reorder, which
+// runs per split) sees it.
+func TestSchedLeadingViewsJoinFirstSplit(t *testing.T) {
+	var c Ctx
+	x := c.Input("x", gguf.TypeF32, 64, 3)
+	r := c.Reshape(x, 64, 3)
+	h := c.MulMat(c.External("w", gguf.TypeF32, "GPU0", 64, 64).SetWeight(64*64*4), r)
+	c.Expand(h)
+	splits, _ := cut(newSched(map[string]BufferType{"CPU": {Align: 32}, "GPU0": {Align: 32}}), &c.G)
+	checkSplits(t, "leading view", splits, []splitWant{{"GPU0", []*Tensor{r, h}, []*Tensor{r}}})
+	// A graph of view ops alone is one split, on the backend of the
+	// memory the first one views.
+	var c2 Ctx
+	x2 := c2.Input("x", gguf.TypeF32, 64, 3)
+	v := c2.View(x2, 32, 3)
+	c2.Expand(v)
+	splits, _ = cut(newSched(map[string]BufferType{"CPU": {Align: 32}}), &c2.G)
+	checkSplits(t, "views only", splits, []splitWant{{"CPU", []*Tensor{v}, nil}})
+}
+
+// TestSchedPlacesClamp: ggml_clamp's result is a view of its input but
+// CLAMP is no view op, so the scheduler's expansion gives it its
+// neighbours' backend as it does any node.
+func TestSchedPlacesClamp(t *testing.T) {
+	var c Ctx
+	w := c.External("w", gguf.TypeF32, "GPU0", 64, 64).SetWeight(64 * 64 * 4)
+	cl := c.Clamp(c.SumRows(c.MulMat(w, c.Input("x", gguf.TypeF32, 64, 3))))
+	c.Expand(cl)
+	o := newSched(map[string]BufferType{"CPU": {Align: 32}, "GPU0": {Align: 32}})
+	o.assign(&c.G)
+	if cl.Backend() != "GPU0" {
+		t.Errorf("clamp on %q, want GPU0", cl.Backend())
+	}
 }
 
 // TestSchedReusesCopies: the scheduler copies a tensor to a backend once

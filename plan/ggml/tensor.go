@@ -32,8 +32,9 @@ type Tensor struct {
 	// to run an op there.
 	external, isWeight bool
 	input, output      bool
-	// inplaceOp marks an op of ggml's _inplace kind (ggml_scale_inplace):
-	// a view for the allocator, a node the scheduler places and splits at.
+	// inplaceOp marks an op whose result ggml makes a view of its input
+	// (ggml_scale_inplace, ggml_clamp): a view for the allocator, a node
+	// the scheduler places and splits at.
 	inplaceOp bool
 	// mr are the Metal reorder's marks of the memory-range sets holding
 	// this tensor's memory: [set][0] as a source, [set][1] as a
