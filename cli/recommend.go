@@ -65,7 +65,7 @@ func runRecommend(ctx context.Context, env Env, args []string) error {
 
 	remeasure := fs.Bool("remeasure", false, "measure this machine's memory bandwidth again instead of using the figure kept from the first measurement")
 	all := fs.Bool("all", false, "list disabled and incompatible configurations too (the default lists the fitting ones and a count of the rest)")
-	asJSON := fs.Bool("json", false, "print every configuration as JSON")
+	asJSON := fs.Bool("json", false, "print every configuration as JSON (its fields: docs/json.md)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
