@@ -119,17 +119,20 @@ func runRecommend(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, struct {
-			Goal    string            `json:"goal"`
-			Machine string            `json:"machine"`
-			Engine  engine.EngineNote `json:"engine"`
-			Speed   string            `json:"speed"`
-			Rows    []catalog.Row     `json:"configurations"`
-		}{o.Goal, machineName(*machine), note, catalog.SpeedSays, rows})
+		return printJSON(env.Stdout, recommendReport{o.Goal, machineName(*machine), note, catalog.SpeedSays, rows})
 	}
 	printRecommend(env.Stdout, rows, o, snap, machineName(*machine), *all)
 	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)
 	return nil
+}
+
+// recommendReport is what 'recommend --json' prints (docs/json.md).
+type recommendReport struct {
+	Goal    string            `json:"goal"`
+	Machine string            `json:"machine"`
+	Engine  engine.EngineNote `json:"engine"`
+	Speed   string            `json:"speed"`
+	Rows    []catalog.Row     `json:"configurations"`
 }
 
 func machineName(m string) string {
