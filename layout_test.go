@@ -15,11 +15,11 @@ import (
 	"testing"
 )
 
-// TestLayout holds the README's Layout table to the code: every package of
-// the module has a row, every row is a package, no package imports one
-// listed below it, and the packages under internal/ import none of the
-// module. Only the packages' own files count; tests may import
-// from anywhere. Every .go file is read whatever its build constraints, so
+// TestLayout holds the Layout table of docs/development.md to the code:
+// every package of the module has a row, every row is a package, no
+// package imports one listed below it, and the packages under internal/
+// import none of the module. Only the packages' own files count; tests
+// may import from anywhere. Every .go file is read whatever its build constraints, so
 // an import on another platform counts too.
 func TestLayout(t *testing.T) {
 	module := modulePath(t)
@@ -27,7 +27,7 @@ func TestLayout(t *testing.T) {
 	rank := map[string]int{}
 	for i, p := range rows {
 		if _, dup := rank[p]; dup {
-			t.Errorf("README's Layout table lists %s twice", p)
+			t.Errorf("the Layout table of docs/development.md lists %s twice", p)
 		}
 		rank[p] = i
 	}
@@ -36,12 +36,12 @@ func TestLayout(t *testing.T) {
 	pkgs := slices.Sorted(maps.Keys(imports))
 	for _, p := range pkgs {
 		if _, ok := rank[p]; !ok {
-			t.Errorf("package %s has no row in the README's Layout table", p)
+			t.Errorf("package %s has no row in the Layout table of docs/development.md", p)
 		}
 	}
 	for _, p := range rows {
 		if _, ok := imports[p]; !ok {
-			t.Errorf("the README's Layout table lists %s, which is not a package of the module", p)
+			t.Errorf("the Layout table of docs/development.md lists %s, which is not a package of the module", p)
 		}
 	}
 	for _, p := range pkgs {
@@ -50,14 +50,14 @@ func TestLayout(t *testing.T) {
 			continue
 		}
 		if strings.HasPrefix(p, "internal/") && len(imports[p]) > 0 {
-			t.Errorf("%s imports %v: the README says internal/ holds only helpers that import nothing of the module", p, slices.Sorted(maps.Keys(imports[p])))
+			t.Errorf("%s imports %v: docs/development.md says internal/ holds only helpers that import nothing of the module", p, slices.Sorted(maps.Keys(imports[p])))
 		}
 		for _, d := range slices.Sorted(maps.Keys(imports[p])) {
 			rd, ok := rank[d]
 			if !ok {
-				t.Errorf("%s imports %s, which has no row in the README's Layout table", p, d)
+				t.Errorf("%s imports %s, which has no row in the Layout table of docs/development.md", p, d)
 			} else if rd >= rp {
-				t.Errorf("%s (row %d) imports %s (row %d): the README's Layout table lists it below", p, rp+1, d, rd+1)
+				t.Errorf("%s (row %d) imports %s (row %d): the Layout table of docs/development.md lists it below", p, rp+1, d, rd+1)
 			}
 		}
 	}
@@ -80,10 +80,10 @@ func modulePath(t *testing.T) string {
 
 var layoutRow = regexp.MustCompile("^\\| `([^`]+)` \\|")
 
-// layoutTable returns the packages of the README's Layout table, top row
-// first.
+// layoutTable returns the packages of the Layout table of
+// docs/development.md, top row first.
 func layoutTable(t *testing.T) []string {
-	f, err := os.Open("README.md")
+	f, err := os.Open("docs/development.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func layoutTable(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	if len(rows) == 0 {
-		t.Fatal("README.md has no Layout table")
+		t.Fatal("docs/development.md has no Layout table")
 	}
 	return rows
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -91,6 +92,18 @@ func version() string {
 	if !ok {
 		return "unknown (no build information)"
 	}
+	return versionOf(bi)
+}
+
+// pseudoRevision is the commit prefix at the end of a pseudo-version
+// (v0.0.0-20261202143928-118c2df44843), which go install records instead
+// of VCS settings.
+var pseudoRevision = regexp.MustCompile(`[-.]\d{14}-([0-9a-f]{12})(\+incompatible)?$`)
+
+// versionOf says what bi records: the module version, then the revision
+// from the VCS settings, from a pseudo-version, or that it is unknown (a
+// build with -buildvcs=false, or outside a git checkout).
+func versionOf(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
@@ -108,12 +121,17 @@ func version() string {
 		}
 	}
 	parts := []string{v}
-	if rev != "" {
+	switch m := pseudoRevision.FindStringSubmatch(v); {
+	case rev != "":
 		r := "revision " + rev
 		if dirty {
 			r += " with uncommitted changes"
 		}
 		parts = append(parts, r)
+	case m != nil:
+		parts = append(parts, "revision "+m[1])
+	case v == "(devel)":
+		parts = append(parts, "revision unknown (built without VCS information)")
 	}
 	if when != "" {
 		parts = append(parts, "committed "+when)

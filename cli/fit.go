@@ -259,7 +259,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	companions := companionFlags(fs)
 	machine := fs.String("machine", "", "a preset (see headroom hw --presets) or a file from headroom hw --json; default: this machine")
 	llama := llamaServerFlag(fs)
-	asJSON := fs.Bool("json", false, "print the assessment as JSON (the contract in DESIGN.md)")
+	asJSON := fs.Bool("json", false, "print the assessment as JSON (its fields: docs/json.md)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	eng := engineFlag(fs)
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself: run llama-fit-params (beside --llama-server, or on PATH) on the model file, which projects the load without reading weights or allocating, and compare its memory breakdown with headroom's, row by row")

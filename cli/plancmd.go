@@ -79,7 +79,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	search := searchFlags(fs)
 	companions := companionFlags(fs)
 	printArgs := fs.Bool("print-args", false, "print only the llama-server flags")
-	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON")
+	asJSON := fs.Bool("json", false, "print the plan, its flags as an argv array and every candidate as JSON (its fields: docs/json.md)")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	eng := engineFlag(fs)
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself about the chosen flags: llama-fit-params (beside --llama-server, or on PATH) projects the load of the model file without allocating; its memory breakdown is compared with headroom's, row by row")

@@ -65,7 +65,7 @@ func runRecommend(ctx context.Context, env Env, args []string) error {
 
 	remeasure := fs.Bool("remeasure", false, "measure this machine's memory bandwidth again instead of using the figure kept from the first measurement")
 	all := fs.Bool("all", false, "list disabled and incompatible configurations too (the default lists the fitting ones and a count of the rest)")
-	asJSON := fs.Bool("json", false, "print every configuration as JSON")
+	asJSON := fs.Bool("json", false, "print every configuration as JSON (its fields: docs/json.md)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -119,17 +119,20 @@ func runRecommend(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, struct {
-			Goal    string            `json:"goal"`
-			Machine string            `json:"machine"`
-			Engine  engine.EngineNote `json:"engine"`
-			Speed   string            `json:"speed"`
-			Rows    []catalog.Row     `json:"configurations"`
-		}{o.Goal, machineName(*machine), note, catalog.SpeedSays, rows})
+		return printJSON(env.Stdout, recommendReport{o.Goal, machineName(*machine), note, catalog.SpeedSays, rows})
 	}
 	printRecommend(env.Stdout, rows, o, snap, machineName(*machine), *all)
 	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)
 	return nil
+}
+
+// recommendReport is what 'recommend --json' prints (docs/json.md).
+type recommendReport struct {
+	Goal    string            `json:"goal"`
+	Machine string            `json:"machine"`
+	Engine  engine.EngineNote `json:"engine"`
+	Speed   string            `json:"speed"`
+	Rows    []catalog.Row     `json:"configurations"`
 }
 
 func machineName(m string) string {
