@@ -81,9 +81,9 @@ func TestBenchBudget(t *testing.T) {
 		runs   []string
 		deep   bool
 	}{
-		{60 * time.Second, []string{"-p 64 -n 16 -r 1", "-p 512 -n 64 -r 5"}, false},
-		{600 * time.Second, []string{"-p 64 -n 16 -r 1", "-p 512 -n 128 -r 5", "-p 0 -n 16 -d 4096 -r 1"}, true},
-		{2 * time.Second, []string{"-p 64 -n 16 -r 1"}, false},
+		{60 * time.Second, []string{"-p 128 -n 16 -r 1", "-p 512 -n 64 -r 5"}, false},
+		{600 * time.Second, []string{"-p 128 -n 16 -r 1", "-p 512 -n 128 -r 5", "-p 0 -n 16 -d 4096 -r 1"}, true},
+		{2 * time.Second, []string{"-p 128 -n 16 -r 1"}, false},
 	} {
 		os.Remove(calls)
 		var said []string
