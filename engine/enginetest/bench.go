@@ -2,9 +2,6 @@ package enginetest
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 )
 
@@ -13,14 +10,7 @@ import (
 // (every sample the same), and which logs each call.
 func Bench(t *testing.T, pp, tg float64) (bin, calls string) {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("the stand-in is a shell script")
-	}
-	dir := t.TempDir()
-	calls = filepath.Join(dir, "calls")
-	script := `#!/bin/sh
-echo "$*" >> ` + calls + `
-p=512; n=128; d=0; r=5
+	return standIn(t, "llama-bench", `p=512; n=128; d=0; r=5
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-p) p=$2; shift ;;
@@ -40,13 +30,8 @@ row() {
 }
 echo "["
 sep=""
-if [ "$p" -gt 0 ]; then echo "$(row $p 0 ` + fmt.Sprint(pp) + `)"; sep=","; fi
-if [ "$n" -gt 0 ]; then echo "$sep$(row 0 $n ` + fmt.Sprint(tg) + `)"; fi
+if [ "$p" -gt 0 ]; then echo "$(row $p 0 `+fmt.Sprint(pp)+`)"; sep=","; fi
+if [ "$n" -gt 0 ]; then echo "$sep$(row 0 $n `+fmt.Sprint(tg)+`)"; fi
 echo "]"
-`
-	bin = filepath.Join(dir, "llama-bench")
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return bin, calls
+`)
 }

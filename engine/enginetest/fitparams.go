@@ -13,14 +13,7 @@ import (
 // when the machine has one (gpu != ""), and which logs each call.
 func FitParams(t *testing.T, gpu string) (bin, calls string) {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("the stand-in is a shell script")
-	}
-	dir := t.TempDir()
-	calls = filepath.Join(dir, "calls")
-	script := `#!/bin/sh
-echo "$*" >> ` + calls + `
-c=0; ngl=0
+	return standIn(t, "llama-fit-params", `c=0; ngl=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-c) c=$2; shift ;;
@@ -30,7 +23,7 @@ while [ $# -gt 0 ]; do
 done
 ctx=$((c / 64))
 echo "llama_context: n_ctx         = $c"
-gpu="` + gpu + `"
+gpu="`+gpu+`"
 if [ -n "$gpu" ]; then
 	g=$((ngl * 100)); h=$((2000 - g))
 	echo "llama_memory_breakdown_print: |   - $gpu (fake) | 24000 = 100 + ($((g + 50)) = $g + 0 + 50) + 0 |"
@@ -38,8 +31,20 @@ if [ -n "$gpu" ]; then
 else
 	echo "llama_memory_breakdown_print: |   - Host        |   $((2000 + ctx + 200)) = 2000 + $ctx + 200   |"
 fi
-`
-	bin = filepath.Join(dir, "llama-fit-params")
+`)
+}
+
+// standIn writes a shell script named name into a temporary directory:
+// it logs each call's arguments to calls, a line each, then runs body.
+func standIn(t *testing.T, name, body string) (bin, calls string) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in is a shell script")
+	}
+	dir := t.TempDir()
+	calls = filepath.Join(dir, "calls")
+	bin = filepath.Join(dir, name)
+	script := "#!/bin/sh\necho \"$*\" >> " + calls + "\n" + body
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
