@@ -85,11 +85,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself about the chosen flags: llama-fit-params (beside --llama-server, or on PATH) projects the load of the model file without allocating; its memory breakdown is compared with headroom's, row by row")
 	bench, budget := benchFlags(fs)
 	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
-	ref, err := fs.parseModel(args)
-	if err != nil {
-		return err
-	}
-	opts, err := search()
+	ref, opts, err := parseSearch(fs, args, search)
 	if err != nil {
 		return err
 	}

@@ -52,11 +52,7 @@ func runPull(ctx context.Context, env Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the installed manifest as JSON")
 	verify := fs.Bool("verify", true, "before downloading, ask llama.cpp itself (llama-fit-params beside llama-server, or on PATH) to project the planned load on a sparse twin of the header and compare it with the plan; --verify=false skips it")
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
-	ref, err := fs.parseModel(args)
-	if err != nil {
-		return err
-	}
-	opts, err := search()
+	ref, opts, err := parseSearch(fs, args, search)
 	if err != nil {
 		return err
 	}

@@ -78,3 +78,14 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 		return opts, nil
 	}
 }
+
+// parseSearch parses a command that plans one model: its reference and
+// the search options its flags give.
+func parseSearch(fs *flags, args []string, search func() (plan.SearchOptions, error)) (string, plan.SearchOptions, error) {
+	ref, err := fs.parseModel(args)
+	if err != nil {
+		return "", plan.SearchOptions{}, err
+	}
+	opts, err := search()
+	return ref, opts, err
+}

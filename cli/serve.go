@@ -74,11 +74,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		remotes = append(remotes, strings.Split(v, ",")...)
 		return nil
 	})
-	ref, err := fs.parseModel(args)
-	if err != nil {
-		return err
-	}
-	opts, err := search()
+	ref, opts, err := parseSearch(fs, args, search)
 	if err != nil {
 		return err
 	}
