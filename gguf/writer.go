@@ -201,11 +201,17 @@ func (b *Builder) Bytes() ([]byte, error) {
 
 // WriteFile writes the file at path. Tensors without data are left as holes
 // and the file is extended to its full size with Truncate, so on file
-// systems with sparse files the holes cost no disk.
+// systems with sparse files the holes cost no disk. A path that holds
+// anything but a regular file (a device, a FIFO, a directory, a link) is
+// refused: a failed write removes what it wrote, and must never remove
+// /dev/null.
 func (b *Builder) WriteFile(path string) (err error) {
 	f, err := b.Layout()
 	if err != nil {
 		return err
+	}
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("writing %s: it exists and is not a regular file but %s; name a new file", path, kindOf(st.Mode()))
 	}
 	out, err := os.Create(path)
 	if err != nil {
@@ -230,6 +236,23 @@ func (b *Builder) WriteFile(path string) (err error) {
 		}
 	}
 	return out.Truncate(f.Size)
+}
+
+// kindOf names what a non-regular file is.
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeDir != 0:
+		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }
 
 type encoder struct {
