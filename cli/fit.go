@@ -242,6 +242,10 @@ your own llama.cpp: llama-fit-params beside --llama-server (or on PATH)
 projects the load without allocating, and the verdict uses its figures,
 rounded up, plus llama-server's logits buffer; the output says so.
 
+The exit status is 0 when the profile fits, 1 when it does not fit or is
+incompatible (the verdict is printed, with --json too), 2 for a command
+line that is wrong.
+
 --bench measures a profile that fits with llama.cpp's own llama-bench
 (beside --llama-server, or on PATH), on the model's file where it is
 local and on a sparse twin of its header otherwise, within --bench-budget.
@@ -313,16 +317,24 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if *asJSON {
 		rep := fitReport(in, a, p)
 		rep.EngineCheck, rep.Engine, rep.Measured = check, &note, measured
-		return printJSON(env.Stdout, rep)
+		if err := printJSON(env.Stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printFit(env.Stdout, in, a, p)
+		fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)
+		if check != nil {
+			printCheck(env.Stdout, check)
+		}
+		if measured != nil {
+			fmt.Fprintln(env.Stdout)
+			printMeasured(env.Stdout, measured, nil)
+		}
 	}
-	printFit(env.Stdout, in, a, p)
-	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)
-	if check != nil {
-		printCheck(env.Stdout, check)
-	}
-	if measured != nil {
-		fmt.Fprintln(env.Stdout)
-		printMeasured(env.Stdout, measured, nil)
+	if a.Verdict != plan.Fits {
+		// The output above says why; the exit status says it to scripts,
+		// as plan's does.
+		return fmt.Errorf("%s", a.Reason)
 	}
 	return nil
 }

@@ -48,12 +48,13 @@ type fitOut struct {
 func fitJSONOf(t *testing.T, args ...string) fitOut {
 	t.Helper()
 	code, out, errs := run(t, append([]string{"fit", "--quiet", "--json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
 	var f fitOut
 	if err := json.Unmarshal([]byte(out), &f); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
+		t.Fatalf("exit %d, not JSON: %v\n%s\n%s", code, err, out, errs)
+	}
+	// 0 fits; 1 does not fit or is incompatible, the verdict printed.
+	if want := map[bool]int{true: exitOK, false: exitError}[f.Verdict == "fits"]; code != want {
+		t.Fatalf("verdict %s, exit %d, want %d: %s", f.Verdict, code, want, errs)
 	}
 	return f
 }

@@ -30,8 +30,8 @@ func TestProjectedWithoutLlamaCpp(t *testing.T) {
 	dir := t.TempDir()
 	path := writeShapeAs(t, dir, "tinyllama-1.1b", "ernie4_5", synth.Q4_K_M)
 	code, out, _ := run(t, "fit", "--quiet", "--json", "--machine", "cpu-32", path, "-c", "4096", "-np", "1")
-	if code != 0 {
-		t.Fatalf("fit exit %d", code)
+	if code != exitError {
+		t.Fatalf("fit of an incompatible model: exit %d, want 1", code)
 	}
 	var f struct {
 		Verdict, Reason string

@@ -137,7 +137,10 @@ if (only && fs.existsSync(out)) {
 for (const [shape, quant, ctx] of models) {
     const file = files[`${shape}:${quant}`];
     const args = ["-c", String(ctx), "-np", "1", "-ngl", "0", "--fit", "off", "-fa", "on"];
-    const fit = JSON.parse(execFileSync(headroomBin, ["fit", file.path, ...args, "--json"]).toString());
+    // fit exits 1 for a profile that does not fit, with the verdict in its JSON.
+    const ran = spawnSync(headroomBin, ["fit", file.path, ...args, "--json"]);
+    if (ran.status !== 0 && ran.status !== 1) throw new Error(`headroom fit failed: ${ran.stderr}`);
+    const fit = JSON.parse(ran.stdout.toString());
     const ram = fit.domains.find((d) => d.id === "ram");
     const anonymous = fit.buffers.filter((b) => b.buffer_type !== "CPU_Mapped").reduce((n, b) => n + b.bytes, 0);
     const mapped = fit.buffers.find((b) => b.buffer_type === "CPU_Mapped");
