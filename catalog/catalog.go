@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/suggest"
 	"io/fs"
 	"maps"
 	"os"
@@ -303,7 +304,24 @@ func (c *Catalog) FindRef(ref string) (*Entry, *Variant, error) {
 	if _, err := os.Stat(ref); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
-	return c.Find(ref)
+	e, v, err := c.Find(ref)
+	if e != nil || err != nil {
+		return e, v, err
+	}
+	// Neither a file nor an entry: a mistyped entry is said as one, not
+	// as a file that does not exist.
+	entry, quant, found := strings.Cut(ref, "/")
+	if !found || strings.ContainsAny(ref, ":\\") || strings.Contains(quant, "/") || strings.HasSuffix(quant, ".gguf") {
+		return nil, nil, nil
+	}
+	var ids []string
+	for _, e := range c.Entries {
+		ids = append(ids, e.ID)
+	}
+	if s := suggest.Closest(entry, ids); s != "" {
+		return nil, nil, fmt.Errorf("%s is neither a file nor a catalog variant: the catalog has no entry %s (did you mean %s/%s? headroom recommend --all lists them)", ref, entry, s, quant)
+	}
+	return nil, nil, nil
 }
 
 // Source is the reference a variant's file is read from: the locked

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/suggest"
 	"io"
 	"strings"
 
@@ -114,7 +115,15 @@ func Main(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "headroom %s: %s\n", c.name, oneLine(err.Error()))
 		return exitError
 	}
-	fmt.Fprintf(env.Stderr, "headroom: unknown command %q\nRun 'headroom help' for the list of commands.\n", args[0])
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	mean := ""
+	if s := suggest.Closest(args[0], names); s != "" {
+		mean = fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	fmt.Fprintf(env.Stderr, "headroom: unknown command %q%s\nRun 'headroom help' for the list of commands.\n", args[0], mean)
 	return exitUsage
 }
 

@@ -176,6 +176,13 @@ func TestUsage(t *testing.T) {
 		{[]string{"inspect", "a", "b"}, 2, "", "got 2 arguments"},
 		{[]string{"inspect", "--bogus", "x"}, 2, "", "unknown flag -bogus"},
 		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		// Did you mean, for each kind of name.
+		{[]string{"recomend"}, 2, "", `unknown command "recomend" (did you mean recommend?)`},
+		{[]string{"fit", "x.gguf", "--ctx", "8192"}, 2, "", "unknown flag -ctx (did you mean -c, --ctx-size?"},
+		{[]string{"plan", "x.gguf", "--paralel", "2"}, 2, "", "did you mean -np, --parallel?"},
+		{[]string{"fit", "qwen3-0.6b/Q8_0", "--machine", "rtx4090"}, 1, "", "did you mean the preset rtx-4090?"},
+		{[]string{"fit", "llama-3.2-1b-instruc/Q4_K_M"}, 1, "", "did you mean llama-3.2-1b-instruct/Q4_K_M?"},
+		{[]string{"fit", "qwen3-0.6b/Q4_K_X"}, 1, "", "the catalog has no Q4_K_X variant of qwen3-0.6b (it has"},
 		{[]string{"synth", "--list"}, 0, "llama-3.1-70b", ""},
 		{[]string{"synth", "gpt-9", "/tmp/x.gguf"}, 2, "", `unknown shape "gpt-9"`},
 		{[]string{"synth", "--quant", "Q3", "llama-3.1-8b", "/tmp/x.gguf"}, 2, "", "unknown quantization"},

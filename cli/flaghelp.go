@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/suggest"
 	"io"
 	"regexp"
 	"slices"
@@ -121,7 +122,13 @@ func (f *flags) parseError(err error) error {
 		return usagef("%s %q: %s", f.spellName(m[2]), m[1], why)
 	}
 	if m := undefinedRE.FindStringSubmatch(msg); m != nil {
-		return usagef("unknown flag -%s (the flags are listed by 'headroom %s --help')", strings.TrimPrefix(m[1], "-"), f.Name())
+		name := strings.TrimPrefix(m[1], "-")
+		var names []string
+		f.VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
+		if s := suggest.Closest(name, names); s != "" {
+			return usagef("unknown flag -%s (did you mean %s? the flags are listed by 'headroom %s --help')", name, f.spellName(s), f.Name())
+		}
+		return usagef("unknown flag -%s (the flags are listed by 'headroom %s --help')", name, f.Name())
 	}
 	if m := needsArgRE.FindStringSubmatch(msg); m != nil {
 		return usagef("%s needs a value: %s", f.spellName(m[1]), f.takes(m[1]))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/suggest"
 	"os"
 	"slices"
 	"strings"
@@ -122,6 +123,13 @@ func LoadMachine(ref string) (*Snapshot, error) {
 	data, err := os.ReadFile(ref)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(ref, `/\.`) {
+			var names []string
+			for _, p := range Presets() {
+				names = append(names, p.Name)
+			}
+			if s := suggest.Closest(ref, names); s != "" {
+				return nil, fmt.Errorf("hw: %q is neither a preset nor a machine file (did you mean the preset %s? headroom hw --presets lists them): %w", ref, s, err)
+			}
 			return nil, fmt.Errorf("hw: %q is neither a preset (headroom hw --presets lists them) nor a machine file: %w", ref, err)
 		}
 		return nil, fmt.Errorf("hw: reading machine file: %w", err)
