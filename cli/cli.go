@@ -202,10 +202,15 @@ func (f *flags) isSet(name string) bool {
 
 // parseModel parses a command that takes exactly one MODEL argument.
 func (f *flags) parseModel(args []string) (string, error) {
+	args, ignored, err := f.pasted(args)
+	if err != nil {
+		return "", err
+	}
 	pos, err := f.parse(args)
 	if err != nil {
 		return "", err
 	}
+	f.sayIgnored(ignored)
 	if len(pos) != 1 {
 		return "", usagef("need exactly one MODEL, got %d arguments", len(pos))
 	}

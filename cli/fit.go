@@ -242,6 +242,12 @@ your own llama.cpp: llama-fit-params beside --llama-server (or on PATH)
 projects the load without allocating, and the verdict uses its figures,
 rounded up, plus llama-server's logits buffer; the output says so.
 
+A llama-server command line can be pasted after "--" (headroom fit --
+llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
+-hf REPO:QUANT: flags that change nothing a load allocates (threads, the
+HTTP server, sampling, logging, templates) are accepted and listed as
+ignored; --mlock, --embedding and --lora are refused with the reason.
+
 The exit status is 0 when the profile fits, 1 when it does not fit or is
 incompatible (the verdict is printed, with --json too), 2 for a command
 line that is wrong.

@@ -50,6 +50,12 @@ or on PATH): the most GPU layers at --min-ctx, then the most context, in a
 few projections of a fraction of a second each; expert offload is not
 searched there, and the plan says its figures are llama.cpp's.
 
+A llama-server command line can be pasted after "--" (headroom plan --
+llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
+-hf REPO:QUANT: flags that change nothing a load allocates (threads, the
+HTTP server, sampling, logging, templates) are accepted and listed as
+ignored; --mlock, --embedding and --lora are refused with the reason.
+
 --bench measures the chosen flags with llama.cpp's own llama-bench
 (beside --llama-server, or on PATH) before any download: on the model's
 own file where it is local, else on a sparse twin of its header whose

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// A pasted llama-server command line becomes headroom's: the program and
+// -m go, the model stays, flags without effect on memory are set apart.
+func TestPasted(t *testing.T) {
+	fs := newFlags(Env{}, "fit", "", "")
+	fs.Int("c", 0, "")
+	fs.Int("port-ish", 0, "")
+	for _, tc := range []struct {
+		in, out, ignored string
+		err              string
+	}{
+		{"-- llama-server -m m.gguf -c 2048", "m.gguf -c 2048", "", ""},
+		{"-- /opt/llama.cpp/build/bin/llama-server --model=m.gguf -t 8", "m.gguf", "-t 8", ""},
+		{"-m m.gguf --port 8080 --host 0.0.0.0 --jinja --temp=0.7 -c 4096", "m.gguf -c 4096", "--port 8080 --host 0.0.0.0 --jinja --temp=0.7", ""},
+		{"-hf ggml-org/gemma-3-1b-it-GGUF:Q4_K_M", "hf:ggml-org/gemma-3-1b-it-GGUF:Q4_K_M", "", ""},
+		{"m.gguf --port-ish 3", "m.gguf --port-ish 3", "", ""}, // headroom's own flag wins
+		{"m.gguf --bogus 3", "m.gguf --bogus 3", "", ""},       // left to the flag parser to refuse
+		{"-m m.gguf --mlock", "", "", "--mlock locks every mapped page"},
+		{"-m", "", "", "-m needs the model file"},
+	} {
+		out, ignored, err := fs.pasted(strings.Fields(tc.in))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(out, " ") != tc.out || strings.Join(ignored, " ") != tc.ignored {
+			t.Errorf("%q: %q, ignored %q, %v; want %q, %q", tc.in, out, ignored, err, tc.out, tc.ignored)
+		}
+	}
+}
+
+// llama.cpp's own examples of llama-server command lines (tools/server/
+// README.md of the pinned build), with the model path swapped for a synth
+// file, are accepted by fit as pasted; the flags without effect on memory
+// are listed as ignored.
+func TestPastedServerExamples(t *testing.T) {
+	model := synthFile(t, "qwen3-0.6b")
+	for _, line := range []string{
+		"llama-server -m MODEL -c 2048",
+		"./llama-server -m MODEL -c 2048",
+		"llama-server -m MODEL --port 8080",
+		"llama-server -m MODEL --mcp-servers-config mcp.json",
+		"llama-server -m MODEL --ui-config {\"pasteLongTextToFileLen\":0}",
+	} {
+		args := append([]string{"fit", "--quiet", "--machine", "cpu-32", "--"}, strings.Fields(strings.ReplaceAll(line, "MODEL", model))...)
+		code, out, errs := run(t, args...)
+		if code != 0 || !strings.Contains(out, "verdict  fits") {
+			t.Errorf("%s: exit %d\n%s\n%s", line, code, out, errs)
+		}
+		if strings.Contains(line, "--port") && !strings.Contains(errs, "ignored, no effect on memory: --port 8080") {
+			t.Errorf("%s: the ignored flag is not said: %s", line, errs)
+		}
+	}
+}
