@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/headroom-llm/headroom/internal/suggest"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/headroom-llm/headroom/hw"
@@ -193,10 +194,11 @@ func (f *flags) printHelp() {
 	}
 }
 
-// isSet reports whether the command line gave the flag name.
-func (f *flags) isSet(name string) bool {
+// isSet reports whether the command line gave the flag under any of the
+// names (a flag's spellings).
+func (f *flags) isSet(names ...string) bool {
 	set := false
-	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	f.Visit(func(fl *flag.Flag) { set = set || slices.Contains(names, fl.Name) })
 	return set
 }
 

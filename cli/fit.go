@@ -315,6 +315,9 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, gpus := plan.Devices(snap); len(gpus) == 0 && p.GPULayers != 0 && fs.isSet("ngl", "gpu-layers", "n-gpu-layers") {
+		a.Warnings = append(a.Warnings, "-ngl has no effect here: the machine has no GPU, so every layer runs on the CPU")
+	}
 	x := planExtras{verify: *verify && in.ArchErr == nil, bench: *bench && a.Verdict == plan.Fits, budget: *budget, llama: *llama, quiet: *quiet}
 	check, measured, err := x.fit(ctx, env, in, a, p, snap)
 	if err != nil {

@@ -60,3 +60,16 @@ func TestPastedServerExamples(t *testing.T) {
 		}
 	}
 }
+
+// -ngl pasted for a machine without a GPU is said to do nothing, not
+// passed over in silence; on a machine with one it says nothing of the
+// kind.
+func TestGPULayersWithoutGPU(t *testing.T) {
+	model := synthFile(t, "qwen3-0.6b")
+	for machine, said := range map[string]bool{"cpu-32": true, "rtx-4090": false} {
+		code, out, errs := run(t, "fit", "--quiet", "--machine", machine, "--", "llama-server", "-m", model, "-c", "4096", "-ngl", "999")
+		if code != 0 || strings.Contains(out, "-ngl has no effect") != said {
+			t.Errorf("%s: exit %d, said %v, want %v\n%s%s", machine, code, !said, said, out, errs)
+		}
+	}
+}
