@@ -128,8 +128,8 @@ func TestLiveProjected(t *testing.T) {
 	unknown := writeShapeAs(t, dir, "tinyllama-1.1b", "futurenet", synth.Q8_0)
 	code, out, _ = run(t, "fit", "--quiet", "--json", "--llama-server", bin, "--machine", "cpu-32", unknown, "-c", "4096", "-np", "1")
 	var u struct{ Verdict, Reason string }
-	if err := json.Unmarshal([]byte(out), &u); err != nil || code != 0 {
-		t.Fatalf("fit of an unknown architecture: exit %d, %v: %s", code, err, out)
+	if err := json.Unmarshal([]byte(out), &u); err != nil || code != exitError {
+		t.Fatalf("fit of an unknown architecture: exit %d (want 1, incompatible), %v: %s", code, err, out)
 	}
 	if u.Verdict != plan.Incompatible || !strings.Contains(u.Reason, "projection failed") || !strings.Contains(u.Reason, "futurenet") {
 		t.Errorf("unknown architecture: %s, %q", u.Verdict, u.Reason)
