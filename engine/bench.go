@@ -125,9 +125,8 @@ func Bench(ctx context.Context, r BenchRequest) (*speed.Measured, error) {
 	}
 	probeTime := time.Since(start).Seconds()
 	perToken := func(pps, tgs int) float64 { return float64(pps)/pp.MeanTPS + float64(tgs)/tg.MeanTPS }
-	// Loading (on the CPU, repacking every weight), warming up: paid
-	// again by every run; 19 s of a 31 s probe for a 1.9 GiB 3B model on
-	// two cores.
+	// Loading and warming up: paid again by every run; about 19 s of a
+	// 30 s probe for a 1.9 GiB 3B twin on two cores (docs/speed.md).
 	overhead := max(probeTime-perToken(128, 16), 0)
 	left := budget.Seconds() - probeTime
 	var depthCost float64

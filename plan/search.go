@@ -114,6 +114,9 @@ type Plan struct {
 // a Plan with no Chosen candidate when nothing fits even at the minimum
 // context with every layer in system memory.
 func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
+	// Every candidate copies Base: its rules are worked out here once, not
+	// by each of the hundreds of accountings.
+	o.Base = o.Base.withRules()
 	for _, c := range []struct{ flag, name string }{{"-ctk", o.Fixed.CacheK}, {"-ctv", o.Fixed.CacheV}} {
 		if _, ok := CacheType(c.name); !ok {
 			return nil, fmt.Errorf("%s %q: not a cache type llama.cpp accepts (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", c.flag, c.name)
