@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 	"github.com/headroom-llm/headroom/speed"
@@ -43,7 +44,7 @@ func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, ctxP
 	}
 	var progress func(string)
 	if !quiet {
-		progress = func(line string) { fmt.Fprintln(env.Stderr, line) }
+		progress = func(line string) { fmt.Fprintln(env.Stderr, term.Text(line)) }
 	}
 	m, err := engine.Bench(ctx, engine.BenchRequest{Bin: bin, Model: model, Twin: twin, Args: engine.BenchArgs(p),
 		Depth: ctxPerSlot, Budget: budget, Env: os.Environ(), Progress: progress})

@@ -8,12 +8,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/headroom-llm/headroom/internal/suggest"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/suggest"
+	"github.com/headroom-llm/headroom/internal/term"
 )
 
 // Env is what a command may see of the process: its output streams and its
@@ -87,6 +88,17 @@ func Main(ctx context.Context, args []string, env Env) int {
 	if env.Getenv == nil {
 		env.Getenv = func(string) string { return "" }
 	}
+	// Everything a command prints passes through an escaper: header
+	// strings, listing names and server error bodies are written by
+	// others, and a field a printer forgot must still not reach the
+	// terminal as an escape sequence. JSON passes unchanged in meaning.
+	for _, w := range []*io.Writer{&env.Stdout, &env.Stderr} {
+		if *w != nil {
+			tw := term.NewWriter(*w)
+			defer tw.Flush()
+			*w = tw
+		}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 {
 			return Main(ctx, []string{args[1], "--help"}, env)
@@ -113,7 +125,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 			fmt.Fprintf(env.Stderr, "headroom %s: %v\nRun 'headroom %s --help' for usage.\n", c.name, err, c.name)
 			return exitUsage
 		}
-		fmt.Fprintf(env.Stderr, "headroom %s: %s\n", c.name, oneLine(err.Error()))
+		fmt.Fprintf(env.Stderr, "headroom %s: %s\n", c.name, term.Text(oneLine(err.Error())))
 		return exitError
 	}
 	var names []string

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/speed"
 	"io"
 	"slices"
@@ -409,7 +410,9 @@ func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {
 
 func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s (%s), %s\n", in.Ref, in.Architecture, bytesIEC(in.Size))
+	// The architecture, device and domain names come from a header or
+	// a machine file, and the sentences quote them: term.Text escapes.
+	fmt.Fprintf(tw, "model\t%s (%s), %s\n", term.Text(in.Ref), term.Text(in.Architecture), bytesIEC(in.Size))
 	if note := in.inputsNote(); note != "" {
 		fmt.Fprintf(tw, "inputs\t%s\n", note)
 	}
@@ -417,16 +420,16 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 		fmt.Fprintf(tw, "context\t%d cells, %d per sequence x %d sequences%s, batch %d/%d, flash attention %v, K %s, V %s\n",
 			c.NCtx, c.NCtxSeq, c.NSeq, map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV)
 	}
-	fmt.Fprintf(tw, "verdict\t%s\n", a.Reason)
+	fmt.Fprintf(tw, "verdict\t%s\n", term.Text(a.Reason))
 	if st := a.LoadStaging; st != nil {
-		fmt.Fprintf(tw, "loading\t%s %.2f MiB on %s beside the buffers (%s)\n", st.Kind, float64(st.Bytes)/(1<<20), st.Device, st.Note)
+		fmt.Fprintf(tw, "loading\t%s %.2f MiB on %s beside the buffers (%s)\n", st.Kind, float64(st.Bytes)/(1<<20), term.Text(st.Device), term.Text(st.Note))
 	}
 	for _, wn := range a.Warnings {
-		fmt.Fprintf(tw, "warning\t%s\n", wn)
+		fmt.Fprintf(tw, "warning\t%s\n", term.Text(wn))
 	}
 	for _, b := range a.Backends {
 		if !b.Measured {
-			fmt.Fprintf(tw, "backend\t%s (%s): %s\n", b.Backend, strings.Join(b.Devices, ", "), b.Says)
+			fmt.Fprintf(tw, "backend\t%s (%s): %s\n", term.Text(b.Backend), term.Text(strings.Join(b.Devices, ", ")), term.Text(b.Says))
 		}
 	}
 	tw.Flush()
@@ -435,7 +438,7 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "domain\tviews\tmodel\tcontext\tcompute\taux\trequired\tavailable\tmargin\t")
 		for _, d := range a.Domains {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.ID, strings.Join(d.Views, ","), m2(d.Model), m2(d.Context),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", term.Text(d.ID), term.Text(strings.Join(d.Views, ",")), m2(d.Model), m2(d.Context),
 				m2(d.Compute), m2(d.Auxiliary), m2(d.Required), m2(d.Available), m2(d.Margin))
 		}
 		tw.Flush()
@@ -449,7 +452,7 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 			if b.Model != "" {
 				kind = b.Model + " " + kind
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", b.Device, b.BufferType, kind, float64(b.Bytes)/(1<<20), b.Note)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", term.Text(b.Device), term.Text(b.BufferType), term.Text(kind), float64(b.Bytes)/(1<<20), term.Text(b.Note))
 		}
 		tw.Flush()
 	}
@@ -457,10 +460,10 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 		fmt.Fprintln(w, "\nwhat would fit:")
 		for _, f := range a.Fixes {
 			if len(f.Flags) == 0 {
-				fmt.Fprintf(w, "  %s\n", f.Says)
+				fmt.Fprintf(w, "  %s\n", term.Text(f.Says))
 				continue
 			}
-			fmt.Fprintf(w, "  %-12s %s\n", strings.Join(f.Flags, " "), f.Says)
+			fmt.Fprintf(w, "  %-12s %s\n", strings.Join(f.Flags, " "), term.Text(f.Says))
 		}
 	}
 }

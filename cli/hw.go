@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/term"
 )
 
 func runHW(ctx context.Context, env Env, args []string) error {
@@ -102,7 +103,7 @@ Examples:
 func printHW(w io.Writer, s *hw.Snapshot) {
 	switch s.Source {
 	case hw.SourcePreset:
-		fmt.Fprintf(w, "machine  preset %s\n", s.Preset)
+		fmt.Fprintf(w, "machine  preset %s\n", term.Text(s.Preset))
 	default:
 		title := s.Host
 		if title == "" && s.Preset != "" {
@@ -115,7 +116,8 @@ func printHW(w io.Writer, s *hw.Snapshot) {
 		if !s.Taken.IsZero() {
 			when = ", " + s.Taken.Format("2006-01-02 15:04 MST")
 		}
-		fmt.Fprintf(w, "machine  %s (%s%s)\n", title, s.Source, when)
+		// A machine file is anyone's JSON: every name in it is escaped.
+		fmt.Fprintf(w, "machine  %s (%s%s)\n", term.Text(title), term.Text(string(s.Source)), when)
 	}
 
 	fmt.Fprintln(w)
@@ -134,8 +136,8 @@ func printHW(w io.Writer, s *hw.Snapshot) {
 		if d.BandwidthGBps > 0 {
 			bw = fmt.Sprintf("%g GB/s", d.BandwidthGBps)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Kind, bytesIEC(d.Capacity), free, bytesIEC(usable), bw,
-			orDash(strings.Join(s.Views(d.ID), " ")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Text(d.ID), term.Text(string(d.Kind)), bytesIEC(d.Capacity), free, bytesIEC(usable), bw,
+			term.Text(orDash(strings.Join(s.Views(d.ID), " "))))
 	}
 	tw.Flush()
 
@@ -150,22 +152,22 @@ func printHW(w io.Writer, s *hw.Snapshot) {
 		if d.Free != nil {
 			free = bytesIEC(*d.Free)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.Backend, d.Type, d.Domain, total, free,
-			orDash(d.HostBuffer), orDash(d.Description))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Text(d.Name), term.Text(d.Backend), term.Text(string(d.Type)), term.Text(d.Domain), total, free,
+			term.Text(orDash(d.HostBuffer)), term.Text(orDash(d.Description)))
 	}
 	tw.Flush()
 
 	fmt.Fprintln(w, "\nsources")
 	for _, d := range s.Domains {
-		fmt.Fprintf(w, "  %s: %s\n", d.ID, d.Source)
+		fmt.Fprintf(w, "  %s: %s\n", term.Text(d.ID), term.Text(d.Source))
 		if d.BandwidthSource != "" {
-			fmt.Fprintf(w, "  %s bandwidth: %s\n", d.ID, d.BandwidthSource)
+			fmt.Fprintf(w, "  %s bandwidth: %s\n", term.Text(d.ID), term.Text(d.BandwidthSource))
 		}
 	}
 	if len(s.Notes) > 0 {
 		fmt.Fprintln(w, "\nnotes")
 		for _, n := range s.Notes {
-			fmt.Fprintf(w, "  - %s\n", n)
+			fmt.Fprintf(w, "  - %s\n", term.Text(n))
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/source"
 )
 
@@ -68,7 +69,7 @@ Examples:
 func openModel(ctx context.Context, env Env, ref string, quiet bool) (*source.Header, error) {
 	client := source.NewClient(env.Getenv)
 	if !quiet {
-		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
+		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, term.Text(msg)) }
 	}
 	return client.Open(ctx, ref)
 }
@@ -209,13 +210,15 @@ func printInspect(w io.Writer, h *source.Header, withTensors bool) {
 	if title == "" {
 		title = "(unnamed)"
 	}
-	fmt.Fprintf(tw, "model\t%s\n", title)
-	fmt.Fprintf(tw, "architecture\t%s\n", orDash(r.Architecture))
+	// Every string below but the numbers comes from the header or the
+	// listing, written by whoever made the file: term.Text escapes it.
+	fmt.Fprintf(tw, "model\t%s\n", term.Text(title))
+	fmt.Fprintf(tw, "architecture\t%s\n", term.Text(orDash(r.Architecture)))
 	where := h.Artifact.Ref
 	if h.Artifact.Commit != "" {
 		where += "  @ " + h.Artifact.Commit
 	}
-	fmt.Fprintf(tw, "source\t%s\n", where)
+	fmt.Fprintf(tw, "source\t%s\n", term.Text(where))
 	files := "1 file"
 	if n := len(m.Files); n > 1 {
 		files = fmt.Sprintf("%d files (split)", n)
@@ -237,7 +240,7 @@ func printInspect(w io.Writer, h *source.Header, withTensors bool) {
 	var rest []string
 	for _, kv := range m.Files[0].Metadata {
 		if strings.HasPrefix(kv.Key, arch) && !shown[kv.Key] {
-			rest = append(rest, fmt.Sprintf("%s = %s", strings.TrimPrefix(kv.Key, arch), shortValue(kv.Value)))
+			rest = append(rest, fmt.Sprintf("%s = %s", term.Text(strings.TrimPrefix(kv.Key, arch)), shortValue(kv.Value)))
 		}
 	}
 	sort.Strings(rest)
@@ -259,7 +262,7 @@ func printInspect(w io.Writer, h *source.Header, withTensors bool) {
 		if pre != "" {
 			tok += ", " + pre
 		}
-		fmt.Fprintf(tw, "vocabulary\t%d tokens (%s)\n", n, tok)
+		fmt.Fprintf(tw, "vocabulary\t%d tokens (%s)\n", n, term.Text(cutText(tok, textStringLimit)))
 	}
 	fmt.Fprintf(tw, "header\tGGUF v%d, %d metadata keys, %d tensors, %s of header, alignment %d\n",
 		r.GGUFVersion, len(m.Files[0].Metadata), r.TensorCount, bytesIEC(r.HeaderBytes), r.Alignment)
@@ -282,7 +285,7 @@ func printInspect(w io.Writer, h *source.Header, withTensors bool) {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "name\ttype\tshape\tbytes\tshard\toffset")
 		for _, t := range r.Tensors {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Name, t.Type, shapeString(t.Shape), t.Bytes, t.Shard+1, t.Offset)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", term.Text(cutText(t.Name, textStringLimit)), t.Type, shapeString(t.Shape), t.Bytes, t.Shard+1, t.Offset)
 		}
 		tw.Flush()
 	}

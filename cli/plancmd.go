@@ -11,6 +11,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/speed"
 )
@@ -205,8 +206,8 @@ func (x planExtras) add(ctx context.Context, env Env, out *planReport, in *model
 func searchProjected(ctx context.Context, env Env, pr *projection, snap *hw.Snapshot, opts plan.SearchOptions, quiet bool) (p *plan.Plan, why, says string) {
 	var progress func(string)
 	if !quiet {
-		fmt.Fprintf(env.Stderr, "architecture %s is not one headroom models: asking %s to project each candidate\n", pr.Basics.Arch, pr.Bin)
-		progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+line) }
+		fmt.Fprintf(env.Stderr, "architecture %s is not one headroom models: asking %s to project each candidate\n", term.Text(pr.Basics.Arch), term.Text(pr.Bin))
+		progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+term.Text(line)) }
 	}
 	p, err := engine.SearchProjected(ctx, pr.Projector, snap, opts, progress)
 	if err != nil {
@@ -222,12 +223,14 @@ func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
 	if in.Header == nil {
 		model = "-hf " + strings.TrimPrefix(catalogSource(in.Ref), "hf:")
 	}
-	fmt.Fprintf(w, "llama-server %s %s\n\n", model, strings.Join(p.Chosen.Flags, " "))
+	// The reference, device names and the explanation's sentences may
+	// quote a header or a machine file: term.Text escapes them.
+	fmt.Fprintf(w, "llama-server %s %s\n\n", term.Text(model), strings.Join(p.Chosen.Flags, " "))
 	if note := in.inputsNote(); note != "" {
-		fmt.Fprintln(w, "  "+in.Ref+": "+note)
+		fmt.Fprintln(w, "  "+term.Text(in.Ref)+": "+note)
 	}
 	for _, line := range p.Explain {
-		fmt.Fprintln(w, "  "+line)
+		fmt.Fprintln(w, "  "+term.Text(line))
 	}
 	fmt.Fprintln(w, "  "+speedLine(out.Speed))
 	if out.Measured != nil {
@@ -239,7 +242,7 @@ func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
 	fmt.Fprintln(w, "  engine: "+out.Engine.Says)
 	for _, b := range out.Backends {
 		if !b.Measured {
-			fmt.Fprintf(w, "  backend %s (%s): %s\n", b.Backend, strings.Join(b.Devices, ", "), b.Says)
+			fmt.Fprintf(w, "  backend %s (%s): %s\n", term.Text(b.Backend), term.Text(strings.Join(b.Devices, ", ")), term.Text(b.Says))
 		}
 	}
 	if out.EngineCheck != nil {

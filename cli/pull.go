@@ -9,6 +9,7 @@ import (
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/source"
 	"github.com/headroom-llm/headroom/store"
@@ -131,8 +132,9 @@ func launchDeps(env Env, machine, llamaServer string, quiet bool) (*launch.Deps,
 	// not model: the one named, or the one on PATH.
 	d.FitParams, _ = engine.FindFitParams(llamaServer, nil)
 	if !quiet {
-		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, "  "+msg) }
-		d.Say = func(state, line string) { fmt.Fprintf(env.Stderr, "%-11s %s\n", state, line) }
+		// Progress quotes references and listing names: escaped.
+		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, "  "+term.Text(msg)) }
+		d.Say = func(state, line string) { fmt.Fprintf(env.Stderr, "%-11s %s\n", state, term.Text(line)) }
 	}
 	return d, nil
 }
@@ -159,6 +161,14 @@ func openStore(env Env, dir string, quiet bool, client *source.Client) (*store.S
 // isTerminal reports whether w is a character device, where a progress
 // line may redraw itself; logs and pipes get plain lines instead.
 func isTerminal(w io.Writer) bool {
+	// Main's escaper stands between a command and the terminal.
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

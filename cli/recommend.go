@@ -15,6 +15,7 @@ import (
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 )
@@ -157,7 +158,7 @@ func splitList(s string) []string {
 const shownRows = 10
 
 func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw.Snapshot, machine string, all bool) {
-	fmt.Fprintln(w, machineLine(snap, machine))
+	fmt.Fprintln(w, term.Text(machineLine(snap, machine)))
 	fmt.Fprintf(w, "goal %s, %s of at least %d tokens each; sizes in GiB and MiB (powers of 1024)\n\n", o.Goal, plural(o.Parallel, "slot", "slots"), o.MinCtx)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tmodel\tquant\tclass\tsize\tctx/slot\tgpu layers\tkv\ttok/s\tquality\tinputs")
@@ -339,7 +340,7 @@ standard output); commit it as catalog/lock.json to ship it.`)
 	}
 	client := source.NewClient(env.Getenv)
 	if !*quiet {
-		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, msg) }
+		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, term.Text(msg)) }
 	}
 	l, err := catalog.Lock(ctx, client, cat.Entries)
 	if err != nil {

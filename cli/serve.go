@@ -13,6 +13,7 @@ import (
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/store"
 )
@@ -138,7 +139,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		say(d, "failed", failureKind(err))
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "ready: %s serves %s\n  flags: %s\n  %s\n", run.Server.URL(), ref,
+	fmt.Fprintf(env.Stdout, "ready: %s serves %s\n  flags: %s\n  %s\n", run.Server.URL(), term.Text(ref),
 		strings.Join(run.Flags, " "), run.Reconciliation.Summary())
 	if run.Recorded != "" {
 		fmt.Fprintf(env.Stdout, "  recorded in %s\n", run.Recorded)
