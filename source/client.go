@@ -179,6 +179,9 @@ type op struct {
 }
 
 func (c *Client) newOp() (*op, error) {
+	if err := c.Token.check(); err != nil {
+		return nil, err
+	}
 	ep, err := url.Parse(c.Endpoint)
 	if err != nil || (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" || ep.RawQuery != "" {
 		return nil, fmt.Errorf("Hugging Face endpoint %q (HF_ENDPOINT): expected an http:// or https:// URL without a query", redactURL(c.Endpoint))
@@ -232,6 +235,26 @@ func (c *Client) withDeadline(ctx context.Context) (context.Context, context.Can
 // Secret is a credential. It prints as [REDACTED], so that logging a
 // Client, even with %+v or as JSON, cannot leak it.
 type Secret string
+
+// check refuses a token that no HTTP header can carry or that was pasted
+// with a line break in it: net/http would refuse every request, and each
+// refusal would be retried as if the network had failed. The error says
+// where the bad byte is, never the token.
+func (s Secret) check() error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f {
+			what := "control character"
+			switch {
+			case c == ' ':
+				what = "space"
+			case c >= 0x80:
+				what = "non-ASCII byte"
+			}
+			return fmt.Errorf("HF_TOKEN has a %s (0x%02x) at byte %d of %d; a Hugging Face token is printable ASCII on one line: set it again without it", what, c, i+1, len(s))
+		}
+	}
+	return nil
+}
 
 // String returns [REDACTED], or "" when the secret is empty.
 func (s Secret) String() string {
