@@ -8,7 +8,9 @@ import (
 	"github.com/headroom-llm/headroom/launch"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,21 +52,25 @@ The API answers only requests naming its loopback address (Host
 127.0.0.1, localhost or [::1]) from its own origin, and state-changing
 requests only as application/json, so a web page on another site cannot
 drive it. Listening beyond loopback needs --allow-remote and a token
-(--token, $HEADROOM_API_TOKEN, or one generated and printed), which every
-API request must send as "Authorization: Bearer TOKEN"; the panel takes it
-from its address's #token= fragment. Anyone on that network who has the
-token can load models: see docs/security.md.
+(--token-file, $HEADROOM_API_TOKEN, or one generated and printed; --token
+works but shows the token to every user of this machine in ps), which
+every API request must send as "Authorization: Bearer TOKEN"; the panel
+takes it from its address's #token= fragment. A token has at least 16
+characters, printable ASCII without spaces. Anyone on that network who has
+the token can load models: see docs/security.md.
 
 Examples:
   headroom serve-api
   headroom serve-api --addr 127.0.0.1:9000 --machine rtx-4090
-  headroom serve-api --addr 0.0.0.0:8787 --allow-remote`
+  headroom serve-api --addr 0.0.0.0:8787 --allow-remote
+  headroom serve-api --addr 0.0.0.0:8787 --allow-remote --token-file ~/.config/headroom/api-token`
 
 func runServeAPI(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "serve-api", "[flags]", serveAPIHelp)
 	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on (beyond loopback only with --allow-remote)")
 	remote := fs.Bool("allow-remote", false, "allow an --addr beyond loopback; every API request then needs the token")
-	token := fs.String("token", "", "the API token with --allow-remote (default $HEADROOM_API_TOKEN, else a generated one, printed)")
+	tokenFile := fs.String("token-file", "", "read the API token for --allow-remote from this file (default $HEADROOM_API_TOKEN, else a generated one, printed)")
+	token := fs.String("token", "", "the API token on the command line, where ps shows it to every user: prefer --token-file or $HEADROOM_API_TOKEN")
 	machine := fs.String("machine", "", "answer for a preset or a file from headroom hw --json instead of this machine")
 	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
 	eng := fs.String("engine", "", "the llama.cpp `build` plans are for (a commit, bNNNN or a llama-server program) when no llama-server is found to load with; where one is, plans follow its build and an --engine naming another is refused")
@@ -79,6 +85,11 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		return usagef("serve-api takes no arguments, got %q", pos)
 	}
 	opts, err := search()
+	if err != nil {
+		return err
+	}
+	// A bad token is refused before anything starts.
+	tok, err := apiToken(env, *token, *tokenFile, *remote)
 	if err != nil {
 		return err
 	}
@@ -135,12 +146,11 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 			ln.Close()
 			return usagef("--addr %s listens beyond loopback (%s), where anyone who reaches it could load models; add --allow-remote to mean it (a token is then required)", *addr, ln.Addr())
 		}
-		tok := *token
-		if tok == "" {
-			tok = env.Getenv("HEADROOM_API_TOKEN")
-		}
 		if tok == "" {
 			tok = rand.Text()
+		}
+		if *token != "" {
+			fmt.Fprintln(env.Stderr, "headroom serve-api: WARNING: --token is visible to every user of this machine (ps, /proc); use --token-file or $HEADROOM_API_TOKEN")
 		}
 		cfg.Token = tok
 		h, err = server.New(cfg)
@@ -150,12 +160,52 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		}
 		fmt.Fprintf(env.Stderr, "headroom serve-api: WARNING: listening on %s, beyond loopback; anyone on this network with the token can load and unload models, and the traffic is not encrypted\n", ln.Addr())
 		banner = fmt.Sprintf("headroom API and panel on http://%s/#token=%s\n  API token: %s (send it as Authorization: Bearer TOKEN)\n", ln.Addr(), tok, tok)
-	} else if *token != "" {
+	} else if *token != "" || *tokenFile != "" {
 		ln.Close()
-		return usagef("--token is for --allow-remote; on loopback the API checks Host and Origin instead")
+		return usagef("--token and --token-file are for --allow-remote; on loopback the API checks Host and Origin instead")
 	}
 	fmt.Fprint(env.Stdout, banner)
 	return serveHTTP(ctx, ln, h, rt)
+}
+
+// minTokenLen is the shortest API token serve-api takes: anyone who can
+// reach the port may try tokens, and a short one falls to guessing.
+const minTokenLen = 16
+
+// apiToken is the token a request must send with --allow-remote: from
+// --token-file, --token or, with remote, $HEADROOM_API_TOKEN; "" when none
+// is given (one is generated). A token is refused when it is short or
+// holds a byte no Authorization header carries (a pasted line break).
+func apiToken(env Env, flagTok, file string, remote bool) (string, error) {
+	tok, from := flagTok, "--token"
+	switch {
+	case flagTok != "" && file != "":
+		return "", usagef("--token and --token-file both give the token; use one (--token-file keeps it out of ps)")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("reading the API token: %w", err)
+		}
+		// An editor's final newline is not part of the token.
+		tok, from = strings.TrimRight(string(b), "\r\n"), "--token-file "+file
+		if tok == "" {
+			return "", fmt.Errorf("the API token file %s is empty; want a token of at least %d characters", file, minTokenLen)
+		}
+	case flagTok == "" && remote:
+		tok, from = env.Getenv("HEADROOM_API_TOKEN"), "$HEADROOM_API_TOKEN"
+	}
+	if tok == "" {
+		return "", nil
+	}
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; c <= ' ' || c >= 0x7f {
+			return "", usagef("the API token from %s has a byte 0x%02x at %d of %d; a token is printable ASCII without spaces or line breaks", from, c, i+1, len(tok))
+		}
+	}
+	if len(tok) < minTokenLen {
+		return "", usagef("the API token from %s has %d characters; at least %d are needed, since anyone who reaches the port may guess a short one (leave it out and serve-api generates one of 26)", from, len(tok), minTokenLen)
+	}
+	return tok, nil
 }
 
 // serveHTTP serves the API until ctx ends, then stops every model it

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,23 +20,32 @@ func TestServeAPIBeyondLoopback(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "beyond loopback") || !strings.Contains(stderr, "--allow-remote") {
 		t.Errorf("serve-api on every interface without --allow-remote: exit %d, want 2 and the reason\n%s", code, stderr)
 	}
-	code, _, stderr = s.run("serve-api", "--addr", "127.0.0.1:0", "--token", "x", "--machine", "rtx-4090")
-	if code != 2 || !strings.Contains(stderr, "--token is for --allow-remote") {
+	code, _, stderr = s.run("serve-api", "--addr", "127.0.0.1:0", "--token", "tok-given-1234567890", "--machine", "rtx-4090")
+	if code != 2 || !strings.Contains(stderr, "are for --allow-remote") {
 		t.Errorf("a token on loopback: exit %d, want 2\n%s", code, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("tok-from-file-1234567890\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 
 	for _, tt := range []struct {
 		name  string
 		flags []string
+		env   string // $HEADROOM_API_TOKEN
 		want  string // the token, or a pattern for a generated one
+		ps    bool   // the warning that ps shows it
 	}{
-		{"given", []string{"--token", "tok-given-123"}, `tok-given-123`},
-		{"generated", nil, `[A-Z2-7]{26}`},
+		{"given", []string{"--token", "tok-given-1234567890"}, "", `tok-given-1234567890`, true},
+		{"file", []string{"--token-file", file}, "", `tok-from-file-1234567890`, false},
+		{"environment", nil, "tok-from-env-1234567890", `tok-from-env-1234567890`, false},
+		{"generated", nil, "", `[A-Z2-7]{26}`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			args := append([]string{"serve-api", "--addr", "0.0.0.0:0", "--allow-remote", "--machine", "rtx-4090", "--llama-server", "/nonexistent/llama-server"}, tt.flags...)
+			s.vars["HEADROOM_API_TOKEN"] = tt.env
 			out, errs, wait := s.start(ctx, args...)
 			re := regexp.MustCompile(`on http://\S+:(\d+)/#token=(` + tt.want + `)\n`)
 			deadline := time.Now().Add(20 * time.Second)
@@ -49,6 +60,9 @@ func TestServeAPIBeyondLoopback(t *testing.T) {
 			}
 			if !strings.Contains(errs.String(), "WARNING: listening on") {
 				t.Errorf("no warning for listening beyond loopback:\n%s", errs)
+			}
+			if warned := strings.Contains(errs.String(), "visible to every user of this machine"); warned != tt.ps {
+				t.Errorf("warned that ps shows --token: %v, want %v\n%s", warned, tt.ps, errs)
 			}
 			get := func(auth string) int {
 				req, _ := http.NewRequest("GET", "http://127.0.0.1:"+m[1]+"/api/hw", nil)
@@ -74,5 +88,52 @@ func TestServeAPIBeyondLoopback(t *testing.T) {
 				t.Errorf("exit %d after Ctrl-C\n%s", code, errs)
 			}
 		})
+	}
+}
+
+// TestServeAPIRefusesWeakTokens: --allow-remote --token a was accepted (a
+// token of one character); a token short or holding a line break, from
+// any source, is refused before anything listens, saying why and never
+// echoing it.
+func TestServeAPIRefusesWeakTokens(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		env   string
+		code  int
+		want  string
+	}{
+		{"one character", []string{"--token", "a"}, "", 2, "has 1 characters; at least 16"},
+		{"fifteen", []string{"--token", "abcdefghijklmno"}, "", 2, "has 15 characters"},
+		{"line break", []string{"--token", "abcdefghijklmnop\r\nX: y"}, "", 2, "byte 0x0d at 17"},
+		{"space", []string{"--token", "abcdefgh ijklmnop"}, "", 2, "byte 0x20 at 9"},
+		{"short file", []string{"--token-file", write("short", "abc\n")}, "", 2, "from --token-file"},
+		{"empty file", []string{"--token-file", write("empty", "\n")}, "", 1, "is empty"},
+		{"missing file", []string{"--token-file", filepath.Join(dir, "none")}, "", 1, "reading the API token"},
+		{"both", []string{"--token", "abcdefghijklmnopq", "--token-file", write("ok", "abcdefghijklmnopq")}, "", 2, "use one"},
+		{"short environment", nil, "abc", 2, "from $HEADROOM_API_TOKEN has 3 characters"},
+	} {
+		s := newSession(t, nil)
+		s.vars["HEADROOM_API_TOKEN"] = tc.env
+		args := append([]string{"serve-api", "--addr", "0.0.0.0:0", "--allow-remote", "--machine", "rtx-4090", "--llama-server", "/nonexistent/llama-server"}, tc.flags...)
+		start := time.Now()
+		code, out, errs := s.run(args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d, want %d and %q\n%s", tc.name, code, tc.code, tc.want, errs)
+		}
+		if strings.Contains(out, "API token:") || strings.Contains(errs, "ijklmnop") {
+			t.Errorf("%s: served, or echoed the token:\n%s\n%s", tc.name, out, errs)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: refused after %v; want at once", tc.name, d)
+		}
 	}
 }
