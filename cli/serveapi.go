@@ -165,7 +165,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		return usagef("--token and --token-file are for --allow-remote; on loopback the API checks Host and Origin instead")
 	}
 	fmt.Fprint(env.Stdout, banner)
-	return serveHTTP(ctx, ln, h, rt)
+	return serveHTTP(ctx, ln, server.NewHTTPServer(ctx, h, server.DefaultLimits(), env.Stderr), rt)
 }
 
 // minTokenLen is the shortest API token serve-api takes: anyone who can
@@ -210,8 +210,7 @@ func apiToken(env Env, flagTok, file string, remote bool) (string, error) {
 
 // serveHTTP serves the API until ctx ends, then stops every model it
 // loaded and shuts the server down.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, rt *apiRuntime) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+func serveHTTP(ctx context.Context, ln net.Listener, srv *http.Server, rt *apiRuntime) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
