@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"time"
@@ -46,8 +47,11 @@ func (rt *apiRuntime) checkRef(ref string) error {
 	if rt.d.Catalog != nil {
 		// FindRef, as Resolve reads the reference: a file named like a
 		// variant is a file, and must be inside the store.
-		if e, _, err := rt.d.Catalog.FindRef(ref); e != nil || err != nil {
-			return err // a catalog variant, or an entry without that quantization
+		if e, _, err := rt.d.Catalog.FindRef(ref); e != nil {
+			return nil
+		} else if err != nil {
+			// A mistyped entry, or one without that quantization.
+			return notExist{err}
 		}
 	}
 	r, err := source.ParseRef(ref)
@@ -66,6 +70,11 @@ func (rt *apiRuntime) checkRef(ref string) error {
 	}
 	return fmt.Errorf("%s: the API takes catalog variants, hf: references and store paths, not URLs: %w", ref, server.ErrForbidden)
 }
+
+// notExist marks a reference that names nothing, for the API's 404.
+type notExist struct{ error }
+
+func (e notExist) Unwrap() []error { return []error{e.error, fs.ErrNotExist} }
 
 // resolve resolves a reference a request may name (checkRef).
 func (rt *apiRuntime) resolve(ctx context.Context, ref string) (*launch.Model, error) {

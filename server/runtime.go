@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+
+	"github.com/headroom-llm/headroom/source"
 )
 
 // maxBody bounds a POST body; a load request is a few hundred bytes.
@@ -47,6 +49,9 @@ type Instance struct {
 
 // Runtime loads and unloads models through admission: a load is assessed
 // against the machine as it is at that moment before anything starts.
+// Besides the errors each method names, one wrapping source.ErrBadRef (a
+// reference that does not parse, or of a scheme headroom does not read)
+// answers 400, and one wrapping fs.ErrNotExist 404.
 type Runtime interface {
 	// Load admits and starts a model. A *Refused error means admission
 	// said no; the API answers 409 with its reason.
@@ -161,6 +166,10 @@ func runtimeError(err error, format string, args ...any) error {
 		return &apiError{status: http.StatusConflict, msg: refused.Reason, err: err}
 	case errors.Is(err, ErrForbidden):
 		return withStatus(http.StatusForbidden, err, format, args...)
+	case errors.Is(err, source.ErrBadRef):
+		// file://, gopher:// or a malformed hf: reference: the request
+		// is wrong, not the server.
+		return withStatus(http.StatusBadRequest, err, format, args...)
 	case errors.Is(err, ErrUnknownInstance), errors.Is(err, fs.ErrNotExist):
 		return withStatus(http.StatusNotFound, err, format, args...)
 	}
