@@ -26,7 +26,6 @@ const mib = 1 << 20
 // ledger does (what each live child books is held back), and starts each
 // as an httptest server that answers the OpenAI endpoints.
 type fakeLoader struct {
-	t        *testing.T
 	capacity int64
 	need     map[string]int64 // by ref
 	// gate, when set, holds each chat stream after its first event until
@@ -34,6 +33,8 @@ type fakeLoader struct {
 	gate chan struct{}
 	// loadDelay is how long each load takes.
 	loadDelay time.Duration
+	// handlerOverride, when set, is every child's handler.
+	handlerOverride http.Handler
 
 	mu        sync.Mutex
 	live      map[string]*fakeChild
@@ -71,8 +72,8 @@ func (c *fakeChild) kill() {
 	})
 }
 
-func newFakeLoader(t *testing.T, capacity int64, need map[string]int64) *fakeLoader {
-	return &fakeLoader{t: t, capacity: capacity, need: need, live: map[string]*fakeChild{}}
+func newFakeLoader(t testing.TB, capacity int64, need map[string]int64) *fakeLoader {
+	return &fakeLoader{capacity: capacity, need: need, live: map[string]*fakeChild{}}
 }
 
 func (l *fakeLoader) used() int64 {
@@ -135,6 +136,9 @@ func (l *fakeLoader) child(model string) *fakeChild {
 // handler answers like llama-server: a stream of chat chunks, or one
 // answer, naming the model it was started as.
 func (l *fakeLoader) handler(name string) http.Handler {
+	if l.handlerOverride != nil {
+		return l.handlerOverride
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -171,7 +175,7 @@ func (l *fakeLoader) handler(name string) http.Handler {
 }
 
 // providerServer is the API with a pool over l, served on loopback.
-func providerServer(t *testing.T, l *fakeLoader, cfg PoolConfig) (*httptest.Server, *Pool) {
+func providerServer(t testing.TB, l *fakeLoader, cfg PoolConfig) (*httptest.Server, *Pool) {
 	t.Helper()
 	cfg.Loader = l
 	if cfg.Accept == nil {
