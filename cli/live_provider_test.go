@@ -76,7 +76,7 @@ func providerOpts() plan.SearchOptions {
 
 // liveProviderDir writes the fixture's models: a, b, c, a tinyllama each,
 // and huge, a Llama 3.1 8B, sparse.
-func liveProviderDir(t *testing.T) string {
+func liveProviderDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	src := writeShape(t, t.TempDir(), "tinyllama-1.1b", synth.Q4_K_M)
@@ -91,7 +91,7 @@ func liveProviderDir(t *testing.T) string {
 	return dir
 }
 
-func startProvider(t *testing.T, bin string, pins []string) *providerFixture {
+func startProvider(t testing.TB, bin string, pins []string) *providerFixture {
 	t.Helper()
 	st, err := store.Open(t.TempDir())
 	if err != nil {
@@ -167,7 +167,7 @@ func sseChunks(r io.Reader) (chunks []map[string]any, done bool, err error) {
 }
 
 // streamChat runs one streamed chat to its end and checks it is whole.
-func (f *providerFixture) streamChat(t *testing.T, model string) {
+func (f *providerFixture) streamChat(t testing.TB, model string) {
 	t.Helper()
 	resp, err := liveChat(context.Background(), f.srv.URL, model, true, 8)
 	if err != nil {
@@ -195,7 +195,7 @@ func (f *providerFixture) states() map[string]string {
 	return out
 }
 
-func (f *providerFixture) held(t *testing.T) []string {
+func (f *providerFixture) held(t testing.TB) []string {
 	t.Helper()
 	bs, err := f.ledger.Held()
 	if err != nil {
