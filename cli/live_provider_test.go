@@ -93,19 +93,25 @@ func liveProviderDir(t testing.TB) string {
 
 func startProvider(t testing.TB, bin string, pins []string) *providerFixture {
 	t.Helper()
+	opts := providerOpts()
+	fitParams, _ := engine.FindFitParams(bin, nil)
+	return startProviderOn(t, bin, fitParams, twoLoadMachine(t, "tinyllama-1.1b", synth.Q4_K_M, opts), opts, liveProviderDir(t), pins)
+}
+
+// startProviderOn serves the provider over dir's models on snap, loading
+// with bin under opts.
+func startProviderOn(t testing.TB, bin, fitParams string, snap *hw.Snapshot, opts plan.SearchOptions, dir string, pins []string) *providerFixture {
+	t.Helper()
 	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := providerOpts()
-	snap := twoLoadMachine(t, "tinyllama-1.1b", synth.Q4_K_M, opts)
-	fitParams, _ := engine.FindFitParams(bin, nil)
 	cat, _ := catalog.Load()
 	d := &launch.Deps{Client: source.NewClient(func(string) string { return "" }), Catalog: cat,
 		Machine: func(context.Context) (*hw.Snapshot, error) { return snap, nil }, Cache: &admission.Cache{}, FitParams: fitParams}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt := &apiRuntime{base: ctx, d: d, st: st, bin: bin, opts: opts, ready: 3 * time.Minute, ledger: sharedLedger(st)}
-	if rt.dir, err = modelsDir(liveProviderDir(t)); err != nil {
+	if rt.dir, err = modelsDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	served, err := servedModels(rt.dir, pins, 0, rt.checkRef)
