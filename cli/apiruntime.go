@@ -31,6 +31,12 @@ type apiRuntime struct {
 	opts   plan.SearchOptions
 	ready  time.Duration
 
+	// dir maps the names of --models-dir's files to their paths; a
+	// request names them, never the path.
+	dir map[string]string
+	// pool serves the OpenAI-compatible endpoints; stopAll closes it.
+	pool *server.Pool
+
 	mu   sync.Mutex
 	runs map[string]*apiInstance
 }
@@ -78,6 +84,9 @@ func (e notExist) Unwrap() []error { return []error{e.error, fs.ErrNotExist} }
 
 // resolve resolves a reference a request may name (checkRef).
 func (rt *apiRuntime) resolve(ctx context.Context, ref string) (*launch.Model, error) {
+	if path, ok := rt.dir[ref]; ok {
+		return rt.d.Resolve(ctx, path)
+	}
 	if err := rt.checkRef(ref); err != nil {
 		return nil, err
 	}
@@ -178,5 +187,8 @@ func (rt *apiRuntime) stopAll(ctx context.Context) {
 	rt.mu.Unlock()
 	for _, in := range runs {
 		in.run.Stop(ctx)
+	}
+	if rt.pool != nil {
+		rt.pool.Close(ctx)
 	}
 }

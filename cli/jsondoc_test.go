@@ -25,6 +25,9 @@ func TestJSONDoc(t *testing.T) {
 		"fit":       reflect.TypeFor[fitJSON](),
 		"plan":      reflect.TypeFor[planReport](),
 		"recommend": reflect.TypeFor[recommendReport](),
+		// What /api/instances lists; the empty lists below reach no row.
+		"instance": reflect.TypeFor[server.Instance](),
+		"event":    reflect.TypeFor[server.Event](),
 	} {
 		c.Type(section, ty, section)
 	}
@@ -68,6 +71,7 @@ func TestJSONDoc(t *testing.T) {
 		{"api-recommend", "/api/recommend"},
 		{"models", "/v1/models"},
 		{"error", "/api/fit"},
+		{"instances", "/api/instances"},
 	} {
 		req := httptest.NewRequest("GET", q.target, nil)
 		req.Host = "127.0.0.1:8787"

@@ -77,7 +77,7 @@ func TestLiveAPITwoAdmittedThirdRefused(t *testing.T) {
 // twoLoadMachine is this machine's kind (CPU only, AVX2) with just enough
 // memory for two loads of the model under opts and not three, found with
 // the same admission ledger the API uses.
-func twoLoadMachine(t *testing.T, shape string, q synth.Quant, opts plan.SearchOptions) *hw.Snapshot {
+func twoLoadMachine(t testing.TB, shape string, q synth.Quant, opts plan.SearchOptions) *hw.Snapshot {
 	t.Helper()
 	sh, _ := synth.Lookup(shape)
 	m, err := synth.Model(sh, q)

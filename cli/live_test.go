@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func liveEngine(t *testing.T) string {
+func liveEngine(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv("HEADROOM_LLAMA_SERVER")
 	if bin == "" {
@@ -65,14 +65,14 @@ func liveEnv(t *testing.T, stdout, stderr *bytes.Buffer) Env {
 }
 
 // writeShape writes a sparse synthetic GGUF of a real architecture.
-func writeShape(t *testing.T, dir, shape string, q synth.Quant) string {
+func writeShape(t testing.TB, dir, shape string, q synth.Quant) string {
 	t.Helper()
 	return writeSynth(t, dir, shape, "", q)
 }
 
 // writeSynth writes a synth shape, under another architecture's name when
 // as is not "".
-func writeSynth(t *testing.T, dir, shape, as string, q synth.Quant) string {
+func writeSynth(t testing.TB, dir, shape, as string, q synth.Quant) string {
 	t.Helper()
 	s, ok := synth.Lookup(shape)
 	if !ok {
@@ -255,7 +255,7 @@ func TestLiveInterruptStopsEngine(t *testing.T) {
 
 // enginesServing lists the processes whose command line names the model
 // file with -m.
-func enginesServing(t *testing.T, model string) []string {
+func enginesServing(t testing.TB, model string) []string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -39,14 +39,24 @@ otherwise:
                      assess, ask llama-fit-params (as serve does), pull,
                      admit and start llama-server
   /api/unload        POST {"id":ID}
-  /api/instances     what runs
+  /api/instances     what runs, with each served model's memory per
+                     domain, and every load, eviction and refusal
+  /v1/chat/completions, /v1/completions, /v1/embeddings
+                     OpenAI-compatible, routed by the body's model (as
+                     /v1/models names it): a model not loaded is loaded
+                     first, stopping the least recently used idle ones
+                     when the ledger says there is no room; 503 with
+                     the reason when it cannot fit even then
 
 M is a catalog variant (ENTRY/QUANT), an hf: reference or a file inside
 headroom's store; requests can name no other path and no URL. Every load
 goes through one admission ledger: two models that each fit alone but not
 together are never both started, however many requests arrive at once.
 Loads need llama-server (PATH or --llama-server); without it the API
-plans but does not load.
+plans but does not load. --models-dir serves a directory's GGUF files
+under their names without .gguf (a split model by its first shard's);
+--pin keeps a model from being stopped to make room or for idleness.
+See docs/provider.md.
 
 The API answers only requests naming its loopback address (Host
 127.0.0.1, localhost or [::1]) from its own origin, and state-changing
@@ -61,6 +71,7 @@ the token can load models: see docs/security.md.
 
 Examples:
   headroom serve-api
+  headroom serve-api --models-dir ~/models --pin qwen3-8b/Q4_K_M --idle-timeout 30m
   headroom serve-api --addr 127.0.0.1:9000 --machine rtx-4090
   headroom serve-api --addr 0.0.0.0:8787 --allow-remote
   headroom serve-api --addr 0.0.0.0:8787 --allow-remote --token-file ~/.config/headroom/api-token`
@@ -76,6 +87,11 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 	eng := fs.String("engine", "", "the llama.cpp `build` plans are for (a commit, bNNNN or a llama-server program) when no llama-server is found to load with; where one is, plans follow its build and an --engine naming another is refused")
 	storeDir := fs.String("store", "", "the store directory (see headroom pull --help)")
 	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long a load and its first completion may take")
+	dir := fs.String("models-dir", "", "serve the GGUF files of this `directory` on the OpenAI-compatible endpoints, each under its name without .gguf")
+	var pins names
+	fs.Var(&pins, "pin", "never stop this `model` (a --models-dir name, a catalog variant, ...) to make room or for idleness; may be repeated")
+	idle := fs.Duration("idle-timeout", 0, "stop a served model after this long without a request (0: never)")
+	queue := fs.Int("queue", server.DefaultQueue, "requests that may wait for one model to load; past it they are answered 503 with Retry-After")
 	search := searchFlags(fs)
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -125,25 +141,43 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st), bin: binPath}
+	if *dir != "" {
+		if rt.dir, err = modelsDir(*dir); err != nil {
+			return err
+		}
+	}
+	if *queue < 1 {
+		return usagef("--queue %d: want at least 1", *queue)
+	}
+	served, err := servedModels(rt.dir, pins, *idle, rt.checkRef)
+	if err != nil {
+		return err
+	}
+	pool := server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Idle: *idle, Queue: *queue,
+		Log: func(line string) { fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", line) }})
+	rt.pool = pool
 	// llama-servers left running by a headroom that was killed hold
 	// memory that no one can give back; end them now rather than at the
 	// first load.
 	launch.ReapOrphans(ctx, rt.ledger, func(format string, args ...any) {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: "+format+"\n", args...)
 	})
-	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Rules: &note.Rules}
+	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Pool: pool, Rules: &note.Rules}
 	h, err := server.New(cfg)
 	if err != nil {
+		pool.Close(ctx)
 		return err
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
+		pool.Close(ctx)
 		return err
 	}
 	banner := fmt.Sprintf("headroom API and panel on http://%s/\n", ln.Addr())
 	if !isLoopback(ln.Addr()) {
 		if !*remote {
 			ln.Close()
+			pool.Close(ctx)
 			return usagef("--addr %s listens beyond loopback (%s), where anyone who reaches it could load models; add --allow-remote to mean it (a token is then required)", *addr, ln.Addr())
 		}
 		if tok == "" {
@@ -156,12 +190,14 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		h, err = server.New(cfg)
 		if err != nil {
 			ln.Close()
+			pool.Close(ctx)
 			return err
 		}
 		fmt.Fprintf(env.Stderr, "headroom serve-api: WARNING: listening on %s, beyond loopback; anyone on this network with the token can load and unload models, and the traffic is not encrypted\n", ln.Addr())
 		banner = fmt.Sprintf("headroom API and panel on http://%s/#token=%s\n  API token: %s (send it as Authorization: Bearer TOKEN)\n", ln.Addr(), tok, tok)
 	} else if *token != "" || *tokenFile != "" {
 		ln.Close()
+		pool.Close(ctx)
 		return usagef("--token and --token-file are for --allow-remote; on loopback the API checks Host and Origin instead")
 	}
 	fmt.Fprint(env.Stdout, banner)
@@ -224,6 +260,16 @@ func serveHTTP(ctx context.Context, ln net.Listener, srv *http.Server, rt *apiRu
 	if err := srv.Shutdown(stopCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	return nil
+}
+
+// names collects a flag that may be given more than once.
+type names []string
+
+func (n *names) String() string { return strings.Join(*n, ",") }
+
+func (n *names) Set(s string) error {
+	*n = append(*n, s)
 	return nil
 }
 

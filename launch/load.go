@@ -39,7 +39,16 @@ type LoadOptions struct {
 	// Projected, when set, is what the user's llama.cpp projected for this
 	// plan beyond headroom's accounting; the load is admitted with it.
 	Projected *Projected
+	// Evict, when set, is asked to make room when the ledger refuses the
+	// load: it stops what it chooses and returns nil, and the load is
+	// admitted again against a fresh snapshot (up to evictTries times), or
+	// it returns why nothing can be stopped, which the load returns.
+	Evict func(ctx context.Context, r *admission.Refusal) error
 }
+
+// evictTries bounds how often a load asks Evict for room: memory an
+// evicted server gave back may show in a snapshot a moment late.
+const evictTries = 4
 
 // Running is a model headroom started and proved ready.
 type Running struct {
@@ -86,7 +95,7 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	// A llama-server whose headroom was killed holds memory nobody can
 	// give back; end it before judging this load beside it.
 	ReapOrphans(ctx, ledger, func(format string, args ...any) { d.say(string(engine.StateLoading), format, args...) })
-	t, err := ledger.Admit(a.Model.Ref, r, fresh)
+	t, err := d.admit(ctx, ledger, a.Model.Ref, r, fresh, o.Evict)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +159,34 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	d.keep(run, o, Record{Time: time.Now().UTC(), Ref: a.Model.Ref, Artifacts: key.Artifacts, Engine: key.Engine, Machine: key.Topology,
 		Flags: flags, Planned: planned, Logged: logged, Diff: rec, Summary: rec.Summary()}, key)
 	return run, nil
+}
+
+// admit books the load in the ledger, asking evict for room each time it
+// is refused.
+func (d *Deps) admit(ctx context.Context, l *admission.Ledger, ref string, r *plan.Result, fresh *hw.Snapshot, evict func(context.Context, *admission.Refusal) error) (*admission.Ticket, error) {
+	t, err := l.Admit(ref, r, fresh)
+	for try := 0; try < evictTries && evict != nil; try++ {
+		var refusal *admission.Refusal
+		if !errors.As(err, &refusal) {
+			break
+		}
+		if err := evict(ctx, refusal); err != nil {
+			return nil, err
+		}
+		if try > 0 {
+			// What a stopped server gave back may take a moment to show.
+			select {
+			case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if fresh, err = d.Machine(ctx); err != nil {
+			return nil, err
+		}
+		t, err = l.Admit(ref, r, fresh)
+	}
+	return t, err
 }
 
 // charged is what a load is admitted with: the accounting against a fresh

@@ -45,6 +45,8 @@ func errorType(status int) string {
 		return "forbidden"
 	case status == http.StatusNotImplemented:
 		return "not_implemented"
+	case status == http.StatusServiceUnavailable:
+		return "unavailable"
 	case status >= 500:
 		return "internal"
 	}

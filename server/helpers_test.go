@@ -103,7 +103,7 @@ func fakeOpen(cat *catalog.Catalog, lock *catalog.LockFile) func(context.Context
 
 // newTestHandler builds the server with the built-in catalog; with is
 // applied to the config first.
-func newTestHandler(t *testing.T, with func(*Config)) http.Handler {
+func newTestHandler(t testing.TB, with func(*Config)) http.Handler {
 	t.Helper()
 	cat, err := catalog.Load()
 	if err != nil {

@@ -20,6 +20,7 @@ func TestJSONDoc(t *testing.T) {
 		"api-recommend": reflect.TypeFor[recommendJSON](),
 		"models":        reflect.TypeFor[modelList](),
 		"error":         reflect.TypeFor[errorBody](),
+		"instances":     reflect.TypeFor[instancesJSON](),
 	} {
 		c.Type(section, ty, section)
 	}

@@ -20,13 +20,16 @@ const (
 // modelObject is one entry of /v1/models: OpenAI's model object, plus
 // whether this machine can run it and why not.
 type modelObject struct {
-	ID             string `json:"id"`
-	Object         string `json:"object"`
-	Created        int64  `json:"created"`
-	OwnedBy        string `json:"owned_by"`
-	Name           string `json:"name"`
-	Ref            string `json:"ref"`
-	Status         string `json:"status"` // available or disabled
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+	Name    string `json:"name"`
+	Ref     string `json:"ref"`
+	Status  string `json:"status"` // available or disabled
+	// State is where the provider has it: loaded, loading, stopping,
+	// unloaded, or disabled (as Status says).
+	State          string `json:"state"`
 	Verdict        string `json:"verdict"`
 	Rank           int    `json:"rank,omitempty"`
 	DisabledReason string `json:"disabled_reason,omitempty"`
@@ -52,7 +55,11 @@ func (s *server) models(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("ranking the catalog: %w", err)
 	}
-	writeJSON(w, http.StatusOK, listModels(s.cfg.Catalog, rows, m.snap, o))
+	list := listModels(s.cfg.Catalog, rows, m.snap, o)
+	if s.cfg.Pool != nil {
+		list.Data = s.withServed(r.Context(), list.Data, m.snap)
+	}
+	writeJSON(w, http.StatusOK, list)
 	return nil
 }
 
@@ -72,12 +79,12 @@ func listModels(cat *catalog.Catalog, rows []catalog.Row, snap *hw.Snapshot, o c
 			Verdict: row.Verdict, Rank: row.Rank, Reason: row.Reason}
 		switch {
 		case row.Enabled:
-			mo.Status = "available"
+			mo.Status, mo.State = "available", StateUnloaded
 		case row.Verdict == plan.Incompatible:
-			mo.Status, mo.DisabledReason = "disabled", disabledIncompatible
+			mo.Status, mo.State, mo.DisabledReason = "disabled", "disabled", disabledIncompatible
 			mo.Reason = "headroom cannot model this architecture: " + row.Reason
 		default:
-			mo.Status, mo.DisabledReason = "disabled", disabledResources
+			mo.Status, mo.State, mo.DisabledReason = "disabled", "disabled", disabledResources
 			mo.Reason = shortOf(row, snap, o)
 		}
 		out.Data = append(out.Data, mo)
@@ -90,7 +97,7 @@ func listModels(cat *catalog.Catalog, rows []catalog.Row, snap *hw.Snapshot, o c
 			}
 			seen[id] = true
 			out.Data = append(out.Data, modelObject{ID: id, Object: "model", OwnedBy: "headroom", Name: e.Name, Ref: v.Ref,
-				Status: "disabled", DisabledReason: disabledFiltered,
+				Status: "disabled", State: "disabled", DisabledReason: disabledFiltered,
 				Reason: fmt.Sprintf("trained on %d tokens of context, less than the %d per conversation headroom asks for", e.CtxTrained, o.MinCtx)})
 		}
 	}

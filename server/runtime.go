@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/headroom-llm/headroom/source"
 )
@@ -45,6 +46,15 @@ type Instance struct {
 	// Flags are the llama-server flags it was started with.
 	Flags  []string `json:"flags,omitempty"`
 	Reason string   `json:"reason,omitempty"`
+	// Served says the OpenAI-compatible provider loaded it on demand; the
+	// fields below are its.
+	Served bool `json:"served,omitempty"`
+	// Memory is its booking's bytes per memory domain.
+	Memory   map[string]int64 `json:"memory,omitempty"`
+	InFlight int              `json:"in_flight,omitempty"`
+	Waiting  int              `json:"waiting,omitempty"`
+	LastUsed *time.Time       `json:"last_used,omitempty"`
+	Pinned   bool             `json:"pinned,omitempty"`
 }
 
 // Runtime loads and unloads models through admission: a load is assessed
@@ -141,20 +151,6 @@ func (s *server) unload(w http.ResponseWriter, r *http.Request) error {
 		ID    string `json:"id"`
 		State string `json:"state"`
 	}{req.ID, "unloaded"})
-	return nil
-}
-
-func (s *server) instances(w http.ResponseWriter, r *http.Request) error {
-	if _, err := parseQuery(r); err != nil {
-		return err
-	}
-	list := []Instance{}
-	if s.cfg.Runtime != nil {
-		list = append(list, s.cfg.Runtime.Instances()...)
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Instances []Instance `json:"instances"`
-	}{list})
 	return nil
 }
 

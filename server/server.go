@@ -53,6 +53,10 @@ type Config struct {
 	// Runtime loads and unloads models; nil means /api/load and
 	// /api/unload answer 501.
 	Runtime Runtime
+	// Pool serves the OpenAI-compatible endpoints (/v1/chat/completions,
+	// /v1/completions, /v1/embeddings), loading models on demand; nil
+	// means they answer 501.
+	Pool *Pool
 	// MaxOpens bounds how many models Open reads at once (each read may
 	// take the header budget, 256 MiB); DefaultMaxOpens when 0. Results
 	// are kept by reference for a while, so a model asked for again is
@@ -79,6 +83,8 @@ type server struct {
 	// plan each variant once instead of every time. The bound is a few
 	// machines' worth of catalog plans.
 	plans catalog.MemoryCache
+	// upstream forwards OpenAI-compatible requests to the children.
+	upstream *http.Client
 }
 
 // New returns the API and panel as one handler.
@@ -100,7 +106,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		cfg.Lock = l
 	}
-	s := &server{cfg: cfg, plans: catalog.MemoryCache{Max: 4096}}
+	s := &server{cfg: cfg, plans: catalog.MemoryCache{Max: 4096}, upstream: newUpstream()}
 	if cfg.Open != nil {
 		s.opener = newOpener(cfg.Open, cfg.MaxOpens)
 	}
@@ -118,6 +124,9 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle("/api/load", route(http.MethodPost, s.load))
 	mux.Handle("/api/unload", route(http.MethodPost, s.unload))
 	mux.Handle("/v1/models", route(http.MethodGet, s.models))
+	for _, p := range openAIPaths {
+		mux.Handle(p, route(http.MethodPost, s.openAI(p)))
+	}
 	// Anything else under the API prefixes is a JSON 404, not the panel.
 	for _, prefix := range []string{"/api/", "/v1/"} {
 		mux.Handle(prefix, handlerFunc(func(w http.ResponseWriter, r *http.Request) error {

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkLiveProvider measures the provider against the real
+// llama-server (skipped without HEADROOM_LLAMA_SERVER), with the child's
+// own address as the baseline, asked alternately so that both see the
+// same machine: the time to the first streamed byte, tokens a second of a
+// streamed answer (one chunk a token), and how long a request for a
+// model not loaded takes to its first byte (the load, its readiness
+// completion and the answer).
+func BenchmarkLiveProvider(b *testing.B) {
+	bin := liveEngine(b)
+	f := startProvider(b, bin, nil)
+	start := time.Now()
+	f.streamChat(b, "a")
+	load := time.Since(start)
+	direct := f.pool.Models()[0].Child.URL()
+	// stream returns the time to the first byte and the chunks a second.
+	stream := func(base string, tokens int) (time.Duration, float64) {
+		start := time.Now()
+		resp, err := liveChat(context.Background(), base, "a", true, tokens)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.Peek(1); err != nil {
+			b.Fatal(err)
+		}
+		first := time.Since(start)
+		chunks, done, err := sseChunks(br)
+		if err != nil || !done {
+			b.Fatalf("stream: done %v, %v", done, err)
+		}
+		return first, float64(len(chunks)) / time.Since(start).Seconds()
+	}
+	var ttfbDirect, ttfbProxy time.Duration
+	var rateDirect, rateProxy float64
+	for b.Loop() {
+		d, _ := stream(direct, 1)
+		p, _ := stream(f.srv.URL, 1)
+		ttfbDirect, ttfbProxy = ttfbDirect+d, ttfbProxy+p
+		_, rd := stream(direct, 64)
+		_, rp := stream(f.srv.URL, 64)
+		rateDirect, rateProxy = rateDirect+rd, rateProxy+rp
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ttfbDirect.Microseconds())/n/1000, "direct-ttfb-ms")
+	b.ReportMetric(float64(ttfbProxy.Microseconds())/n/1000, "headroom-ttfb-ms")
+	b.ReportMetric(float64((ttfbProxy-ttfbDirect).Microseconds())/n/1000, "added-ttfb-ms")
+	b.ReportMetric(rateDirect/n, "direct-tok/s")
+	b.ReportMetric(rateProxy/n, "headroom-tok/s")
+	b.ReportMetric(100*rateProxy/rateDirect, "%-of-direct")
+	b.ReportMetric(load.Seconds(), "load-on-demand-s")
+	if !strings.Contains(f.log.String(), "load a:") {
+		b.Errorf("no load line:\n%s", f.log.String())
+	}
+}

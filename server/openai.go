@@ -1,0 +1,172 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/headroom-llm/headroom/admission"
+)
+
+// The OpenAI-compatible endpoints headroom forwards to the model a
+// request's body names, loading it first when it is not loaded.
+var openAIPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings"}
+
+// newUpstream is the client that forwards to the children: they are on
+// loopback, answer as they compute, and must never be reached through a
+// proxy from the environment.
+func newUpstream() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:               nil,
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+}
+
+// openAI answers one of openAIPaths: it reads the body (the API's limit),
+// finds its model, waits for the pool to have it loaded, and streams the
+// child's answer back as it comes.
+func (s *server) openAI(path string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := parseQuery(r); err != nil {
+			return err
+		}
+		if s.cfg.Pool == nil {
+			return &apiError{status: http.StatusNotImplemented,
+				msg: fmt.Sprintf("%s: this server was started without a runtime, so it can plan but not serve models", r.URL.Path)}
+		}
+		body, err := readBody(w, r)
+		if err != nil {
+			return err
+		}
+		var head struct {
+			Model string `json:"model"`
+		}
+		if err := json.Unmarshal(body, &head); err != nil {
+			return withStatus(http.StatusBadRequest, err, "body must be one JSON object")
+		}
+		if head.Model == "" {
+			return badRequest("model is required: a name GET /v1/models lists")
+		}
+		child, release, err := s.cfg.Pool.acquire(r.Context(), head.Model)
+		if err != nil {
+			return poolError(w, head.Model, err)
+		}
+		defer release()
+		return forward(w, r, s.upstream, child.URL()+path, body)
+	}
+}
+
+// readBody reads a body of at most maxBody bytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > maxBody {
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body is %d bytes, larger than the %d allowed", r.ContentLength, maxBody)}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body is larger than %d bytes", tooBig.Limit)}
+	case err != nil:
+		return nil, withStatus(http.StatusBadRequest, err, "reading the body")
+	case len(bytes.TrimSpace(body)) == 0:
+		return nil, badRequest("body is empty; want a JSON object")
+	}
+	return body, nil
+}
+
+// poolError gives a failure to get a model loaded its status: 503 when
+// there is no room (with the reason) or too many wait, 404 for a model
+// not served, 502 when its server failed to start.
+func poolError(w http.ResponseWriter, model string, err error) error {
+	var (
+		busy    *Busy
+		noRoom  *NoRoom
+		refused *Refused
+		adm     *admission.Refusal
+	)
+	switch {
+	case errors.As(err, &busy):
+		w.Header().Set("Retry-After", strconv.Itoa(int(busy.RetryAfter.Seconds())))
+		return &apiError{status: http.StatusServiceUnavailable, msg: busy.Error(), err: err}
+	case errors.As(err, &noRoom), errors.As(err, &refused), errors.As(err, &adm):
+		return &apiError{status: http.StatusServiceUnavailable, msg: err.Error(), err: err}
+	case errors.Is(err, ErrUnknownModel), errors.Is(err, fs.ErrNotExist):
+		return withStatus(http.StatusNotFound, err, "model %q", model)
+	case errors.Is(err, ErrForbidden):
+		return withStatus(http.StatusForbidden, err, "model %q", model)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return withStatus(http.StatusBadGateway, err, "loading %s", model)
+}
+
+// forward posts body to url and copies the answer back, flushing each
+// read so that server-sent events reach the client as the child sends
+// them. The upstream request has the client's context: a client that
+// hangs up cancels it. A child that fails once the answer has begun
+// (killed mid-stream) leaves the status sent; the client gets an error
+// event, for a stream, and a cut connection either way.
+func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if a := r.Header.Get("Accept"); a != "" {
+		req.Header.Set("Accept", a)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+		return withStatus(http.StatusBadGateway, err, "the model's llama-server did not answer")
+	}
+	defer resp.Body.Close()
+	for _, h := range []string{"Content-Type", "Cache-Control"} {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return nil // the client went away; its context cancels upstream
+			}
+			rc.Flush()
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			if r.Context().Err() != nil {
+				return nil
+			}
+			if isEventStream(resp.Header.Get("Content-Type")) {
+				msg, _ := json.Marshal(errorBody{Error: errorDetail{Message: "the model's llama-server stopped in the middle of the answer: " + rerr.Error(), Type: "internal"}})
+				fmt.Fprintf(w, "data: %s\n\n", msg)
+				rc.Flush()
+			}
+			// Cut the connection so no client takes the answer as whole.
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+func isEventStream(ct string) bool {
+	return len(ct) >= len("text/event-stream") && ct[:len("text/event-stream")] == "text/event-stream"
+}

@@ -1,0 +1,539 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/headroom-llm/headroom/admission"
+)
+
+// States of a served model, as /v1/models and /api/instances say them.
+const (
+	StateUnloaded = "unloaded"
+	StateLoading  = "loading"
+	StateLoaded   = "loaded"
+	// StateStopping is a model chosen to be stopped (evicted, idle, or its
+	// server gone) that has not yet given its memory back.
+	StateStopping = "stopping"
+)
+
+// ServedModel is a model the provider answers for under a name.
+type ServedModel struct {
+	// Name is what a request's "model" field says.
+	Name string
+	// Ref is what the Loader loads: a catalog variant, an hf: reference,
+	// a file in the store or one of --models-dir.
+	Ref string
+	// Pinned models are never stopped to make room or for idleness.
+	Pinned bool
+	// Idle stops the model after this long without a request; 0 never.
+	Idle time.Duration
+}
+
+// Child is a model the Loader started and proved ready.
+type Child interface {
+	URL() string
+	// Booking is its booking in the admission ledger: the memory it holds
+	// in each domain.
+	Booking() admission.Booking
+	Flags() []string
+	// Exited is closed when its server exits, asked to or not.
+	Exited() <-chan struct{}
+	// Stop stops the server and releases the booking.
+	Stop(ctx context.Context) error
+}
+
+// Loader starts models through the launch chain. When admission refuses a
+// load it calls evict with the refusal; evict stops what it chooses and
+// returns nil, and the Loader admits again, or evict returns why nothing
+// can be stopped (a *NoRoom) and the Loader returns that.
+type Loader interface {
+	Load(ctx context.Context, m ServedModel, evict func(context.Context, *admission.Refusal) error) (Child, error)
+}
+
+// PoolConfig says what a Pool serves and how.
+type PoolConfig struct {
+	Loader Loader
+	// Models are served under their names from the start (a directory's
+	// files, pins).
+	Models []ServedModel
+	// Accept says whether a request may name a model not in Models (a
+	// catalog variant, an hf: reference, a store path), which is then
+	// served under that name with Idle and no pin; nil accepts none.
+	Accept func(ref string) error
+	// Idle is the idle time-out of models not in Models; 0 never.
+	Idle time.Duration
+	// Queue bounds the requests waiting for one model to load; past it
+	// they are answered 503 with Retry-After. DefaultQueue when 0.
+	Queue int
+	// Log receives one line for each load, eviction, refusal and exit.
+	Log func(line string)
+}
+
+// DefaultQueue is the requests that may wait for one model's load.
+const DefaultQueue = 64
+
+// maxEvents is how many loads, evictions and refusals /api/instances
+// keeps.
+const maxEvents = 256
+
+// Event is one load, eviction, refusal, exit or idle stop, with its reason.
+type Event struct {
+	Time  time.Time `json:"time"`
+	Kind  string    `json:"kind"`
+	Model string    `json:"model"`
+	// Memory is the bytes per domain the model held or would have held.
+	Memory map[string]int64 `json:"memory,omitempty"`
+	Reason string           `json:"reason"`
+}
+
+// Pool serves models on demand: a request for one that is not loaded
+// loads it, stopping idle ones when the ledger says there is no room.
+// Loads run one at a time, so no two choose their evictions from the
+// same picture.
+type Pool struct {
+	cfg    PoolConfig
+	base   context.Context
+	cancel context.CancelFunc
+	loadMu sync.Mutex // held across a load and the evictions it makes
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when a request ends
+	entries map[string]*entry
+	events  []Event
+	closed  bool
+}
+
+type entry struct {
+	ServedModel
+	state    string
+	child    Child
+	inFlight int
+	lastUsed time.Time
+	// attempt is the load in progress or the last one; waiters read its
+	// result once done is closed.
+	attempt *attempt
+	waiting int
+	// changed is closed, and replaced, at every change of state.
+	changed chan struct{}
+}
+
+type attempt struct {
+	done chan struct{}
+	err  error
+}
+
+// failed reports whether the load ended in an error.
+func (a *attempt) failed() bool {
+	select {
+	case <-a.done:
+		return a.err != nil
+	default:
+		return false
+	}
+}
+
+// set moves e to a state and wakes the requests waiting on it; p.mu is
+// held.
+func (e *entry) set(state string) {
+	e.state = state
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// NewPool starts a pool whose children live until Close.
+func NewPool(cfg PoolConfig) *Pool {
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultQueue
+	}
+	base, cancel := context.WithCancel(context.Background())
+	p := &Pool{cfg: cfg, base: base, cancel: cancel, entries: map[string]*entry{}}
+	p.cond = sync.NewCond(&p.mu)
+	for _, m := range cfg.Models {
+		p.entries[m.Name] = &entry{ServedModel: m, state: StateUnloaded, changed: make(chan struct{})}
+	}
+	p.wg.Add(1)
+	go p.janitor()
+	return p
+}
+
+// Busy is a request turned away because too many wait for its model
+// already; the API answers 503 with Retry-After.
+type Busy struct {
+	Model      string
+	RetryAfter time.Duration
+}
+
+func (e *Busy) Error() string {
+	return fmt.Sprintf("%s is loading and %d requests wait for it already; retry in %s", e.Model, int(e.RetryAfter.Seconds()), e.RetryAfter)
+}
+
+// ErrUnknownModel is a request naming a model the pool does not serve.
+var ErrUnknownModel = errors.New("no such model")
+
+// acquire returns the model's server, loading it first if need be; call
+// release when the request is answered.
+func (p *Pool) acquire(ctx context.Context, name string) (Child, func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, err := p.entry(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	for {
+		if p.closed {
+			return nil, nil, errors.New("the server is shutting down")
+		}
+		switch e.state {
+		case StateLoaded:
+			e.inFlight++
+			e.lastUsed = time.Now()
+			c := e.child
+			return c, func() { p.release(e) }, nil
+		case StateUnloaded:
+			p.startLoad(e)
+		}
+		// Loading, or stopping before it loads again.
+		if e.waiting >= p.cfg.Queue {
+			return nil, nil, &Busy{Model: name, RetryAfter: 5 * time.Second}
+		}
+		changed, a := e.changed, e.attempt
+		e.waiting++
+		p.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+		e.waiting--
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		if a != nil && e.state != StateLoaded && a.failed() {
+			return nil, nil, a.err
+		}
+	}
+}
+
+// entry finds or, for a reference Accept allows, creates a model's
+// entry; p.mu is held.
+func (p *Pool) entry(name string) (*entry, error) {
+	if e := p.entries[name]; e != nil {
+		return e, nil
+	}
+	if p.cfg.Accept == nil {
+		return nil, fmt.Errorf("%q: %w; GET /v1/models lists the ones this server serves", name, ErrUnknownModel)
+	}
+	if err := p.cfg.Accept(name); err != nil {
+		return nil, err
+	}
+	e := &entry{ServedModel: ServedModel{Name: name, Ref: name, Idle: p.cfg.Idle}, state: StateUnloaded, changed: make(chan struct{})}
+	p.entries[name] = e
+	return e, nil
+}
+
+func (p *Pool) release(e *entry) {
+	p.mu.Lock()
+	e.inFlight--
+	e.lastUsed = time.Now()
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// startLoad begins loading e in the background, detached from the request
+// that asked: others may wait on the same load; p.mu is held.
+func (p *Pool) startLoad(e *entry) {
+	a := &attempt{done: make(chan struct{})}
+	e.attempt = a
+	e.set(StateLoading)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		started := time.Now()
+		p.loadMu.Lock()
+		c, err := p.cfg.Loader.Load(p.base, e.ServedModel, func(ctx context.Context, r *admission.Refusal) error {
+			return p.evictFor(ctx, e.Name, r)
+		})
+		p.loadMu.Unlock()
+		p.mu.Lock()
+		switch {
+		case err == nil && p.closed:
+			p.mu.Unlock()
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			c.Stop(stopCtx)
+			cancel()
+			p.mu.Lock()
+			a.err = errors.New("the server is shutting down")
+			e.set(StateUnloaded)
+		case err == nil:
+			e.child, e.lastUsed = c, time.Now()
+			e.set(StateLoaded)
+			b := c.Booking()
+			p.event("load", e.Name, b.Need, fmt.Sprintf("ready in %.1f s, admitted as booking %s", time.Since(started).Seconds(), b.ID))
+			p.wg.Add(1)
+			go p.watch(e, c)
+		default:
+			a.err = err
+			kind := "failure"
+			var nr *NoRoom
+			var refused *Refused
+			if errors.As(err, &nr) || errors.As(err, &refused) {
+				kind = "refusal"
+			}
+			p.event(kind, e.Name, nil, err.Error())
+			close(a.done)
+			e.set(StateUnloaded)
+			p.mu.Unlock()
+			return
+		}
+		close(a.done)
+		p.mu.Unlock()
+	}()
+}
+
+// evictFor makes room for the model loading, as ChooseEvictions says, or
+// returns why it cannot; it runs under loadMu, inside the Loader's load.
+func (p *Pool) evictFor(ctx context.Context, loading string, r *admission.Refusal) error {
+	short := Shortfall(r.Assessment)
+	p.mu.Lock()
+	if len(short) == 0 {
+		// Refused for a device limit no domain's memory would cure.
+		p.mu.Unlock()
+		return r
+	}
+	var residents []Resident
+	for _, e := range p.entries {
+		if e.Name == loading || (e.state != StateLoaded && e.state != StateLoading) {
+			continue
+		}
+		res := Resident{Name: e.Name, LastUsed: e.lastUsed, Pinned: e.Pinned, InFlight: e.inFlight, Loading: e.state == StateLoading}
+		if e.child != nil {
+			res.Need = e.child.Booking().Need
+		}
+		residents = append(residents, res)
+	}
+	chosen, err := ChooseEvictions(loading, short, residents)
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	var victims []*entry
+	for _, name := range chosen {
+		e := p.entries[name]
+		e.set(StateStopping)
+		victims = append(victims, e)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, e := range victims {
+		reason := fmt.Sprintf("stopped to make room for %s (%s)", loading, shortSays(short))
+		errs = append(errs, p.stop(ctx, e, "eviction", reason))
+	}
+	return errors.Join(errs...)
+}
+
+func shortSays(short map[string]int64) string {
+	var s string
+	for i, d := range sortedKeys(short) {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s short by %d MiB", d, short[d]>>20)
+	}
+	return s
+}
+
+// stop waits for e's requests in flight to finish, stops its server and
+// marks it unloaded. e.state is StateStopping already, so no new request
+// starts on it.
+func (p *Pool) stop(ctx context.Context, e *entry, kind, reason string) error {
+	p.mu.Lock()
+	for e.inFlight > 0 {
+		p.cond.Wait()
+	}
+	c := e.child
+	p.mu.Unlock()
+	var err error
+	var need map[string]int64
+	if c != nil {
+		need = c.Booking().Need
+		err = c.Stop(ctx)
+	}
+	p.mu.Lock()
+	if e.child == c {
+		e.child = nil
+		e.set(StateUnloaded)
+	}
+	p.event(kind, e.Name, need, reason)
+	p.mu.Unlock()
+	p.cond.Broadcast()
+	return err
+}
+
+// watch notices a server that exits without being asked (killed, crashed)
+// and gives its booking back, so the next request loads it again.
+func (p *Pool) watch(e *entry, c Child) {
+	defer p.wg.Done()
+	select {
+	case <-c.Exited():
+	case <-p.base.Done():
+		return
+	}
+	p.mu.Lock()
+	mine := e.child == c && e.state == StateLoaded
+	if mine {
+		e.set(StateStopping)
+	}
+	p.mu.Unlock()
+	if !mine {
+		return // stopped on purpose
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Requests in flight on it fail on their own; stop releases the
+	// booking once they have.
+	p.stop(ctx, e, "exit", "its llama-server exited without being asked; the booking is released and the next request loads it again")
+}
+
+// janitor stops models idle past their time-out.
+func (p *Pool) janitor() {
+	defer p.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.base.Done():
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		var idle []*entry
+		for _, e := range p.entries {
+			if e.state == StateLoaded && !e.Pinned && e.Idle > 0 && e.inFlight == 0 && time.Since(e.lastUsed) > e.Idle {
+				e.set(StateStopping)
+				idle = append(idle, e)
+			}
+		}
+		p.mu.Unlock()
+		for _, e := range idle {
+			ctx, cancel := context.WithTimeout(p.base, 30*time.Second)
+			p.stop(ctx, e, "idle", fmt.Sprintf("no request for %s", e.Idle))
+			cancel()
+		}
+	}
+}
+
+// event records one load, eviction, refusal or exit and logs it; p.mu is
+// held.
+func (p *Pool) event(kind, model string, mem map[string]int64, reason string) {
+	ev := Event{Time: time.Now().UTC(), Kind: kind, Model: model, Memory: maps.Clone(mem), Reason: reason}
+	p.events = append(p.events, ev)
+	if len(p.events) > maxEvents {
+		p.events = slices.Delete(p.events, 0, len(p.events)-maxEvents)
+	}
+	if p.cfg.Log != nil {
+		line := fmt.Sprintf("%s %s: %s", kind, model, reason)
+		if len(mem) > 0 {
+			line += " [" + memSays(mem) + "]"
+		}
+		p.cfg.Log(line)
+	}
+}
+
+func memSays(mem map[string]int64) string {
+	var s string
+	for i, d := range sortedKeys(mem) {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s %d MiB", d, mem[d]>>20)
+	}
+	return s
+}
+
+// Close stops every model the pool loaded and waits for loads in progress
+// to end.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	var live []*entry
+	for _, e := range p.entries {
+		if e.child != nil && e.state != StateStopping {
+			e.set(StateStopping)
+			live = append(live, e)
+		}
+	}
+	p.mu.Unlock()
+	p.cancel() // loads in progress stop their servers
+	var wg sync.WaitGroup
+	errs := make([]error, len(live))
+	for i, e := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.stopNow(ctx, e)
+		}()
+	}
+	wg.Wait()
+	p.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// stopNow stops e without waiting for its requests: the server is going
+// away, and its clients get an error.
+func (p *Pool) stopNow(ctx context.Context, e *entry) error {
+	p.mu.Lock()
+	c := e.child
+	p.mu.Unlock()
+	err := c.Stop(ctx)
+	p.mu.Lock()
+	e.child = nil
+	e.set(StateUnloaded)
+	p.event("stop", e.Name, c.Booking().Need, "the server shut down")
+	p.mu.Unlock()
+	return err
+}
+
+// PoolModel is one served model's state, for /v1/models and
+// /api/instances.
+type PoolModel struct {
+	ServedModel
+	State    string
+	Child    Child
+	InFlight int
+	Waiting  int
+	LastUsed time.Time
+}
+
+// Models lists the models the pool knows, by name.
+func (p *Pool) Models() []PoolModel {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]PoolModel, 0, len(p.entries))
+	for _, e := range p.entries {
+		out = append(out, PoolModel{ServedModel: e.ServedModel, State: e.state, Child: e.child, InFlight: e.inFlight, Waiting: e.waiting, LastUsed: e.lastUsed})
+	}
+	slices.SortFunc(out, func(a, b PoolModel) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Events returns the loads, evictions and refusals kept, oldest first.
+func (p *Pool) Events() []Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.events)
+}
