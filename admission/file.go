@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // ledgerFile is the shared ledger's content.
@@ -44,7 +43,7 @@ const (
 // one, never a truncated one. The lock lives in its own file because the
 // rename replaces the ledger's inode, and a lock on the old inode would
 // not exclude a process that opened the new one.
-func updateFile(path string, stage func(string), f func([]Booking) ([]Booking, error)) error {
+func updateFile(path string, stage func(string), f func(live, dropped []Booking) ([]Booking, error)) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("admission ledger: %w", err)
@@ -69,8 +68,15 @@ func updateFile(path string, stage func(string), f func([]Booking) ([]Booking, e
 	if err != nil {
 		return err
 	}
-	live := slices.DeleteFunc(bs, func(b Booking) bool { return !b.alive() })
-	out, err := f(live)
+	var live, dropped []Booking
+	for _, b := range bs {
+		if b.alive() {
+			live = append(live, b)
+		} else {
+			dropped = append(dropped, b)
+		}
+	}
+	out, err := f(live, dropped)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,9 @@ func processAlive(pid int) bool { return pid > 0 }
 
 func syncDir(string) error { return nil }
 
-// signalGroup can only kill where there are no POSIX signals.
-func signalGroup(pid, pgid int, kill bool) error {
+// signalLeader can only kill where there are no POSIX signals; Reap
+// never calls it there, since start times are unknown.
+func signalLeader(pid int, kill bool) error {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return err
