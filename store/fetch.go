@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -67,7 +68,7 @@ type dl struct {
 // under the file's lock.
 func (s *Store) obtain(ctx context.Context, j job) (Installed, error) {
 	rep := s.reporter(j)
-	release, err := acquire(ctx, s.lockPath(j.key), rep.waiting)
+	release, err := s.acquire(ctx, s.lockPath(j.key), rep.waiting)
 	if err != nil {
 		return Installed{}, fmt.Errorf("%s: waiting for another download of it: %w", j.file.Name, err)
 	}
@@ -100,12 +101,7 @@ func (s *Store) obtain(ctx context.Context, j job) (Installed, error) {
 // wrong and kept when the download is merely interrupted.
 func (s *Store) download(ctx context.Context, j job, rep *reporter) (string, int64, error) {
 	part := s.partPath(j.key)
-	// A crash between marking a part read-only and renaming it leaves it
-	// unwritable; it is ours, so take it back.
-	if err := os.Chmod(part, 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", 0, fmt.Errorf("%s: partial download %s: %w", j.file.Name, part, err)
-	}
-	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := s.openPart(part)
 	if err != nil {
 		return "", 0, fmt.Errorf("%s: opening partial download: %w", j.file.Name, err)
 	}
@@ -138,6 +134,30 @@ func (s *Store) download(ctx context.Context, j job, rep *reporter) (string, int
 	return sum, d.n, nil
 }
 
+// openPart creates the part exclusively, or opens the one an earlier run
+// left, which must be a plain file of the store's.
+func (s *Store) openPart(part string) (*os.File, error) {
+	f, err := s.openFile(part, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if !errors.Is(err, fs.ErrExist) {
+		return f, err
+	}
+	fi, err := s.lstat(part)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("model store: expected a partial download at %s, found a %s", part, fi.Mode().Type())
+	}
+	// A crash between marking a part read-only and renaming it leaves it
+	// unwritable; it is ours, so take it back.
+	if fi.Mode().Perm()&0o200 == 0 {
+		if err := s.chmod(part, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return s.openFile(part, os.O_RDWR, 0)
+}
+
 // resume keeps what a previous run left in the part when it belongs to the
 // same file, and hashes it so that the digest covers the whole file.
 func (s *Store) resume(ctx context.Context, d *dl) error {
@@ -146,7 +166,7 @@ func (s *Store) resume(ctx context.Context, d *dl) error {
 		return fmt.Errorf("%s: partial download: %w", d.j.file.Name, err)
 	}
 	n := fi.Size()
-	old := readSidecar(s.sidePath(d.j.key))
+	old := s.readSidecar(s.sidePath(d.j.key))
 	keep := n > 0 && old != nil && old.matches(d.side) && (d.total < 0 || n <= d.total)
 	if keep {
 		d.side.ETag = old.ETag

@@ -83,10 +83,10 @@ func (s *Store) writeManifest(path string, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("manifest %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := s.mkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("manifest %s: %w", path, err)
 	}
-	if err := writeAtomic(path, append(b, '\n')); err != nil {
+	if err := s.writeAtomic(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("writing manifest %s: %w", path, err)
 	}
 	return nil
@@ -95,7 +95,7 @@ func (s *Store) writeManifest(path string, m *Manifest) error {
 // readManifest reads a manifest and makes its paths absolute, refusing
 // any that would leave the root.
 func (s *Store) readManifest(path string) (*Manifest, error) {
-	b, err := os.ReadFile(path)
+	b, err := s.readFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -174,11 +174,11 @@ func (s *Store) intact(in Installed) bool {
 	if _, err := checkSHA256(in.Name, in.SHA256); err != nil || in.SHA256 == "" || in.Blob != s.blobPath(in.SHA256) {
 		return false
 	}
-	bi, err := os.Lstat(in.Blob)
+	bi, err := s.lstat(in.Blob)
 	if err != nil || !bi.Mode().IsRegular() || bi.Size() != in.Size {
 		return false
 	}
-	li, err := os.Stat(in.Path)
+	li, err := s.stat(in.Path)
 	return err == nil && os.SameFile(bi, li)
 }
 

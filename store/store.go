@@ -143,8 +143,13 @@ func Open(root string) (*Store, error) {
 		Reserve:  DefaultReserve,
 		Free:     FreeBytes,
 	}
+	// The root may be reached through links (the user chose it); nothing
+	// below it is.
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("model store: creating %s: %w", abs, err)
+	}
 	for _, d := range []string{s.blobDir(), s.partDir(), s.lockDir(), s.modelDir(), s.manifestDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := s.mkdirAll(d); err != nil {
 			return nil, fmt.Errorf("model store: creating %s: %w", d, err)
 		}
 	}
@@ -263,14 +268,14 @@ func (s *Store) need(p *plan) (int64, error) {
 		}
 		counted[j.key] = true
 		if j.want != "" {
-			if fi, err := os.Lstat(s.blobPath(j.want)); err == nil && fi.Mode().IsRegular() && fi.Size() == j.file.Size {
+			if fi, err := s.lstat(s.blobPath(j.want)); err == nil && fi.Mode().IsRegular() && fi.Size() == j.file.Size {
 				continue
 			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return 0, fmt.Errorf("%s: checking for blob: %w", j.file.Name, err)
 			}
 		}
 		rest := j.file.Size
-		if fi, err := os.Stat(s.partPath(j.key)); err == nil && fi.Size() <= rest {
+		if fi, err := s.lstat(s.partPath(j.key)); err == nil && fi.Mode().IsRegular() && fi.Size() <= rest {
 			rest -= fi.Size()
 		}
 		total += rest
@@ -325,7 +330,7 @@ func (s *Store) Pull(ctx context.Context, a Artifact) (*Manifest, error) {
 		}
 		got[i] = in
 	}
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+	if err := s.mkdirAll(p.dir); err != nil {
 		return nil, fmt.Errorf("model store: creating %s: %w", p.dir, err)
 	}
 	for i, j := range p.jobs {
