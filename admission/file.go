@@ -48,9 +48,11 @@ func updateFile(path string, stage func(string), f func(live, dropped []Booking)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("admission ledger: %w", err)
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	// The ledger lives in the model store, which follows no links: a
+	// link planted at the lock would have it created or opened elsewhere.
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|noFollow, 0o644)
 	if err != nil {
-		return fmt.Errorf("admission ledger: %w", err)
+		return fmt.Errorf("admission ledger: opening its lock (a symbolic link there is refused): %w", err)
 	}
 	defer lock.Close()
 	if err := lockFile(lock); err != nil {

@@ -11,6 +11,8 @@ import (
 // refused and bookings stay in one process.
 var errNoFileLock = errors.New("a shared ledger file needs file locks, which this system's build lacks; leave Path empty")
 
+const noFollow = 0
+
 func lockFile(*os.File) error   { return errNoFileLock }
 func unlockFile(*os.File) error { return nil }
 

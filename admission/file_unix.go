@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// noFollow makes opening a symbolic link fail.
+const noFollow = syscall.O_NOFOLLOW
+
 func lockFile(f *os.File) error   { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }
 func unlockFile(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
 
