@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,42 +12,52 @@ import (
 )
 
 // present reports whether the blob of sum is in the store with the given
-// size (any size when size < 0). A blob of the wrong size is corrupt: it is
-// removed so that a fresh download can take its place.
-func (s *Store) present(sum string, size int64) (int64, bool, error) {
+// size (any size when size < 0) and still has the content it is named by
+// (see check). A blob of the wrong size is corrupt and one whose content
+// changed is altered: either is removed so that a fresh download can take
+// its place, and altered is the digest an altered one had.
+func (s *Store) present(ctx context.Context, sum string, size int64, rep *reporter) (n int64, ok bool, altered string, err error) {
 	blob := s.blobPath(sum)
 	fi, err := s.lstat(blob)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
+		return 0, false, "", nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("checking blob %s: %w", blob, err)
+		return 0, false, "", fmt.Errorf("checking blob %s: %w", blob, err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, _ := os.Readlink(blob)
-		return 0, false, &LinkError{Path: blob, Target: target}
+		return 0, false, "", &LinkError{Path: blob, Target: target}
 	}
-	if fi.Mode().IsRegular() && (size < 0 || fi.Size() == size) {
-		return fi.Size(), true, nil
+	if !fi.Mode().IsRegular() || (size >= 0 && fi.Size() != size) {
+		if fi.Mode().IsRegular() {
+			// Blobs are read-only, which some systems also apply to removal.
+			_ = s.chmod(blob, 0o644)
+		}
+		if err := s.remove(blob); err != nil {
+			return 0, false, "", fmt.Errorf("removing blob %s: expected %d bytes, found %d, and it could not be removed: %w", blob, size, fi.Size(), err)
+		}
+		return 0, false, "", nil
 	}
-	// Blobs are read-only, which some systems also apply to removal.
-	if fi.Mode().IsRegular() {
-		_ = s.chmod(blob, 0o644)
+	err = s.check(ctx, sum, fi, rep)
+	var ae *AlteredError
+	if errors.As(err, &ae) {
+		return 0, false, ae.Got, s.dropAltered(sum)
 	}
-	if err := s.remove(blob); err != nil {
-		return 0, false, fmt.Errorf("removing blob %s: expected %d bytes, found %d, and it could not be removed: %w", blob, size, fi.Size(), err)
+	if err != nil {
+		return 0, false, "", err
 	}
-	return 0, false, nil
+	return fi.Size(), true, "", nil
 }
 
 // install moves a finished, verified part into blobs/. The rename is the
 // moment the blob appears, complete, so a crash leaves either no blob or
 // a whole one.
-func (s *Store) install(j job, sum string, size int64) (string, error) {
+func (s *Store) install(ctx context.Context, j job, sum string, size int64, rep *reporter) (string, error) {
 	blob := s.blobPath(sum)
 	if j.want == "" {
 		// A file found by URL may turn out to be one the store has.
-		if _, ok, err := s.present(sum, size); err != nil {
+		if _, ok, _, err := s.present(ctx, sum, size, rep); err != nil {
 			return "", fmt.Errorf("%s: %w", j.file.Name, err)
 		} else if ok {
 			s.discard(j.key)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -64,36 +65,63 @@ type dl struct {
 	total int64
 }
 
-// obtain makes sure one file's blob is present, downloading it if need be,
-// under the file's lock.
-func (s *Store) obtain(ctx context.Context, j job) (Installed, error) {
+// obtain makes sure one file's blob is present and verified, downloading
+// it if need be, and links it at path, all under the file's lock. The
+// blob's stamp is written after the link, the store's last change to it.
+func (s *Store) obtain(ctx context.Context, j job, path string) (Installed, error) {
 	rep := s.reporter(j)
 	release, err := s.acquire(ctx, s.lockPath(j.key), rep.waiting)
 	if err != nil {
-		return Installed{}, fmt.Errorf("%s: waiting for another download of it: %w", j.file.Name, err)
+		return Installed{}, s.lockError(ctx, j, err)
 	}
 	defer release()
+	in := Installed{Name: j.file.Name, Path: path}
+	phase := PhaseDone
 	if j.want != "" {
-		size, ok, err := s.present(j.want, j.file.Size)
+		size, ok, altered, err := s.present(ctx, j.want, j.file.Size, rep)
 		if err != nil {
 			return Installed{}, fmt.Errorf("%s: %w", j.file.Name, err)
 		}
+		in.Altered = altered
 		if ok {
-			rep.final(PhasePresent, size)
-			return Installed{Name: j.file.Name, SHA256: j.want, Size: size, Blob: s.blobPath(j.want),
-				Verified: true, AlreadyPresent: true}, nil
+			in.SHA256, in.Size, in.Blob, in.Verified, in.AlreadyPresent = j.want, size, s.blobPath(j.want), true, true
+			phase = PhasePresent
 		}
 	}
-	sum, size, err := s.download(ctx, j, rep)
-	if err != nil {
+	if !in.AlreadyPresent {
+		sum, size, err := s.download(ctx, j, rep)
+		if err != nil {
+			return Installed{}, err
+		}
+		blob, err := s.install(ctx, j, sum, size, rep)
+		if err != nil {
+			return Installed{}, err
+		}
+		in.SHA256, in.Size, in.Blob, in.Verified = sum, size, blob, j.want != ""
+	}
+	if err := s.mkdirAll(filepath.Dir(path)); err != nil {
+		return Installed{}, fmt.Errorf("model store: creating %s: %w", filepath.Dir(path), err)
+	}
+	if err := s.link(in.Blob, path); err != nil {
 		return Installed{}, err
 	}
-	blob, err := s.install(j, sum, size)
-	if err != nil {
-		return Installed{}, err
+	if err := s.writeStamp(in.SHA256); err != nil {
+		return Installed{}, fmt.Errorf("%s: %w", j.file.Name, err)
 	}
-	rep.final(PhaseDone, size)
-	return Installed{Name: j.file.Name, SHA256: sum, Size: size, Blob: blob, Verified: j.want != ""}, nil
+	rep.final(phase, in.Size)
+	return in, nil
+}
+
+// lockError says why a file's lock was not taken: the wait was
+// interrupted, or the store cannot be written at all.
+func (s *Store) lockError(ctx context.Context, j job, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: waiting for another download of it: %w", j.file.Name, err)
+	}
+	if ro := readOnly(err); ro != "" {
+		return fmt.Errorf("%s: the store at %s is %s: %w", j.file.Name, s.Root, ro, err)
+	}
+	return fmt.Errorf("%s: locking its download: %w", j.file.Name, err)
 }
 
 // download brings a file's part to completion and checks it. It returns

@@ -148,7 +148,7 @@ func Open(root string) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("model store: creating %s: %w", abs, err)
 	}
-	for _, d := range []string{s.blobDir(), s.partDir(), s.lockDir(), s.modelDir(), s.manifestDir()} {
+	for _, d := range []string{s.blobDir(), s.partDir(), s.lockDir(), s.modelDir(), s.manifestDir(), s.verifiedDir()} {
 		if err := s.mkdirAll(d); err != nil {
 			return nil, fmt.Errorf("model store: creating %s: %w", d, err)
 		}
@@ -268,8 +268,13 @@ func (s *Store) need(p *plan) (int64, error) {
 		}
 		counted[j.key] = true
 		if j.want != "" {
-			if fi, err := s.lstat(s.blobPath(j.want)); err == nil && fi.Mode().IsRegular() && fi.Size() == j.file.Size {
-				continue
+			// A blob that changed since it was verified may have to be
+			// downloaded again: it counts until Pull hashes it.
+			fi, err := s.lstat(s.blobPath(j.want))
+			if err == nil && fi.Mode().IsRegular() && fi.Size() == j.file.Size {
+				if st, ok := s.readStamp(j.want); ok && st == stampOf(j.want, fi) {
+					continue
+				}
 			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return 0, fmt.Errorf("%s: checking for blob: %w", j.file.Name, err)
 			}
@@ -319,26 +324,20 @@ func (s *Store) Pull(ctx context.Context, a Artifact) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkSpace(need); err != nil {
-		return nil, err
+	// With nothing to download, a full disk is no reason to refuse: the
+	// pull writes only links and a manifest.
+	if need > 0 {
+		if err := s.checkSpace(need); err != nil {
+			return nil, err
+		}
 	}
 	got := make([]Installed, len(p.jobs))
 	for i, j := range p.jobs {
-		in, err := s.obtain(ctx, j)
+		in, err := s.obtain(ctx, j, filepath.Join(p.dir, j.base))
 		if err != nil {
 			return nil, err
 		}
 		got[i] = in
-	}
-	if err := s.mkdirAll(p.dir); err != nil {
-		return nil, fmt.Errorf("model store: creating %s: %w", p.dir, err)
-	}
-	for i, j := range p.jobs {
-		path := filepath.Join(p.dir, j.base)
-		if err := s.link(got[i].Blob, path); err != nil {
-			return nil, err
-		}
-		got[i].Path = path
 	}
 	m := &Manifest{
 		Ref:         a.Ref,
