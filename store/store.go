@@ -148,8 +148,11 @@ func Open(root string) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("model store: creating %s: %w", abs, err)
 	}
-	for _, d := range []string{s.blobDir(), s.partDir(), s.lockDir(), s.modelDir(), s.manifestDir(), s.verifiedDir()} {
+	for _, d := range []string{s.blobDir(), s.partDir(), s.lockDir(), s.modelDir(), s.manifestDir()} {
 		if err := s.mkdirAll(d); err != nil {
+			if ro := readOnly(err); ro != "" {
+				return nil, fmt.Errorf("model store: the store at %s is %s: creating %s: %w", abs, ro, d, err)
+			}
 			return nil, fmt.Errorf("model store: creating %s: %w", d, err)
 		}
 	}
