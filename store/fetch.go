@@ -176,6 +176,11 @@ func (s *Store) openPart(part string) (*os.File, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("model store: expected a partial download at %s, found a %s", part, fi.Mode().Type())
 	}
+	// A part has one name; a second is a hard link planted to have the
+	// download written into a file elsewhere on the same filesystem.
+	if n := hardLinks(fi); n != 1 {
+		return nil, fmt.Errorf("model store: expected a partial download at %s with one name, found %d hard links to it; the store writes into no file named elsewhere (remove it)", part, n)
+	}
 	// A crash between marking a part read-only and renaming it leaves it
 	// unwritable; it is ours, so take it back.
 	if fi.Mode().Perm()&0o200 == 0 {

@@ -113,6 +113,37 @@ func TestPlantedLinks(t *testing.T) {
 	}
 }
 
+// TestPlantedHardLink: a hard link at partial/<sha256>.part to a file of
+// the user's on the same filesystem would have the download written into
+// that file. A part with more than one name is refused.
+func TestPlantedHardLink(t *testing.T) {
+	data := randomBytes(31, fileSize)
+	o := &origin{files: map[string][]byte{"/m.gguf": data}}
+	srv := serve(t, o)
+	s := testStore(t)
+	outside := filepath.Join(filepath.Dir(s.Root), "outside")
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(outside, "victim")
+	if err := os.WriteFile(victim, []byte("the user's own file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	part := s.partPath(digest(data))
+	if err := os.Link(victim, part); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	before := snapshot(t, outside)
+	_, err := s.Pull(context.Background(), oneFile(srv, "/m.gguf", data))
+	if err == nil || !strings.Contains(err.Error(), part) || !strings.Contains(err.Error(), "hard links") {
+		t.Errorf("Pull with a hard link planted at %s: %v; want a refusal naming it", part, err)
+	}
+	after := snapshot(t, outside)
+	if len(after) != len(before) || after[victim] != before[victim] {
+		t.Errorf("outside the store changed: %v, was %v", after, before)
+	}
+}
+
 // TestLinkRacedIn plants the link after the store's own Lstat check, as
 // a process racing a pull would: the open through the store's os.Root
 // must still refuse to leave the store, and the error names the link.
