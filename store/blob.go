@@ -30,11 +30,7 @@ func (s *Store) present(ctx context.Context, sum string, size int64, rep *report
 		return 0, false, "", &LinkError{Path: blob, Target: target}
 	}
 	if !fi.Mode().IsRegular() || (size >= 0 && fi.Size() != size) {
-		if fi.Mode().IsRegular() {
-			// Blobs are read-only, which some systems also apply to removal.
-			_ = s.chmod(blob, 0o644)
-		}
-		if err := s.remove(blob); err != nil {
+		if err := s.removeBlob(blob); err != nil {
 			return 0, false, "", fmt.Errorf("removing blob %s: expected %d bytes, found %d, and it could not be removed: %w", blob, size, fi.Size(), err)
 		}
 		return 0, false, "", nil

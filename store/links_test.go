@@ -142,6 +142,25 @@ func TestPlantedHardLink(t *testing.T) {
 	if len(after) != len(before) || after[victim] != before[victim] {
 		t.Errorf("outside the store changed: %v, was %v", after, before)
 	}
+
+	// At the blob's name, the planted file is hashed, found altered and
+	// its name removed: the file outside keeps its content and its mode.
+	if err := os.Remove(part); err != nil {
+		t.Fatal(err)
+	}
+	blob := s.blobPath(digest(data))
+	if err := os.Link(victim, blob); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Pull(context.Background(), oneFile(srv, "/m.gguf", data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInstalled(t, s, m.Files[0], data, true)
+	after = snapshot(t, outside)
+	if len(after) != len(before) || after[victim] != before[victim] {
+		t.Errorf("a hard link planted at the blob changed the file outside: %v, was %v", after, before)
+	}
 }
 
 // TestLinkRacedIn plants the link after the store's own Lstat check, as

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // A blob's name is its sha256, but a name proves nothing once the file is
@@ -133,12 +134,22 @@ func (s *Store) check(ctx context.Context, sum string, fi fs.FileInfo, rep *repo
 	return s.writeStamp(sum)
 }
 
+// removeBlob removes a blob's name. Blobs are read-only, which Windows
+// also applies to removal, so there the mode is set first; elsewhere the
+// file is left as it is, since a blob planted as a hard link shares its
+// inode, and its mode, with a file outside the store.
+func (s *Store) removeBlob(blob string) error {
+	if runtime.GOOS == "windows" {
+		_ = s.chmod(blob, 0o644)
+	}
+	return s.remove(blob)
+}
+
 // dropAltered removes an altered blob and its stamp, so that the next
 // download takes its place.
 func (s *Store) dropAltered(sum string) error {
 	blob := s.blobPath(sum)
-	_ = s.chmod(blob, 0o644)
-	if err := s.remove(blob); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.removeBlob(blob); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing altered blob %s: %w", blob, err)
 	}
 	if err := s.remove(s.stampPath(sum)); err != nil && !errors.Is(err, fs.ErrNotExist) {
