@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // ledgerFile is the shared ledger's content.
@@ -44,14 +43,16 @@ const (
 // one, never a truncated one. The lock lives in its own file because the
 // rename replaces the ledger's inode, and a lock on the old inode would
 // not exclude a process that opened the new one.
-func updateFile(path string, stage func(string), f func([]Booking) ([]Booking, error)) error {
+func updateFile(path string, stage func(string), f func(live, dropped []Booking) ([]Booking, error)) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("admission ledger: %w", err)
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	// The ledger lives in the model store, which follows no links: a
+	// link planted at the lock would have it created or opened elsewhere.
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|noFollow, 0o644)
 	if err != nil {
-		return fmt.Errorf("admission ledger: %w", err)
+		return fmt.Errorf("admission ledger: opening its lock (a symbolic link there is refused): %w", err)
 	}
 	defer lock.Close()
 	if err := lockFile(lock); err != nil {
@@ -69,8 +70,15 @@ func updateFile(path string, stage func(string), f func([]Booking) ([]Booking, e
 	if err != nil {
 		return err
 	}
-	live := slices.DeleteFunc(bs, func(b Booking) bool { return !b.alive() })
-	out, err := f(live)
+	var live, dropped []Booking
+	for _, b := range bs {
+		if b.alive() {
+			live = append(live, b)
+		} else {
+			dropped = append(dropped, b)
+		}
+	}
+	out, err := f(live, dropped)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// noFollow makes opening a symbolic link fail.
+const noFollow = syscall.O_NOFOLLOW
+
 func lockFile(f *os.File) error   { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }
 func unlockFile(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
 
@@ -25,19 +28,15 @@ func processAlive(pid int) bool {
 	return !zombie(pid)
 }
 
-// signalGroup sends SIGTERM (SIGKILL with kill) to a process group, or to
-// the process alone when it leads none.
-func signalGroup(pid, pgid int, kill bool) error {
+// signalLeader sends SIGTERM (SIGKILL with kill) to the process group
+// that pid leads; the caller has proved that it leads one. A group
+// already gone is not an error.
+func signalLeader(pid int, kill bool) error {
 	sig := syscall.SIGTERM
 	if kill {
 		sig = syscall.SIGKILL
 	}
-	if pgid > 0 {
-		if err := syscall.Kill(-pgid, sig); err == nil || errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-	}
-	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	return nil

@@ -138,3 +138,22 @@ func TestLedgerRefusesForgedBookings(t *testing.T) {
 		t.Errorf("admitting against an empty ledger: %v; want a refusal", err)
 	}
 }
+
+// TestLedgerLockLink: a link planted at ledger.json.lock, pointing out of
+// the store, made every admission create or open the file it names. It is
+// refused, and nothing appears outside.
+func TestLedgerLockLink(t *testing.T) {
+	r, snap := accounting(t, synth.Q4_K_M, "rtx-4090")
+	dir, outside := t.TempDir(), t.TempDir()
+	path := filepath.Join(dir, "ledger.json")
+	if err := os.Symlink(filepath.Join(outside, "planted"), path+".lock"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := (&Ledger{Path: path}).Admit("m", r, snap)
+	if err == nil || !strings.Contains(err.Error(), path+".lock") {
+		t.Errorf("admitting with a link at the ledger's lock: %v; want a refusal naming it", err)
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 0 {
+		t.Errorf("a file appeared outside the store: %v", es)
+	}
+}

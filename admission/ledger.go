@@ -185,10 +185,16 @@ func (l *Ledger) Held() ([]Booking, error) {
 // update runs f on the bookings under the ledger's lock and keeps what it
 // returns; an error from f changes nothing.
 func (l *Ledger) update(f func([]Booking) ([]Booking, error)) error {
+	return l.updateSeeing(func(live, _ []Booking) ([]Booking, error) { return f(live) })
+}
+
+// updateSeeing is update with the bookings dropped as stale shown to f
+// too (always none in memory).
+func (l *Ledger) updateSeeing(f func(live, dropped []Booking) ([]Booking, error)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.Path == "" {
-		bs, err := f(slices.Clone(l.bookings))
+		bs, err := f(slices.Clone(l.bookings), nil)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ package launch
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -106,4 +107,79 @@ func processGone(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(stat), ')')
 	return i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
+// TestReapOnlyWhatHeadroomStarted runs a llama-server as Load starts it
+// and then edits its booking as a headroom killed without Pdeathsig would
+// leave it (its own pid dead), first forged to name an unrelated process
+// group: ReapOrphans must say it dropped the booking and signal nothing
+// (the server and the group's process run on). Then, booked as Attach
+// wrote it, the same server must be stopped, which also proves engine
+// starts it as the leader of its own group.
+func TestReapOnlyWhatHeadroomStarted(t *testing.T) {
+	bin := enginetest.BuildFake(t)
+	f, a, path := cpuMamba(t)
+	ledger := &admission.Ledger{Path: filepath.Join(t.TempDir(), "ledger.json")}
+	run, err := f.deps.Load(context.Background(), a, path, LoadOptions{Bin: bin, Ledger: ledger,
+		ReadyTimeout: 20 * time.Second, Env: []string{"FAKE_LLAMA_MODE=good"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(context.Background())
+	server := run.Server.PID()
+	bystander := exec.Command("sleep", "60")
+	bystander.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := bystander.Start(); err != nil {
+		t.Skip("no sleep to stand for an unrelated process group:", err)
+	}
+	defer bystander.Process.Kill()
+	held, err := ledger.Held()
+	if err != nil || len(held) != 1 || held[0].ChildPID != server || held[0].ChildPGID != server {
+		t.Fatalf("the ledger holds %+v (%v); want one booking naming llama-server %d as its group's leader", held, err, server)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	orphaned := held[0]
+	orphaned.PID, orphaned.PIDStart = dead.Process.Pid, 1
+
+	forged := orphaned
+	forged.ChildPGID = bystander.Process.Pid
+	rewriteLedger(t, ledger.Path, forged)
+	var said []string
+	say := func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) }
+	ReapOrphans(context.Background(), ledger, say)
+	time.Sleep(200 * time.Millisecond)
+	if processGone(server) || processGone(bystander.Process.Pid) {
+		t.Fatalf("reaping a booking forged to name group %d: llama-server gone %v, the group's process gone %v; want both running",
+			bystander.Process.Pid, processGone(server), processGone(bystander.Process.Pid))
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "dropped booking "+forged.ID) || !strings.Contains(said[0], "without signalling") {
+		t.Errorf("ReapOrphans said %q; want one line saying the forged booking was dropped without a signal", said)
+	}
+
+	rewriteLedger(t, ledger.Path, orphaned)
+	said = nil
+	ReapOrphans(context.Background(), ledger, say)
+	if !processGone(server) || processGone(bystander.Process.Pid) {
+		t.Fatalf("reaping the genuine booking: llama-server gone %v, the unrelated process gone %v; want only the server gone",
+			processGone(server), processGone(bystander.Process.Pid))
+	}
+	if len(said) != 1 || !strings.Contains(said[0], fmt.Sprintf("stopped llama-server %d", server)) {
+		t.Errorf("ReapOrphans said %q; want one line saying llama-server %d was stopped", said, server)
+	}
+}
+
+// rewriteLedger replaces the bookings of the ledger at path with bs, as
+// anything that can write the file can.
+func rewriteLedger(t *testing.T, path string, bs ...admission.Booking) {
+	t.Helper()
+	data, err := json.Marshal(map[string]any{"bookings": bs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -258,14 +258,19 @@ func (d *Deps) keep(run *Running, o LoadOptions, rec Record, key admission.Key) 
 }
 
 // ReapOrphans ends the llama-servers of the ledger whose headroom was
-// killed, saying each one stopped (or why none could be).
+// killed, saying each one stopped (or why none could be), and each stale
+// booking dropped unsignalled because nothing proved its process was a
+// llama-server headroom started.
 func ReapOrphans(ctx context.Context, l *admission.Ledger, say func(format string, args ...any)) {
 	reaped, err := l.Reap(ctx, engine.DefaultGrace)
 	if err != nil {
 		say("%v", err)
 		return
 	}
-	for _, b := range reaped {
+	for _, d := range reaped.Dropped {
+		say("dropped booking %s (%s) without signalling anything: %s", d.Booking.ID, d.Booking.Model, d.Why)
+	}
+	for _, b := range reaped.Stopped {
 		say("stopped llama-server %d (%s), left running by a headroom (pid %d) that was killed", b.ChildPID, b.Model, b.PID)
 	}
 }

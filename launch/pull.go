@@ -64,6 +64,9 @@ func (d *Deps) Pull(ctx context.Context, m *Model, assessErr error, st *store.St
 	p.Manifest = man
 	p.Path = man.Files[0].Path
 	for _, f := range append(append([]store.Installed(nil), man.Files...), man.Extra...) {
+		if f.Altered != "" {
+			d.say("downloading", "%s: the installed blob had been altered (its sha256 was %s, not %s); it was removed and downloaded again", f.Name, f.Altered, f.SHA256)
+		}
 		if !f.Verified {
 			d.say("downloading", "%s: no sha256 was listed for it, so it is installed unverified (sha256 %s)", f.Name, f.SHA256)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,36 +12,48 @@ import (
 )
 
 // present reports whether the blob of sum is in the store with the given
-// size (any size when size < 0). A blob of the wrong size is corrupt: it is
-// removed so that a fresh download can take its place.
-func (s *Store) present(sum string, size int64) (int64, bool, error) {
+// size (any size when size < 0) and still has the content it is named by
+// (see check). A blob of the wrong size is corrupt and one whose content
+// changed is altered: either is removed so that a fresh download can take
+// its place, and altered is the digest an altered one had.
+func (s *Store) present(ctx context.Context, sum string, size int64, rep *reporter) (n int64, ok bool, altered string, err error) {
 	blob := s.blobPath(sum)
-	fi, err := os.Lstat(blob)
+	fi, err := s.lstat(blob)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
+		return 0, false, "", nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("checking blob %s: %w", blob, err)
+		return 0, false, "", fmt.Errorf("checking blob %s: %w", blob, err)
 	}
-	if fi.Mode().IsRegular() && (size < 0 || fi.Size() == size) {
-		return fi.Size(), true, nil
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(blob)
+		return 0, false, "", &LinkError{Path: blob, Target: target}
 	}
-	// Blobs are read-only, which some systems also apply to removal.
-	_ = os.Chmod(blob, 0o644)
-	if err := os.Remove(blob); err != nil {
-		return 0, false, fmt.Errorf("removing blob %s: expected %d bytes, found %d, and it could not be removed: %w", blob, size, fi.Size(), err)
+	if !fi.Mode().IsRegular() || (size >= 0 && fi.Size() != size) {
+		if err := s.removeBlob(blob); err != nil {
+			return 0, false, "", fmt.Errorf("removing blob %s: expected %d bytes, found %d, and it could not be removed: %w", blob, size, fi.Size(), err)
+		}
+		return 0, false, "", nil
 	}
-	return 0, false, nil
+	err = s.check(ctx, sum, fi, rep)
+	var ae *AlteredError
+	if errors.As(err, &ae) {
+		return 0, false, ae.Got, s.dropAltered(sum)
+	}
+	if err != nil {
+		return 0, false, "", err
+	}
+	return fi.Size(), true, "", nil
 }
 
 // install moves a finished, verified part into blobs/. The rename is the
 // moment the blob appears, complete, so a crash leaves either no blob or
 // a whole one.
-func (s *Store) install(j job, sum string, size int64) (string, error) {
+func (s *Store) install(ctx context.Context, j job, sum string, size int64, rep *reporter) (string, error) {
 	blob := s.blobPath(sum)
 	if j.want == "" {
 		// A file found by URL may turn out to be one the store has.
-		if _, ok, err := s.present(sum, size); err != nil {
+		if _, ok, _, err := s.present(ctx, sum, size, rep); err != nil {
 			return "", fmt.Errorf("%s: %w", j.file.Name, err)
 		} else if ok {
 			s.discard(j.key)
@@ -48,15 +61,15 @@ func (s *Store) install(j job, sum string, size int64) (string, error) {
 		}
 	}
 	part := s.partPath(j.key)
-	if err := os.Chmod(part, 0o444); err != nil {
+	if err := s.chmod(part, 0o444); err != nil {
 		return "", fmt.Errorf("%s: installing %s: %w", j.file.Name, part, err)
 	}
-	if err := os.Rename(part, blob); err != nil {
-		_ = os.Chmod(part, 0o644)
+	if err := s.rename(part, blob); err != nil {
+		_ = s.chmod(part, 0o644)
 		return "", fmt.Errorf("%s: installing %s as %s: %w", j.file.Name, part, blob, err)
 	}
 	syncDir(s.blobDir())
-	if err := os.Remove(s.sidePath(j.key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.remove(s.sidePath(j.key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%s: removing the description of its finished download: %w", j.file.Name, err)
 	}
 	return blob, nil
@@ -65,16 +78,16 @@ func (s *Store) install(j job, sum string, size int64) (string, error) {
 // discard removes a part and its sidecar; what is left of a failed removal
 // is replaced by the next download.
 func (s *Store) discard(key string) {
-	_ = os.Remove(s.partPath(key))
-	_ = os.Remove(s.sidePath(key))
+	_ = s.remove(s.partPath(key))
+	_ = s.remove(s.sidePath(key))
 }
 
 // link makes path name the blob: a hard link, or a symlink where hard
 // links fail (another filesystem, or one without them). The link is made
 // under a temporary name and renamed, so path never names anything partial.
 func (s *Store) link(blob, path string) error {
-	if fi, err := os.Stat(path); err == nil {
-		if bi, err := os.Stat(blob); err == nil && os.SameFile(fi, bi) {
+	if fi, err := s.stat(path); err == nil {
+		if bi, err := s.lstat(blob); err == nil && bi.Mode().IsRegular() && os.SameFile(fi, bi) {
 			return nil
 		}
 	}
@@ -82,7 +95,7 @@ func (s *Store) link(blob, path string) error {
 	tmp := filepath.Join(dir, fmt.Sprintf(".link-%016x.tmp", rand.Uint64()))
 	hardlink := s.hardlink
 	if hardlink == nil {
-		hardlink = os.Link
+		hardlink = s.hardlinkIn
 	}
 	if herr := hardlink(blob, tmp); herr != nil {
 		// Relative, so that the store can be moved as a whole.
@@ -90,12 +103,12 @@ func (s *Store) link(blob, path string) error {
 		if err != nil {
 			target = blob
 		}
-		if err := os.Symlink(target, tmp); err != nil {
+		if err := s.symlink(target, tmp); err != nil {
 			return fmt.Errorf("linking %s to %s: expected a hard or symbolic link, both failed: %v; %w", path, blob, herr, err)
 		}
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	if err := s.rename(tmp, path); err != nil {
+		_ = s.remove(tmp)
 		return fmt.Errorf("linking %s to %s: %w", path, blob, err)
 	}
 	syncDir(dir)
@@ -125,8 +138,8 @@ func (c *sidecar) matches(want sidecar) bool {
 
 // readSidecar returns nil when the sidecar is missing or unreadable: the
 // part is then started over, which is always safe.
-func readSidecar(path string) *sidecar {
-	b, err := os.ReadFile(path)
+func (s *Store) readSidecar(path string) *sidecar {
+	b, err := s.readFile(path)
 	if err != nil {
 		return nil
 	}
@@ -142,7 +155,7 @@ func (s *Store) writeSidecar(d *dl) error {
 	if err != nil {
 		return fmt.Errorf("%s: describing the partial download: %w", d.j.file.Name, err)
 	}
-	if err := writeAtomic(s.sidePath(d.j.key), append(b, '\n')); err != nil {
+	if err := s.writeAtomic(s.sidePath(d.j.key), append(b, '\n')); err != nil {
 		return fmt.Errorf("%s: describing the partial download: %w", d.j.file.Name, err)
 	}
 	return nil
@@ -150,13 +163,12 @@ func (s *Store) writeSidecar(d *dl) error {
 
 // writeAtomic replaces path with data through a temporary file and a
 // rename, so that readers see the old content or the new, never a mix.
-func writeAtomic(path string, data []byte) error {
+func (s *Store) writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, tmp, err := s.createTemp(dir, ".tmp-", "")
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
@@ -165,13 +177,13 @@ func writeAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, 0o644)
+		err = s.chmod(tmp, 0o644)
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = s.rename(tmp, path)
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = s.remove(tmp)
 		return err
 	}
 	syncDir(dir)

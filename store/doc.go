@@ -13,6 +13,8 @@
 //	locks/<key>.lock                        one lock per blob or part
 //	models/<owner>/<name>/<commit>/<file>   hard link (or symlink) to a blob
 //	manifests/<owner>/<name>/<commit>/<first file>.json
+//	verified/<64 hex>.json                  the blob's digest bound to its
+//	                                        inode, size, mtime and ctime
 //
 // The key of a file whose sha256 is known is that hash; for a plain URL
 // without a known hash it is derived from the URL. Files downloaded from a
@@ -29,6 +31,12 @@
 // Names taken from an artifact (repository, commit, file names) are checked
 // component by component; one that could leave the root ("..", an absolute
 // path, a separator inside a component) is refused with an error.
+//
+// A blob is verified when it is installed and again, by hashing it, once
+// its inode, size, modification or status-change time differ from those
+// recorded in verified/; one whose content changed is removed and
+// downloaded again. Nothing below the root is reached through a symbolic
+// link except the store's own links under models/ (see LinkError).
 //
 // Several pulls may run at once, in one process or in several: each file is
 // downloaded under an exclusive lock, and whoever waits for it finds the

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -63,36 +65,63 @@ type dl struct {
 	total int64
 }
 
-// obtain makes sure one file's blob is present, downloading it if need be,
-// under the file's lock.
-func (s *Store) obtain(ctx context.Context, j job) (Installed, error) {
+// obtain makes sure one file's blob is present and verified, downloading
+// it if need be, and links it at path, all under the file's lock. The
+// blob's stamp is written after the link, the store's last change to it.
+func (s *Store) obtain(ctx context.Context, j job, path string) (Installed, error) {
 	rep := s.reporter(j)
-	release, err := acquire(ctx, s.lockPath(j.key), rep.waiting)
+	release, err := s.acquire(ctx, s.lockPath(j.key), rep.waiting)
 	if err != nil {
-		return Installed{}, fmt.Errorf("%s: waiting for another download of it: %w", j.file.Name, err)
+		return Installed{}, s.lockError(ctx, j, err)
 	}
 	defer release()
+	in := Installed{Name: j.file.Name, Path: path}
+	phase := PhaseDone
 	if j.want != "" {
-		size, ok, err := s.present(j.want, j.file.Size)
+		size, ok, altered, err := s.present(ctx, j.want, j.file.Size, rep)
 		if err != nil {
 			return Installed{}, fmt.Errorf("%s: %w", j.file.Name, err)
 		}
+		in.Altered = altered
 		if ok {
-			rep.final(PhasePresent, size)
-			return Installed{Name: j.file.Name, SHA256: j.want, Size: size, Blob: s.blobPath(j.want),
-				Verified: true, AlreadyPresent: true}, nil
+			in.SHA256, in.Size, in.Blob, in.Verified, in.AlreadyPresent = j.want, size, s.blobPath(j.want), true, true
+			phase = PhasePresent
 		}
 	}
-	sum, size, err := s.download(ctx, j, rep)
-	if err != nil {
+	if !in.AlreadyPresent {
+		sum, size, err := s.download(ctx, j, rep)
+		if err != nil {
+			return Installed{}, err
+		}
+		blob, err := s.install(ctx, j, sum, size, rep)
+		if err != nil {
+			return Installed{}, err
+		}
+		in.SHA256, in.Size, in.Blob, in.Verified = sum, size, blob, j.want != ""
+	}
+	if err := s.mkdirAll(filepath.Dir(path)); err != nil {
+		return Installed{}, fmt.Errorf("model store: creating %s: %w", filepath.Dir(path), err)
+	}
+	if err := s.link(in.Blob, path); err != nil {
 		return Installed{}, err
 	}
-	blob, err := s.install(j, sum, size)
-	if err != nil {
-		return Installed{}, err
+	if err := s.writeStamp(in.SHA256); err != nil {
+		return Installed{}, fmt.Errorf("%s: %w", j.file.Name, err)
 	}
-	rep.final(PhaseDone, size)
-	return Installed{Name: j.file.Name, SHA256: sum, Size: size, Blob: blob, Verified: j.want != ""}, nil
+	rep.final(phase, in.Size)
+	return in, nil
+}
+
+// lockError says why a file's lock was not taken: the wait was
+// interrupted, or the store cannot be written at all.
+func (s *Store) lockError(ctx context.Context, j job, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: waiting for another download of it: %w", j.file.Name, err)
+	}
+	if ro := readOnly(err); ro != "" {
+		return fmt.Errorf("%s: the store at %s is %s: %w", j.file.Name, s.Root, ro, err)
+	}
+	return fmt.Errorf("%s: locking its download: %w", j.file.Name, err)
 }
 
 // download brings a file's part to completion and checks it. It returns
@@ -100,12 +129,7 @@ func (s *Store) obtain(ctx context.Context, j job) (Installed, error) {
 // wrong and kept when the download is merely interrupted.
 func (s *Store) download(ctx context.Context, j job, rep *reporter) (string, int64, error) {
 	part := s.partPath(j.key)
-	// A crash between marking a part read-only and renaming it leaves it
-	// unwritable; it is ours, so take it back.
-	if err := os.Chmod(part, 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", 0, fmt.Errorf("%s: partial download %s: %w", j.file.Name, part, err)
-	}
-	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := s.openPart(part)
 	if err != nil {
 		return "", 0, fmt.Errorf("%s: opening partial download: %w", j.file.Name, err)
 	}
@@ -138,6 +162,35 @@ func (s *Store) download(ctx context.Context, j job, rep *reporter) (string, int
 	return sum, d.n, nil
 }
 
+// openPart creates the part exclusively, or opens the one an earlier run
+// left, which must be a plain file of the store's.
+func (s *Store) openPart(part string) (*os.File, error) {
+	f, err := s.openFile(part, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if !errors.Is(err, fs.ErrExist) {
+		return f, err
+	}
+	fi, err := s.lstat(part)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("model store: expected a partial download at %s, found a %s", part, fi.Mode().Type())
+	}
+	// A part has one name; a second is a hard link planted to have the
+	// download written into a file elsewhere on the same filesystem.
+	if n := hardLinks(fi); n != 1 {
+		return nil, fmt.Errorf("model store: expected a partial download at %s with one name, found %d hard links to it; the store writes into no file named elsewhere (remove it)", part, n)
+	}
+	// A crash between marking a part read-only and renaming it leaves it
+	// unwritable; it is ours, so take it back.
+	if fi.Mode().Perm()&0o200 == 0 {
+		if err := s.chmod(part, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return s.openFile(part, os.O_RDWR, 0)
+}
+
 // resume keeps what a previous run left in the part when it belongs to the
 // same file, and hashes it so that the digest covers the whole file.
 func (s *Store) resume(ctx context.Context, d *dl) error {
@@ -146,7 +199,7 @@ func (s *Store) resume(ctx context.Context, d *dl) error {
 		return fmt.Errorf("%s: partial download: %w", d.j.file.Name, err)
 	}
 	n := fi.Size()
-	old := readSidecar(s.sidePath(d.j.key))
+	old := s.readSidecar(s.sidePath(d.j.key))
 	keep := n > 0 && old != nil && old.matches(d.side) && (d.total < 0 || n <= d.total)
 	if keep {
 		d.side.ETag = old.ETag

@@ -26,9 +26,9 @@ const (
 // while it exists; onWait is called once if it must wait. Without flock,
 // nothing frees the lock of a holder that died, so the holder keeps the
 // file fresh and a file left untouched for lockStale is removed.
-func acquire(ctx context.Context, path string, onWait func()) (release func(), err error) {
+func (s *Store) acquire(ctx context.Context, path string, onWait func()) (release func(), err error) {
 	for waited := false; ; {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := s.openFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
 			_ = f.Close()
 			stop := make(chan struct{})
@@ -42,21 +42,21 @@ func acquire(ctx context.Context, path string, onWait func()) (release func(), e
 					case <-stop:
 						return
 					case now := <-t.C:
-						_ = os.Chtimes(path, now, now)
+						_ = s.chtimes(path, now)
 					}
 				}
 			}()
 			return func() {
 				close(stop)
 				<-done
-				_ = os.Remove(path)
+				_ = s.remove(path)
 			}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
-		if fi, err := os.Stat(path); err == nil && time.Since(fi.ModTime()) > lockStale {
-			_ = os.Remove(path)
+		if fi, err := s.lstat(path); err == nil && time.Since(fi.ModTime()) > lockStale {
+			_ = s.remove(path)
 			continue
 		}
 		if !waited {

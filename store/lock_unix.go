@@ -20,8 +20,8 @@ const lockPoll = 100 * time.Millisecond
 // has it; onWait is called once if it must wait. The kernel drops the lock
 // when its holder dies, so a crash leaves no stale lock. Polling instead of
 // a blocking flock keeps the wait cancellable by ctx.
-func acquire(ctx context.Context, path string, onWait func()) (release func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+func (s *Store) acquire(ctx context.Context, path string, onWait func()) (release func(), err error) {
+	f, err := s.openFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)
 	}

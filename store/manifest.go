@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,10 @@ type Installed struct {
 	// AlreadyPresent says Pull found the blob in the store and downloaded
 	// nothing. It describes one Pull and is not stored.
 	AlreadyPresent bool `json:"-"`
+	// Altered, when not "", is the sha256 the installed blob of this file
+	// was found to have instead of its own: Pull removed it and downloaded
+	// the file again. It describes one Pull and is not stored.
+	Altered string `json:"-"`
 }
 
 // Manifest records one installed artifact.
@@ -83,10 +88,10 @@ func (s *Store) writeManifest(path string, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("manifest %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := s.mkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("manifest %s: %w", path, err)
 	}
-	if err := writeAtomic(path, append(b, '\n')); err != nil {
+	if err := s.writeAtomic(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("writing manifest %s: %w", path, err)
 	}
 	return nil
@@ -95,7 +100,7 @@ func (s *Store) writeManifest(path string, m *Manifest) error {
 // readManifest reads a manifest and makes its paths absolute, refusing
 // any that would leave the root.
 func (s *Store) readManifest(path string) (*Manifest, error) {
-	b, err := os.ReadFile(path)
+	b, err := s.readFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +134,11 @@ func (s *Store) readManifest(path string) (*Manifest, error) {
 
 // Lookup returns the manifest of an installed artifact, named by its
 // repository ("" for a plain URL), commit and file names in order, when
-// the artifact is complete: every blob present with its size and every link
-// still naming its blob. It returns false, without error, otherwise.
+// the artifact is complete: every blob present with its size and content
+// (hashed again when its stamp no longer matches; see check) and every
+// link still naming its blob. It returns false, without error, when the
+// artifact is not complete, and an *AlteredError when a blob's content
+// changed after it was verified.
 func (s *Store) Lookup(repo, commit string, names []string) (*Manifest, bool, error) {
 	if len(names) == 0 {
 		return nil, false, errors.New("model store lookup: expected at least one file name, got none")
@@ -161,25 +169,33 @@ func (s *Store) Lookup(repo, commit string, names []string) (*Manifest, bool, er
 		}
 	}
 	for _, in := range slices.Concat(m.Files, m.Extra) {
-		if !s.intact(in) {
-			return nil, false, nil
+		if ok, err := s.intact(in); !ok || err != nil {
+			return nil, false, err
 		}
 	}
 	return m, true, nil
 }
 
 // intact reports whether an installed file's blob is present with its
-// size and its link still names that blob.
-func (s *Store) intact(in Installed) bool {
+// size and content and its link still names that blob. A blob whose stamp
+// no longer matches is hashed again (see check); one whose content
+// changed is an *AlteredError, left for Pull to replace.
+func (s *Store) intact(in Installed) (bool, error) {
 	if _, err := checkSHA256(in.Name, in.SHA256); err != nil || in.SHA256 == "" || in.Blob != s.blobPath(in.SHA256) {
-		return false
+		return false, nil
 	}
-	bi, err := os.Lstat(in.Blob)
+	bi, err := s.lstat(in.Blob)
 	if err != nil || !bi.Mode().IsRegular() || bi.Size() != in.Size {
-		return false
+		return false, nil
 	}
-	li, err := os.Stat(in.Path)
-	return err == nil && os.SameFile(bi, li)
+	li, err := s.stat(in.Path)
+	if err != nil || !os.SameFile(bi, li) {
+		return false, nil
+	}
+	if err := s.check(context.Background(), in.SHA256, bi, nil); err != nil {
+		return false, fmt.Errorf("%s: %w (headroom pull downloads it again)", in.Name, err)
+	}
+	return true, nil
 }
 
 // List returns the manifests of all installed artifacts, ordered by

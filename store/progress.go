@@ -11,7 +11,8 @@ const (
 	// it and will then find the blob present.
 	PhaseWait Phase = "wait"
 	// PhaseVerify: the bytes an earlier run left on disk are being
-	// hashed before the download continues.
+	// hashed before the download continues, or an installed blob that
+	// changed on disk since it was verified is hashed again.
 	PhaseVerify Phase = "verify"
 	// PhaseDownload: bytes are arriving.
 	PhaseDownload Phase = "download"

@@ -143,8 +143,16 @@ func Open(root string) (*Store, error) {
 		Reserve:  DefaultReserve,
 		Free:     FreeBytes,
 	}
+	// The root may be reached through links (the user chose it); nothing
+	// below it is.
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("model store: creating %s: %w", abs, err)
+	}
 	for _, d := range []string{s.blobDir(), s.partDir(), s.lockDir(), s.modelDir(), s.manifestDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := s.mkdirAll(d); err != nil {
+			if ro := readOnly(err); ro != "" {
+				return nil, fmt.Errorf("model store: the store at %s is %s: creating %s: %w", abs, ro, d, err)
+			}
 			return nil, fmt.Errorf("model store: creating %s: %w", d, err)
 		}
 	}
@@ -263,14 +271,19 @@ func (s *Store) need(p *plan) (int64, error) {
 		}
 		counted[j.key] = true
 		if j.want != "" {
-			if fi, err := os.Lstat(s.blobPath(j.want)); err == nil && fi.Mode().IsRegular() && fi.Size() == j.file.Size {
-				continue
+			// A blob that changed since it was verified may have to be
+			// downloaded again: it counts until Pull hashes it.
+			fi, err := s.lstat(s.blobPath(j.want))
+			if err == nil && fi.Mode().IsRegular() && fi.Size() == j.file.Size {
+				if st, ok := s.readStamp(j.want); ok && st == stampOf(j.want, fi) {
+					continue
+				}
 			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return 0, fmt.Errorf("%s: checking for blob: %w", j.file.Name, err)
 			}
 		}
 		rest := j.file.Size
-		if fi, err := os.Stat(s.partPath(j.key)); err == nil && fi.Size() <= rest {
+		if fi, err := s.lstat(s.partPath(j.key)); err == nil && fi.Mode().IsRegular() && fi.Size() <= rest {
 			rest -= fi.Size()
 		}
 		total += rest
@@ -314,26 +327,20 @@ func (s *Store) Pull(ctx context.Context, a Artifact) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkSpace(need); err != nil {
-		return nil, err
+	// With nothing to download, a full disk is no reason to refuse: the
+	// pull writes only links and a manifest.
+	if need > 0 {
+		if err := s.checkSpace(need); err != nil {
+			return nil, err
+		}
 	}
 	got := make([]Installed, len(p.jobs))
 	for i, j := range p.jobs {
-		in, err := s.obtain(ctx, j)
+		in, err := s.obtain(ctx, j, filepath.Join(p.dir, j.base))
 		if err != nil {
 			return nil, err
 		}
 		got[i] = in
-	}
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("model store: creating %s: %w", p.dir, err)
-	}
-	for i, j := range p.jobs {
-		path := filepath.Join(p.dir, j.base)
-		if err := s.link(got[i].Blob, path); err != nil {
-			return nil, err
-		}
-		got[i].Path = path
 	}
 	m := &Manifest{
 		Ref:         a.Ref,

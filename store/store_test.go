@@ -439,20 +439,22 @@ func TestDefaultRoot(t *testing.T) {
 }
 
 func TestLockWaitsAndCancels(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "k.lock")
-	release, err := acquire(context.Background(), path, func() { t.Error("first acquire waited") })
+	dir := t.TempDir()
+	s := &Store{Root: dir}
+	path := filepath.Join(dir, "k.lock")
+	release, err := s.acquire(context.Background(), path, func() { t.Error("first acquire waited") })
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	waited := false
-	if _, err := acquire(ctx, path, func() { waited = true }); !errors.Is(err, context.DeadlineExceeded) || !waited {
+	if _, err := s.acquire(ctx, path, func() { waited = true }); !errors.Is(err, context.DeadlineExceeded) || !waited {
 		t.Fatalf("acquire of a held lock: %v (waited %v), expected to wait until the deadline", err, waited)
 	}
 	got := make(chan error, 1)
 	go func() {
-		r, err := acquire(context.Background(), path, func() {})
+		r, err := s.acquire(context.Background(), path, func() {})
 		if err == nil {
 			r()
 		}
