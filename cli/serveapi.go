@@ -163,45 +163,61 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: "+format+"\n", args...)
 	})
 	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Pool: pool, Rules: &note.Rules}
-	h, err := server.New(cfg)
+	ln, h, banner, err := listenAPI(env, cfg, apiListen{addr: *addr, remote: *remote, token: tok, tokenOnCLI: *token != "", tokenGiven: *token != "" || *tokenFile != ""})
 	if err != nil {
 		pool.Close(ctx)
 		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		pool.Close(ctx)
-		return err
-	}
-	banner := fmt.Sprintf("headroom API and panel on http://%s/\n", ln.Addr())
-	if !isLoopback(ln.Addr()) {
-		if !*remote {
-			ln.Close()
-			pool.Close(ctx)
-			return usagef("--addr %s listens beyond loopback (%s), where anyone who reaches it could load models; add --allow-remote to mean it (a token is then required)", *addr, ln.Addr())
-		}
-		if tok == "" {
-			tok = rand.Text()
-		}
-		if *token != "" {
-			fmt.Fprintln(env.Stderr, "headroom serve-api: WARNING: --token is visible to every user of this machine (ps, /proc); use --token-file or $HEADROOM_API_TOKEN")
-		}
-		cfg.Token = tok
-		h, err = server.New(cfg)
-		if err != nil {
-			ln.Close()
-			pool.Close(ctx)
-			return err
-		}
-		fmt.Fprintf(env.Stderr, "headroom serve-api: WARNING: listening on %s, beyond loopback; anyone on this network with the token can load and unload models, and the traffic is not encrypted\n", ln.Addr())
-		banner = fmt.Sprintf("headroom API and panel on http://%s/#token=%s\n  API token: %s (send it as Authorization: Bearer TOKEN)\n", ln.Addr(), tok, tok)
-	} else if *token != "" || *tokenFile != "" {
-		ln.Close()
-		pool.Close(ctx)
-		return usagef("--token and --token-file are for --allow-remote; on loopback the API checks Host and Origin instead")
 	}
 	fmt.Fprint(env.Stdout, banner)
 	return serveHTTP(ctx, ln, server.NewHTTPServer(ctx, h, server.DefaultLimits(), env.Stderr), rt)
+}
+
+// apiListen is where serve-api listens and with which token.
+type apiListen struct {
+	addr       string
+	remote     bool
+	token      string // "" generates one where one is needed
+	tokenOnCLI bool   // --token was used, which ps shows
+	tokenGiven bool   // --token or --token-file was used
+}
+
+// listenAPI opens the API's listener and builds its handler: on loopback
+// without a token, beyond it only with --allow-remote and then always with
+// one. It returns the banner to print.
+func listenAPI(env Env, cfg server.Config, o apiListen) (net.Listener, http.Handler, string, error) {
+	h, err := server.New(cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if isLoopback(ln.Addr()) {
+		if o.tokenGiven {
+			ln.Close()
+			return nil, nil, "", usagef("--token and --token-file are for --allow-remote; on loopback the API checks Host and Origin instead")
+		}
+		return ln, h, fmt.Sprintf("headroom API and panel on http://%s/\n", ln.Addr()), nil
+	}
+	if !o.remote {
+		ln.Close()
+		return nil, nil, "", usagef("--addr %s listens beyond loopback (%s), where anyone who reaches it could load models; add --allow-remote to mean it (a token is then required)", o.addr, ln.Addr())
+	}
+	tok := o.token
+	if tok == "" {
+		tok = rand.Text()
+	}
+	if o.tokenOnCLI {
+		fmt.Fprintln(env.Stderr, "headroom serve-api: WARNING: --token is visible to every user of this machine (ps, /proc); use --token-file or $HEADROOM_API_TOKEN")
+	}
+	cfg.Token = tok
+	if h, err = server.New(cfg); err != nil {
+		ln.Close()
+		return nil, nil, "", err
+	}
+	fmt.Fprintf(env.Stderr, "headroom serve-api: WARNING: listening on %s, beyond loopback; anyone on this network with the token can load and unload models, and the traffic is not encrypted\n", ln.Addr())
+	return ln, h, fmt.Sprintf("headroom API and panel on http://%s/#token=%s\n  API token: %s (send it as Authorization: Bearer TOKEN)\n", ln.Addr(), tok, tok), nil
 }
 
 // minTokenLen is the shortest API token serve-api takes: anyone who can
