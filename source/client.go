@@ -224,6 +224,17 @@ func WithBudget(ctx context.Context, b *gguf.Budget) context.Context {
 	return context.WithValue(ctx, budgetKey{}, b)
 }
 
+// OneBudget returns ctx carrying one header budget of the Client's bound
+// (MaxParse) for every Open under it, unless ctx carries one already: a
+// request that reads a model, its projector and its draft is held to one
+// bound in all.
+func (c *Client) OneBudget(ctx context.Context) context.Context {
+	if b, ok := ctx.Value(budgetKey{}).(*gguf.Budget); ok && b != nil {
+		return ctx
+	}
+	return WithBudget(ctx, gguf.NewBudget(c.parseBudget()))
+}
+
 // budgetOf is the budget WithBudget put on ctx, or a new one of limit
 // bytes for one Open.
 func budgetOf(ctx context.Context, limit int64) *gguf.Budget {

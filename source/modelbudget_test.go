@@ -149,7 +149,16 @@ func TestOneBudgetAcrossOpens(t *testing.T) {
 	if _, err := c.Open(ctx, p); err != nil {
 		t.Fatalf("second open within the budget: %v", err)
 	}
-	if _, err := c.Open(ctx, p); !errors.Is(err, gguf.ErrLimit) {
-		t.Errorf("third open: %v; want ErrLimit, the shared budget spent", err)
+	if _, err := c.Open(c.OneBudget(ctx), p); !errors.Is(err, gguf.ErrLimit) {
+		t.Errorf("third open, through OneBudget: %v; want ErrLimit, the shared budget spent", err)
+	}
+	// A context without a budget gets a fresh one of the Client's bound.
+	c.MaxParse = 3 << 20
+	fresh := c.OneBudget(context.Background())
+	for i := range 3 {
+		_, err := c.Open(fresh, p)
+		if (i < 2) != (err == nil) {
+			t.Errorf("open %d under OneBudget: %v", i+1, err)
+		}
 	}
 }
