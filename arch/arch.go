@@ -146,8 +146,14 @@ func IsIncompatible(err error) bool {
 	return errors.As(err, &inc)
 }
 
-// FromGGUF builds the model's memory description from its header.
-func FromGGUF(m *gguf.Model) (*Model, error) {
+// FromGGUF builds the model's memory description from its header, and
+// refuses a header llama.cpp's loader refuses where headroom's accounting
+// depends on it (checkHparams, checkTensors).
+func FromGGUF(m *gguf.Model) (*Model, error) { return fromGGUF(m, true) }
+
+// fromGGUF is FromGGUF, with the tensor checks left out when tensors is
+// false (for tests that give a header its tensors after reading it).
+func fromGGUF(m *gguf.Model, tensors bool) (*Model, error) {
 	name := m.Architecture()
 	if name == "" {
 		return nil, &Incompatible{Reason: "the file has no general.architecture"}
@@ -180,6 +186,11 @@ func FromGGUF(m *gguf.Model) (*Model, error) {
 	}
 	shareKV(fam, a)
 	placeTensors(m, h, fam, a)
+	if tensors {
+		if err := checkTensors(h, a); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
@@ -218,13 +229,24 @@ func layers(h hparams, fam family, a *Model) error {
 			a.Window = fam.fixedWindow
 		}
 	}
-	a.NExpert, _ = h.opt("expert_count", 0)
-	a.NExpertUsed, _ = h.opt("expert_used_count", 0)
+	if a.NExpert, err = h.opt("expert_count", 0); err != nil {
+		return err
+	}
+	// A count per layer is allowed (get_key_or_arr); the loader checks
+	// the largest.
+	used, err := h.perLayer("expert_used_count", a.NLayer, 0)
+	if err != nil {
+		return err
+	}
+	a.NExpertUsed = slices.Max(used)
 	a.NFFExpert, _ = h.opt("expert_feed_forward_length", 0)
 	kMLA, _ := h.opt("attention.key_length_mla", 0)
 	vMLA, _ := h.opt("attention.value_length_mla", 0)
 	a.MLA = kMLA != 0 && vMLA != 0
 
+	if err := checkHparams(h, fam, heads, headsKV, a); err != nil {
+		return err
+	}
 	swa, err := fam.slidingLayers(h, a)
 	if err != nil {
 		return err

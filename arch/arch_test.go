@@ -1,33 +1,59 @@
 package arch
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/gguf"
 )
 
+// build reads a header of arch with the keys kv, the tensors a header of
+// those keys has in llama.cpp's shapes (consistentTensors), and the named
+// tensors (one dimension of 32, unless a consistent one has the name).
 func build(t *testing.T, arch string, kv map[string]gguf.Value, tensors ...string) (*Model, error) {
+	t.Helper()
+	m := header(t, arch, kv, nil, tensors)
+	first, err := fromGGUF(m, false)
+	if err != nil {
+		return nil, err
+	}
+	shapes := consistentTensors(first)
+	if slices.Contains(tensors, "output.weight") {
+		shapes["output.weight"] = shapes["token_embd.weight"]
+	}
+	return FromGGUF(header(t, arch, kv, shapes, tensors))
+}
+
+// header writes and reads back a header.
+func header(t *testing.T, arch string, kv map[string]gguf.Value, shapes map[string][]uint64, names []string) *gguf.Model {
 	t.Helper()
 	b := gguf.NewBuilder()
 	b.Set("general.architecture", gguf.StringValue(arch))
 	for k, v := range kv {
 		b.Set(arch+"."+k, v)
 	}
-	for _, name := range tensors {
+	for _, name := range slices.Sorted(maps.Keys(shapes)) {
+		if err := b.AddTensor(name, gguf.TypeF32, shapes[name], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range names {
+		if _, ok := shapes[name]; ok {
+			continue
+		}
 		if err := b.AddTensor(name, gguf.TypeF32, []uint64{32}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	data, err := b.Bytes()
+	r, size, err := b.ReaderAt()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.Read(bytes.NewReader(data), int64(len(data)))
+	f, err := gguf.Read(r, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +61,30 @@ func build(t *testing.T, arch string, kv map[string]gguf.Value, tensors ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	return FromGGUF(m)
+	return m
+}
+
+// consistentTensors are the tensors llama.cpp's loader would want of a
+// model read from keys alone, in the shapes checkTensors holds them to.
+func consistentTensors(a *Model) map[string][]uint64 {
+	e := uint64(max(a.NEmbd, 1))
+	out := map[string][]uint64{"token_embd.weight": {e, uint64(max(a.NVocab, 8))}}
+	for i, l := range a.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		out[p+"attn_norm.weight"] = []uint64{e}
+		switch {
+		case a.MLA && l.Attention != NoAttention:
+			out[p+"attn_kv_a_mqa.weight"] = []uint64{e, uint64(max(l.KDim, 1))}
+		case l.Attention != NoAttention || l.KVShared:
+			out[p+"attn_k.weight"] = []uint64{e, uint64(max(l.KDim, 1))}
+			out[p+"attn_v.weight"] = []uint64{e, uint64(max(l.VDim, 1))}
+			out[p+"attn_output.weight"] = []uint64{e, e}
+		}
+		if l.FF > 0 {
+			out[p+"ffn_down.weight"] = []uint64{uint64(l.FF), e}
+		}
+	}
+	return out
 }
 
 func u32(x uint32) gguf.Value { return gguf.Uint32Value(x) }
@@ -44,6 +93,7 @@ func TestDenseGQA(t *testing.T) {
 	m, err := build(t, "llama", map[string]gguf.Value{
 		"block_count": u32(4), "embedding_length": u32(4096), "attention.head_count": u32(32),
 		"attention.head_count_kv": u32(8), "feed_forward_length": u32(14336), "context_length": u32(8192),
+		"expert_count": u32(8), "expert_used_count": u32(2),
 	}, "token_embd.weight", "blk.0.attn_q.weight", "blk.3.ffn_up_exps.weight", "output_norm.weight")
 	if err != nil {
 		t.Fatal(err)
@@ -90,9 +140,11 @@ func TestSlidingPattern(t *testing.T) {
 	}
 }
 
-// Per-layer KV head counts: a zero means the layer keeps no KV cache.
+// Per-layer KV head counts give each layer its cache width; a zero in an
+// architecture whose every layer attends is refused (issue #30, item 8:
+// it planned a layer with no cache).
 func TestPerLayerHeads(t *testing.T) {
-	heads, _ := gguf.ArrayOf(gguf.Int32, gguf.Int32Value(8), gguf.Int32Value(0), gguf.Int32Value(4))
+	heads, _ := gguf.ArrayOf(gguf.Int32, gguf.Int32Value(8), gguf.Int32Value(16), gguf.Int32Value(4))
 	m, err := build(t, "llama", map[string]gguf.Value{
 		"block_count": u32(3), "embedding_length": u32(1024), "attention.head_count": u32(16),
 		"attention.head_count_kv": heads, "feed_forward_length": u32(4096),
@@ -100,8 +152,16 @@ func TestPerLayerHeads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Layers[0].KDim != 8*64 || m.Layers[1].Attention != NoAttention || m.Layers[2].KDim != 4*64 {
+	if m.Layers[0].KDim != 8*64 || m.Layers[1].KDim != 16*64 || m.Layers[2].KDim != 4*64 {
 		t.Errorf("layers %+v", m.Layers)
+	}
+	zero, _ := gguf.ArrayOf(gguf.Int32, gguf.Int32Value(8), gguf.Int32Value(0), gguf.Int32Value(4))
+	_, err = build(t, "llama", map[string]gguf.Value{
+		"block_count": u32(3), "embedding_length": u32(1024), "attention.head_count": u32(16),
+		"attention.head_count_kv": zero, "feed_forward_length": u32(4096),
+	})
+	if !IsIncompatible(err) || !strings.Contains(err.Error(), "llama.attention.head_count_kv is 0 for layer 1") {
+		t.Errorf("a zero KV head count: %v", err)
 	}
 	short, _ := gguf.ArrayOf(gguf.Int32, gguf.Int32Value(8))
 	_, err = build(t, "llama", map[string]gguf.Value{
@@ -168,7 +228,7 @@ func TestUnmodeled(t *testing.T) {
 		{"unknown architecture", "futurenet", nil, true},
 		{"Gemma 4 with per-layer embeddings", "gemma4", gemma4(map[string]gguf.Value{"embedding_length_per_layer_input": u32(256)}), true},
 		{"Gemma 4 with shared KV", "gemma4", gemma4(map[string]gguf.Value{"attention.shared_kv_layers": u32(1)}), true},
-		{"Gemma 4 with experts", "gemma4", gemma4(map[string]gguf.Value{"expert_count": u32(8)}), true},
+		{"Gemma 4 with experts", "gemma4", gemma4(map[string]gguf.Value{"expert_count": u32(8), "expert_used_count": u32(2)}), true},
 		{"Gemma 4 without its pattern", "gemma4", map[string]gguf.Value{"block_count": u32(2), "embedding_length": u32(64), "attention.sliding_window": u32(16)}, false},
 		{"llama without block_count", "llama", map[string]gguf.Value{"embedding_length": u32(8)}, false},
 	} {
@@ -489,7 +549,7 @@ func TestGPTNeoX(t *testing.T) {
 		{noPar, "missing gptneox.use_parallel_residual"},
 		{noEps, "missing gptneox.attention.layer_norm_epsilon"},
 		{kv(map[string]gguf.Value{"use_parallel_residual": u32(1)}), "expected a bool"},
-		{kv(map[string]gguf.Value{"attention.head_count_kv": i32s(16, 0)}), "no attention heads"},
+		{kv(map[string]gguf.Value{"attention.head_count_kv": i32s(16, 0)}), "head_count_kv is 0 for layer 1"},
 		{kv(map[string]gguf.Value{"attention.value_length": u32(64)}), "equal head sizes"},
 	} {
 		if _, err := build(t, "gptneox", tc.kv); !IsIncompatible(err) || !strings.Contains(err.Error(), tc.says) {

@@ -31,6 +31,10 @@ type family struct {
 	// later ones attend over an earlier layer's cache and allocate none
 	// (llama_hparams::n_layer_kv_from_start and has_kv).
 	kvFromStart int
+	// mixedLayers says layers may keep no attention (recurrent, short
+	// convolution or MLP-only layers, told apart by zero heads); in every
+	// other family each layer attends and zero heads are refused.
+	mixedLayers bool
 	// adjust applies rules that the metadata alone does not express.
 	adjust func(h hparams, m *Model) error
 	// outputTensors names tensors outside blk.N that belong to the output
@@ -46,9 +50,9 @@ type family struct {
 // belongs here only after its rules were checked against llama.cpp's
 // source (src/llama-model.cpp, load_hparams and create_memory).
 var families = map[string]family{
-	"mamba":     {adjust: recurrentAll},
-	"mamba2":    {adjust: recurrentAll},
-	"lfm2":      {adjust: lfm2, outputTensors: []string{"token_embd_norm.weight"}}, // LFM2's final norm
+	"mamba":     {adjust: recurrentAll, mixedLayers: true},
+	"mamba2":    {adjust: recurrentAll, mixedLayers: true},
+	"lfm2":      {adjust: lfm2, mixedLayers: true, outputTensors: []string{"token_embd_norm.weight"}}, // LFM2's final norm
 	"llama":     {},
 	"qwen2":     {},
 	"qwen3":     {},
@@ -71,8 +75,8 @@ var families = map[string]family{
 	"gptneox": {adjust: gptneox},
 	// Hybrid Mamba-2 / attention (src/models/<arch>.cpp load_arch_hparams
 	// and llama_model::create_memory's hybrid layer filters).
-	"granitehybrid": {adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 })},
-	"nemotron_h":    {adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 && l.FF == 0 })},
+	"granitehybrid": {mixedLayers: true, adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 })},
+	"nemotron_h":    {mixedLayers: true, adjust: recurrentWhere(func(l Layer) bool { return l.HeadsKV == 0 && l.FF == 0 })},
 	"falcon-h1":     {adjust: recurrentWhere(func(Layer) bool { return true })},
 	// Gated DeltaNet / gated attention hybrid with routed and shared
 	// experts (src/models/qwen3next.cpp): the linear-attention layers

@@ -53,12 +53,11 @@ Examples:
 	if err != nil {
 		return err
 	}
+	if *asJSON && *full {
+		return printFullJSON(ctx, env.Stdout, h)
+	}
 	if *asJSON {
-		maxArray, maxString := jsonArrayLimit, jsonStringLimit
-		if *full {
-			maxArray, maxString = -1, -1
-		}
-		return printJSON(env.Stdout, inspectReport(h, maxArray, maxString))
+		return printJSON(env.Stdout, inspectReport(h, jsonArrayLimit, jsonStringLimit))
 	}
 	printInspect(env.Stdout, h, *tensors)
 	return nil

@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,6 +27,10 @@ type Options struct {
 	Budget *Budget
 	// MaxArrayDepth bounds nested arrays (default 8).
 	MaxArrayDepth int
+	// Context, when set, is checked before every read of the underlying
+	// ReaderAt (at most every 64 KiB), so that a parse of a slow or huge
+	// header stops when the command is interrupted or the request ends.
+	Context context.Context
 }
 
 // Read parses the GGUF header of a file of the given size. It reads only the
@@ -49,7 +54,7 @@ func ReadWith(r io.ReaderAt, size int64, opt Options) (*File, error) {
 	if b == nil {
 		b = NewBudget(opt.MaxAlloc)
 	}
-	c := &cursor{r: r, size: size, budget: b, maxDepth: opt.MaxArrayDepth}
+	c := &cursor{r: r, size: size, budget: b, maxDepth: opt.MaxArrayDepth, ctx: opt.Context}
 	// The staging buffer.
 	if err := c.charge(0, chunk); err != nil {
 		return nil, err
@@ -77,6 +82,7 @@ type cursor struct {
 	budget   *Budget
 	maxDepth int
 	field    string // what is being read, for errors
+	ctx      context.Context
 }
 
 func (c *cursor) fail(at int64, err error, format string, args ...any) error {
@@ -129,6 +135,11 @@ func (c *cursor) next(n int64) ([]byte, error) {
 	if lo >= 0 && lo+n <= int64(len(c.buf)) {
 		c.off += n
 		return c.buf[lo : lo+n], nil
+	}
+	if c.ctx != nil {
+		if err := context.Cause(c.ctx); err != nil {
+			return nil, &FormatError{Offset: c.off, Field: c.field, Err: fmt.Errorf("stopped before reading byte %d: %w", c.off, err)}
+		}
 	}
 	want := max(n, chunk)
 	want = min(want, c.remaining())

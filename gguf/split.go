@@ -77,6 +77,9 @@ func NewModel(files ...*File) (*Model, error) {
 			if c, ok := f.Uint(KeySplitCount); !ok || c != count {
 				return nil, fmt.Errorf("gguf: file %d of the split has %s %v, the first has %d", i+1, KeySplitCount, describe(f, KeySplitCount), count)
 			}
+			if err := sameAsFirst(files[0], f, i); err != nil {
+				return nil, err
+			}
 		}
 	}
 	seen := make(map[string]int)
@@ -93,6 +96,36 @@ func NewModel(files ...*File) (*Model, error) {
 		return nil, fmt.Errorf("gguf: the split declares %s = %d, but its shards hold %d tensors", KeySplitTensors, want, len(m.Tensors))
 	}
 	return m, nil
+}
+
+// sameAsFirst checks that shard i (0-based) declares what the first does
+// wherever it declares anything: gguf-split writes split.tensors.count
+// into every shard and the rest of the metadata into the first only, so
+// a later shard naming another architecture or tensor total is a file
+// of another model.
+func sameAsFirst(first, f *File, i int) error {
+	if n, ok := f.Uint(KeySplitTensors); ok {
+		if want, ok := first.Uint(KeySplitTensors); !ok || n != want {
+			return fmt.Errorf("gguf: shard %d of the split has %s = %d, but the first shard has %s", i+1, KeySplitTensors, n, describe(first, KeySplitTensors))
+		}
+	}
+	if a, ok := f.Lookup("general.architecture"); ok {
+		if s, isStr := a.AsString(); !isStr || s != first.Architecture() {
+			return fmt.Errorf("gguf: shard %d of the split has general.architecture %s, but the first shard has %s",
+				i+1, cutValue(f, "general.architecture"), cutValue(first, "general.architecture"))
+		}
+	}
+	return nil
+}
+
+// cutValue formats a key's value for an error, a string cut to 64 bytes:
+// a hostile header's string can be hundreds of megabytes.
+func cutValue(f *File, key string) string {
+	const n = 64
+	if s, ok := f.Str(key); ok && len(s) > n {
+		return strconv.Quote(s[:n]) + fmt.Sprintf(" (cut, %d bytes)", len(s))
+	}
+	return describe(f, key)
 }
 
 func describe(f *File, key string) string {

@@ -105,6 +105,7 @@ func (d *Deps) Resolve(ctx context.Context, ref string) (*Model, error) {
 }
 
 func (d *Deps) resolve(ctx context.Context, ref string, withCompanions bool) (*Model, error) {
+	ctx = d.Client.OneBudget(ctx)
 	d.say("resolving", "%s", ref)
 	m := &Model{Ref: ref}
 	open := ref

@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -83,24 +84,37 @@ func (hc headerCache) storeHeader(k cacheKey, f *gguf.File, header []byte) error
 
 // loadHeader parses a cached header. A missing entry gives an error wrapping
 // fs.ErrNotExist; any other error means the entry is unusable.
-func (hc headerCache) loadHeader(k cacheKey) (*gguf.File, error) {
-	f, _, err := hc.loadEntry(k)
+func (hc headerCache) loadHeader(ctx context.Context, k cacheKey, budget *gguf.Budget) (*gguf.File, error) {
+	f, _, err := hc.loadEntry(ctx, k, budget)
 	return f, err
 }
 
-// loadEntry is loadHeader that also gives the header's bytes.
-func (hc headerCache) loadEntry(k cacheKey) (*gguf.File, []byte, error) {
+// loadEntry is loadHeader that also gives the header's bytes. The entry's
+// bytes and the parse of them are charged to budget (a fresh one of the
+// header bound when nil).
+func (hc headerCache) loadEntry(ctx context.Context, k cacheKey, budget *gguf.Budget) (*gguf.File, []byte, error) {
+	if budget == nil {
+		budget = gguf.NewBudget(hc.maxHeader)
+	}
 	p := hc.headerPath(k)
-	fi, err := os.Stat(p)
+	fh, err := openNoBlock(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	if fi.Size() > hc.maxHeader+4096 {
-		return nil, nil, fmt.Errorf("cache entry %s: %d bytes, more than a header of at most %d can take", p, fi.Size(), hc.maxHeader)
-	}
-	data, err := os.ReadFile(p)
+	defer fh.Close()
+	fi, err := fh.Stat()
 	if err != nil {
 		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > hc.maxHeader+4096 {
+		return nil, nil, fmt.Errorf("cache entry %s: expected a regular file of at most %d bytes, found %s of %d bytes", p, hc.maxHeader+4096, fileKind(fi.Mode()), fi.Size())
+	}
+	if err := budget.Charge(fi.Size()); err != nil {
+		return nil, nil, fmt.Errorf("cache entry %s: %w", p, err)
+	}
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(fh, data); err != nil {
+		return nil, nil, fmt.Errorf("cache entry %s: %w", p, err)
 	}
 	bad := func(format string, args ...any) (*gguf.File, []byte, error) {
 		return nil, nil, fmt.Errorf("cache entry %s: %s", p, fmt.Sprintf(format, args...))
@@ -140,9 +154,9 @@ func (hc headerCache) loadEntry(k cacheKey) (*gguf.File, []byte, error) {
 	if sha256.Sum256(header) != sum {
 		return bad("header checksum mismatch")
 	}
-	f, err := gguf.Read(headerBytes{b: header, size: fixed.Size}, fixed.Size)
+	f, err := gguf.ReadWith(headerBytes{b: header, size: fixed.Size}, fixed.Size, gguf.Options{Budget: budget, Context: ctx})
 	if err != nil {
-		return bad("does not parse: %v", err)
+		return nil, nil, fmt.Errorf("cache entry %s: does not parse: %w", p, err)
 	}
 	if f.DataOffset != fixed.DataOffset {
 		return bad("parses with data offset %d, expected %d", f.DataOffset, fixed.DataOffset)
@@ -190,22 +204,6 @@ func (hc headerCache) storeListing(l *listing) error {
 	return writeAtomic(hc.listingPath(l.Repo, l.Commit), data)
 }
 
-func (hc headerCache) loadListing(repo, commit string) (*listing, error) {
-	p := hc.listingPath(repo, commit)
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
-	var l listing
-	if err := json.Unmarshal(data, &l); err != nil {
-		return nil, fmt.Errorf("cache entry %s: %w", p, err)
-	}
-	if l.Repo != repo || l.Commit != commit {
-		return nil, fmt.Errorf("cache entry %s: expected %s@%s, found %s@%s", p, repo, commit, l.Repo, l.Commit)
-	}
-	return &l, nil
-}
-
 func (hc headerCache) refPath(repo, rev string) string {
 	return filepath.Join(hc.repoDir(repo), "refs", url.PathEscape(rev))
 }
@@ -216,7 +214,18 @@ func (hc headerCache) storeRef(repo, rev, commit string) error {
 
 func (hc headerCache) loadRef(repo, rev string) (string, error) {
 	p := hc.refPath(repo, rev)
-	data, err := os.ReadFile(p)
+	fh, err := openNoBlock(p)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil {
+		return "", err
+	} else if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("cache entry %s: expected a regular file, found %s", p, fileKind(fi.Mode()))
+	}
+	// A commit and a newline; anything longer is not one of ours.
+	data, err := io.ReadAll(io.LimitReader(fh, 128))
 	if err != nil {
 		return "", err
 	}

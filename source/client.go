@@ -50,8 +50,9 @@ type Client struct {
 	InitialRead int64
 	// MaxHeader bounds how many header bytes are fetched per file.
 	MaxHeader int64
-	// MaxParse bounds the heap one file's header may take, the bytes
-	// buffered to parse it included (gguf.DefaultMaxAlloc when 0).
+	// MaxParse bounds the heap one Open's headers may take, every shard
+	// of a split model and the bytes buffered to parse them included
+	// (gguf.DefaultMaxAlloc when 0).
 	MaxParse int64
 	// Attempts is how many times a request is tried before giving up.
 	Attempts int
@@ -176,6 +177,12 @@ type op struct {
 	endpoint *url.URL
 	mu       sync.Mutex
 	stats    Stats
+	// budget bounds the heap of every header this Open reads, all shards
+	// and cache entries together (see WithBudget).
+	budget *gguf.Budget
+	// pending are the header cache writes waiting for the whole model
+	// to be read (flushCache).
+	pending []func()
 }
 
 func (c *Client) newOp() (*op, error) {
@@ -210,7 +217,38 @@ func (c *Client) newOp() (*op, error) {
 	return &op{c: c, hc: &hc, endpoint: ep}, nil
 }
 
-// parseBudget is the heap one remote header's read and parse may take.
+// budgetKey is the context key of WithBudget.
+type budgetKey struct{}
+
+// WithBudget makes every Open under ctx charge the headers it reads to b,
+// so that one request reading several models (a model, its projector and
+// its draft) is held to one bound rather than one per Open.
+func WithBudget(ctx context.Context, b *gguf.Budget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+// OneBudget returns ctx carrying one header budget of the Client's bound
+// (MaxParse) for every Open under it, unless ctx carries one already: a
+// request that reads a model, its projector and its draft is held to one
+// bound in all.
+func (c *Client) OneBudget(ctx context.Context) context.Context {
+	if b, ok := ctx.Value(budgetKey{}).(*gguf.Budget); ok && b != nil {
+		return ctx
+	}
+	return WithBudget(ctx, gguf.NewBudget(c.parseBudget()))
+}
+
+// budgetOf is the budget WithBudget put on ctx, or a new one of limit
+// bytes for one Open.
+func budgetOf(ctx context.Context, limit int64) *gguf.Budget {
+	if b, ok := ctx.Value(budgetKey{}).(*gguf.Budget); ok && b != nil {
+		return b
+	}
+	return gguf.NewBudget(limit)
+}
+
+// parseBudget is the heap one Open's headers may take, all files of the
+// model together, the bytes buffered to parse them included.
 func (c *Client) parseBudget() int64 {
 	if c.MaxParse > 0 {
 		return c.MaxParse
@@ -324,6 +362,7 @@ func (c *Client) OpenRef(ctx context.Context, r Ref) (*Header, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.budget = budgetOf(ctx, c.parseBudget())
 	ctx, cancel := c.withDeadline(ctx)
 	defer cancel()
 	var h *Header

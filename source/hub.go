@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,26 +11,7 @@ import (
 	"strings"
 )
 
-// maxListing bounds the Hub's JSON answer for one revision; repositories
-// with many thousands of files stay well under it.
-const maxListing = 64 << 20
-
 var sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
-
-// revisionInfo is the part of GET /api/models/{repo}/revision/{rev}?blobs=true
-// that headroom uses.
-type revisionInfo struct {
-	SHA      string `json:"sha"`
-	Siblings []struct {
-		RFilename string `json:"rfilename"`
-		Size      *int64 `json:"size"`
-		LFS       *struct {
-			SHA256 string `json:"sha256"`
-			OID    string `json:"oid"`
-			Size   *int64 `json:"size"`
-		} `json:"lfs"`
-	} `json:"siblings"`
-}
 
 // resolve returns the file listing of repo at rev, and the commit rev names.
 // A full commit hash is looked up in the cache first, since what it names
@@ -109,38 +89,24 @@ func (o *op) fetchListing(ctx context.Context, repo, rev string) (*listing, erro
 	if resp.StatusCode != http.StatusOK {
 		return nil, o.statusError(resp, u, repo, true)
 	}
-	var info revisionInfo
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxListing))
-	if err := dec.Decode(&info); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("GET %s: expected the Hub's JSON description of the revision within %d MiB, found it longer or cut short: %w", u, maxListing>>20, err)
-		}
-		return nil, fmt.Errorf("GET %s: expected the Hub's JSON description of the revision: %w", u, err)
-	}
-	if !isCommit(info.SHA) {
-		return nil, fmt.Errorf("GET %s: expected a 40-hex commit in \"sha\", found %q", u, info.SHA)
-	}
-	l := &listing{Repo: repo, Commit: strings.ToLower(info.SHA)}
-	if isCommit(rev) && rev != l.Commit {
-		return nil, fmt.Errorf("GET %s: asked for commit %s, the Hub answered for %s", u, rev, l.Commit)
-	}
-	for _, s := range info.Siblings {
+	l := &listing{Repo: repo}
+	sha, err := decodeRevision(io.LimitReader(resp.Body, maxListing), func(s sibling) {
 		if s.RFilename == "" {
-			continue
+			return
 		}
 		// A name that could climb out of the repository ("../x") is never
 		// requested, whatever command reads the listing.
 		if why := checkRepoPath(s.RFilename); why != "" {
 			o.logf("%s@%s: ignoring a listed file: %s", repo, rev, why)
-			continue
+			return
 		}
 		f := listedFile{Path: s.RFilename, Size: -1}
 		if s.Size != nil {
-			f.Size = *s.Size
+			f.Size = max(*s.Size, -1)
 		}
 		if s.LFS != nil {
 			if s.LFS.Size != nil && f.Size < 0 {
-				f.Size = *s.LFS.Size
+				f.Size = max(*s.LFS.Size, -1)
 			}
 			oid := s.LFS.SHA256
 			if oid == "" {
@@ -151,6 +117,19 @@ func (o *op) fetchListing(ctx context.Context, repo, rev string) (*listing, erro
 			}
 		}
 		l.Files = append(l.Files, f)
+	})
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("GET %s: expected the Hub's JSON description of the revision within %d MiB, found it longer or cut short: %w", u, maxListing>>20, err)
+		}
+		return nil, fmt.Errorf("GET %s: expected the Hub's JSON description of the revision (at most %d files): %w", u, maxListingEntries, err)
+	}
+	if !isCommit(sha) {
+		return nil, fmt.Errorf("GET %s: expected a 40-hex commit in \"sha\", found %q", u, sha)
+	}
+	l.Commit = strings.ToLower(sha)
+	if isCommit(rev) && rev != l.Commit {
+		return nil, fmt.Errorf("GET %s: asked for commit %s, the Hub answered for %s", u, rev, l.Commit)
 	}
 	o.logf("%s@%s is commit %s (%d files)", repo, rev, l.Commit, len(l.Files))
 	return l, nil

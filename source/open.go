@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -99,19 +99,20 @@ func (o *op) openURL(ctx context.Context, r Ref) (*Header, error) {
 
 func (o *op) openLocal(ctx context.Context, r Ref) (*Header, error) {
 	paths := []string{r.Path}
-	fi, err := os.Stat(r.Path)
-	if err != nil {
+	// Every file is checked before any is opened: a FIFO among the shards
+	// would block the open of it for good.
+	if _, err := statRegular(r.Path); err != nil {
 		return nil, fmt.Errorf("opening model file: %w", err)
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory; expected a .gguf file", r.Path)
 	}
 	if prefix, no, count, ok := gguf.SplitName(filepath.Base(r.Path)); ok && count > 1 {
 		paths = paths[:0]
 		for i := 1; i <= count; i++ {
 			p := filepath.Join(filepath.Dir(r.Path), gguf.ShardName(prefix, i, count))
-			if _, err := os.Stat(p); err != nil {
-				return nil, fmt.Errorf("%s is shard %d of a %d-file split model, but shard %d is missing: %w", r.Path, no, count, i, err)
+			if _, err := statRegular(p); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil, fmt.Errorf("%s is shard %d of a %d-file split model, but shard %d is missing: %w", r.Path, no, count, i, err)
+				}
+				return nil, fmt.Errorf("%s is shard %d of a %d-file split model; shard %d: %w", r.Path, no, count, i, err)
 			}
 			paths = append(paths, p)
 		}
@@ -122,7 +123,7 @@ func (o *op) openLocal(ctx context.Context, r Ref) (*Header, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, err := readLocal(p)
+		f, err := readLocal(ctx, p, o.budget)
 		if err != nil {
 			return nil, err
 		}
@@ -136,28 +137,12 @@ func (o *op) openLocal(ctx context.Context, r Ref) (*Header, error) {
 	return o.finish(a, files)
 }
 
-func readLocal(p string) (*gguf.File, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("opening model file: %w", err)
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("opening model file: %w", err)
-	}
-	f, err := gguf.Read(fh, fi.Size())
-	if err != nil {
-		return nil, fmt.Errorf("reading the GGUF header of %s: %w", p, err)
-	}
-	return f, nil
-}
-
 func (o *op) finish(a *Artifact, files []*gguf.File) (*Header, error) {
 	m, err := gguf.NewModel(files...)
 	if err != nil {
 		return nil, fmt.Errorf("joining the files of %s: %w", a.Ref, err)
 	}
+	o.flushCache()
 	if tag := FileTypeTag(m); tag != "" {
 		a.QuantTag = tag
 	}
@@ -207,7 +192,7 @@ func (o *op) readAll(ctx context.Context, files []remoteFile) ([]*gguf.File, err
 func (o *op) readRemote(ctx context.Context, rf remoteFile) (*gguf.File, error) {
 	hc := o.cache()
 	if rf.key != nil && hc.enabled() {
-		f, err := hc.loadHeader(*rf.key)
+		f, err := hc.loadHeader(ctx, *rf.key, o.budget)
 		switch {
 		case err == nil && (rf.size < 0 || f.Size == rf.size):
 			o.mu.Lock()
@@ -217,6 +202,9 @@ func (o *op) readRemote(ctx context.Context, rf remoteFile) (*gguf.File, error) 
 			return f, nil
 		case err == nil:
 			o.logf("ignoring cache entry for %s: it says %d bytes, the listing %d", rf.name, f.Size, rf.size)
+		case errors.Is(err, gguf.ErrLimit):
+			// Over the budget from the cache is over it from the network.
+			return nil, fmt.Errorf("reading the GGUF header of %s: %w", rf.name, err)
 		case !isMiss(err):
 			o.logf("ignoring unusable cache entry: %v", err)
 		}
@@ -230,11 +218,11 @@ func (o *op) readRemote(ctx context.Context, rf remoteFile) (*gguf.File, error) 
 		return nil, err
 	}
 	// One bound for the bytes the reader buffers and what the parser
-	// keeps: a parse held to 256 MiB could otherwise sit on 256 MiB more
-	// of buffered header.
-	budget := gguf.NewBudget(o.c.parseBudget())
-	rr.budget = budget
-	f, err := gguf.ReadWith(rr, rr.Size(), gguf.Options{Budget: budget})
+	// keeps, over every file of the model: a parse held to 256 MiB could
+	// otherwise sit on 256 MiB more of buffered header, and eight shards
+	// on eight times that.
+	rr.budget = o.budget
+	f, err := gguf.ReadWith(rr, rr.Size(), gguf.Options{Budget: o.budget, Context: ctx})
 	rr.Close()
 	o.mu.Lock()
 	o.stats.RangeRequests += rr.Requests()
@@ -248,9 +236,28 @@ func (o *op) readRemote(ctx context.Context, rf remoteFile) (*gguf.File, error) 
 	}
 	o.logf("%s: header is %d bytes, read with %d request(s)", rf.name, f.DataOffset, rr.Requests())
 	if rf.key != nil && hc.enabled() {
-		if err := hc.storeHeader(*rf.key, f, rr.prefix(f.DataOffset)); err != nil {
-			o.logf("could not cache the header of %s: %v", rf.name, err)
-		}
+		// Written once every file of the model has been read within the
+		// budget (flushCache), so that a model refused half-way leaves
+		// nothing in the cache.
+		key, header := *rf.key, rr.prefix(f.DataOffset)
+		o.mu.Lock()
+		o.pending = append(o.pending, func() {
+			if err := hc.storeHeader(key, f, header); err != nil {
+				o.logf("could not cache the header of %s: %v", rf.name, err)
+			}
+		})
+		o.mu.Unlock()
 	}
 	return f, nil
+}
+
+// flushCache writes the headers read over the network to the cache.
+func (o *op) flushCache() {
+	o.mu.Lock()
+	pending := o.pending
+	o.pending = nil
+	o.mu.Unlock()
+	for _, store := range pending {
+		store()
+	}
 }

@@ -54,7 +54,7 @@ func (c *Client) WriteTwin(ctx context.Context, h *Header, dir string) ([]string
 func (o *op) headerPrefix(ctx context.Context, a *Artifact, f ArtifactFile) ([]byte, int64, error) {
 	hc := o.cache()
 	if a.Repo != "" && a.Commit != "" && hc.enabled() {
-		if parsed, header, err := hc.loadEntry(cacheKey{repo: a.Repo, commit: a.Commit, file: f.Name}); err == nil {
+		if parsed, header, err := hc.loadEntry(ctx, cacheKey{repo: a.Repo, commit: a.Commit, file: f.Name}, nil); err == nil {
 			return header, parsed.Size, nil
 		}
 	}
