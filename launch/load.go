@@ -146,11 +146,16 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	}
 	logged := engine.LastLoads(srv.Logged(), loads)
 	// The reconciliation is with the plan itself, not with what an
-	// earlier run added to it.
-	planned := r.Buffers
+	// earlier run or llama.cpp's projection added to it for admission
+	// (each appended its rows after the plan's buffers).
+	added := 0
 	if seen != nil {
-		planned = planned[:len(planned)-len(seen.Rows)]
+		added += len(seen.Rows)
 	}
+	if p := o.Projected; p != nil {
+		added += len(p.Rows)
+	}
+	planned := r.Buffers[:len(r.Buffers)-added]
 	rec := engine.Reconcile(planned, logged)
 	if a.Projector != nil {
 		rec = engine.ReconcileProjected(planned, logged)
