@@ -9,6 +9,7 @@ package arch
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,16 @@ type Model struct {
 	MLA bool
 	// Experts: total, used per token, and each expert's FF width.
 	NExpert, NExpertUsed, NFFExpert int
+	// ExpertGroups and ExpertGroupsUsed are expert_group_count and
+	// expert_group_used_count: with more than one group, build_moe_ffn
+	// first keeps the best groups (DeepSeek V3), which adds nodes.
+	ExpertGroups, ExpertGroupsUsed int
+	// ExpertWeightsNorm (expert_weights_norm) divides the selected
+	// experts' weights by their sum; ExpertWeightsScale
+	// (expert_weights_scale) other than 0 and 1 multiplies them. Each is
+	// a node of the graph.
+	ExpertWeightsNorm  bool
+	ExpertWeightsScale float64
 	// TiedOutput means there is no output.weight: llama.cpp reuses the
 	// token embedding as the output projection, loading it a second time.
 	TiedOutput bool
@@ -240,6 +251,9 @@ func layers(h hparams, fam family, a *Model) error {
 	}
 	a.NExpertUsed = slices.Max(used)
 	a.NFFExpert, _ = h.opt("expert_feed_forward_length", 0)
+	if err := readExpertRouting(h, a); err != nil {
+		return err
+	}
 	kMLA, _ := h.opt("attention.key_length_mla", 0)
 	vMLA, _ := h.opt("attention.value_length_mla", 0)
 	a.MLA = kMLA != 0 && vMLA != 0
@@ -360,4 +374,36 @@ func vocabSize(m *gguf.Model, h hparams) int {
 	}
 	n, _ := h.opt("vocab_size", 0)
 	return n
+}
+
+// readExpertRouting reads how the router's weights are turned into the
+// selected experts' weights (llama_model::load_hparams).
+func readExpertRouting(h hparams, a *Model) error {
+	var err error
+	if a.ExpertGroups, err = h.opt("expert_group_count", 0); err != nil {
+		return err
+	}
+	if a.ExpertGroupsUsed, err = h.opt("expert_group_used_count", 0); err != nil {
+		return err
+	}
+	if a.ExpertGroups > 1 && (a.NExpert%a.ExpertGroups != 0 || a.ExpertGroupsUsed < 1 || a.ExpertGroupsUsed > a.ExpertGroups) {
+		return &Incompatible{Reason: fmt.Sprintf("%sexpert_group_count %d with expert_group_used_count %d does not divide %d experts into groups of which some are used",
+			h.prefix, a.ExpertGroups, a.ExpertGroupsUsed, a.NExpert)}
+	}
+	if v, ok := h.m.Lookup(h.prefix + "expert_weights_norm"); ok {
+		b, isBool := v.AsBool()
+		if !isBool {
+			return &Incompatible{Reason: fmt.Sprintf("%sexpert_weights_norm is %s %v, expected a bool", h.prefix, v.Type(), v)}
+		}
+		a.ExpertWeightsNorm = b
+	}
+	scale, _, err := h.float("expert_weights_scale")
+	if err != nil {
+		return err
+	}
+	if math.IsNaN(scale) || math.IsInf(scale, 0) {
+		return &Incompatible{Reason: fmt.Sprintf("%sexpert_weights_scale is %v, expected a finite number", h.prefix, scale)}
+	}
+	a.ExpertWeightsScale = scale
+	return nil
 }

@@ -123,3 +123,31 @@ func TestImpossibleHeadersAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// DeepSeek V3's routing keys are read as llama.cpp's load_hparams reads
+// them (the graph adds nodes for each), and groups that do not divide the
+// experts, or keep none of them, are refused.
+func TestExpertRouting(t *testing.T) {
+	m, err := edited(t, "deepseek-v3.1", edit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ExpertGroups != 8 || m.ExpertGroupsUsed != 4 || !m.ExpertWeightsNorm || math.Abs(m.ExpertWeightsScale-2.5) > 1e-6 {
+		t.Errorf("groups %d/%d, norm %v, scale %v; want 8/4, true, 2.5", m.ExpertGroups, m.ExpertGroupsUsed, m.ExpertWeightsNorm, m.ExpertWeightsScale)
+	}
+	for _, tc := range []struct {
+		set  map[string]gguf.Value
+		want string
+	}{
+		{map[string]gguf.Value{"deepseek2.expert_group_count": gguf.Uint32Value(7)}, "expert_group_count 7"},
+		{map[string]gguf.Value{"deepseek2.expert_group_used_count": gguf.Uint32Value(0)}, "expert_group_used_count 0"},
+		{map[string]gguf.Value{"deepseek2.expert_group_used_count": gguf.Uint32Value(9)}, "expert_group_used_count 9"},
+		{map[string]gguf.Value{"deepseek2.expert_weights_norm": gguf.Uint32Value(1)}, "expert_weights_norm is"},
+		{map[string]gguf.Value{"deepseek2.expert_weights_scale": f32(math.NaN())}, "expert_weights_scale is NaN"},
+	} {
+		_, err := edited(t, "deepseek-v3.1", edit{set: tc.set})
+		if !arch.IsIncompatible(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an incompatible file saying %q", tc.set, err, tc.want)
+		}
+	}
+}

@@ -256,9 +256,12 @@ func TestQualityGoal(t *testing.T) {
 }
 
 // The catalog answers for the models people download in 2026: on a 24 GB
-// card, a 64 GB Mac and a 32 GB CPU-only laptop, recommend lists Qwen3.6
-// and Gemma 4 configurations that fit (Qwen3.5 marked as superseded by
-// 3.6), each with its Hub repository and the config it was derived from.
+// card, a 64 GB Mac and a 32 GB CPU-only laptop, recommend lists Qwen3.6,
+// Gemma 4, Nemotron Nano v2, LFM2 2.6B and Granite 4.0 configurations that
+// fit (Qwen3.5 marked as superseded by 3.6), GLM-4.5-Air where 64 GB
+// holds it, and the big MoEs (GLM-4.7, DeepSeek V3.1, Kimi K2) listed with
+// what is short; each row with its Hub repository and the config it was
+// derived from.
 func TestRecommend2026(t *testing.T) {
 	cat, lock := mustLoad(t), emptyLock(t)
 	for _, preset := range []string{"rtx-4090", "m4-max-64", "cpu-32"} {
@@ -266,13 +269,14 @@ func TestRecommend2026(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fits := map[string]bool{}
+		fits, listed := map[string]bool{}, map[string]bool{}
 		for i := range rows {
 			r := &rows[i]
 			e := cat.Entry(r.Entry)
 			if !strings.HasPrefix(r.Ref, "hf:") || e == nil || e.Config == "" {
 				t.Errorf("%s: %s %s has no Hub reference or config", preset, r.Entry, r.Quant)
 			}
+			listed[r.Entry] = true
 			if r.Enabled {
 				fits[r.Entry] = true
 			}
@@ -280,9 +284,21 @@ func TestRecommend2026(t *testing.T) {
 				t.Errorf("%s: %s is not marked superseded by its Qwen3.6 successor", preset, r.Entry)
 			}
 		}
-		for _, want := range []string{"qwen3.6-35b-a3b", "qwen3.6-27b", "gemma-4-31b-it", "qwen3.5-0.8b"} {
+		for _, want := range []string{"qwen3.6-35b-a3b", "qwen3.6-27b", "gemma-4-31b-it", "qwen3.5-0.8b",
+			"nemotron-nano-9b-v2", "lfm2-2.6b", "granite-4.0-h-micro"} {
 			if !fits[want] {
 				t.Errorf("%s: no configuration of %s fits", preset, want)
+			}
+		}
+		// GLM-4.5-Air at Q4_K_M (67 GiB) runs with its experts in 64 GB
+		// of system memory beside a 24 GB card; a 64 GB Mac and a 32 GB
+		// laptop cannot hold it.
+		if got, want := fits["glm-4.5-air"], preset == "rtx-4090"; got != want {
+			t.Errorf("%s: glm-4.5-air fits = %v, want %v", preset, got, want)
+		}
+		for _, big := range []string{"glm-4.7", "deepseek-v3.1-terminus", "kimi-k2-instruct"} {
+			if !listed[big] || fits[big] {
+				t.Errorf("%s: %s listed = %v, fits = %v; want it listed as not fitting", preset, big, listed[big], fits[big])
 			}
 		}
 	}

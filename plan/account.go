@@ -398,7 +398,12 @@ func matmulWeight(t arch.Tensor) bool {
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]
 	}
-	if strings.HasSuffix(name, "_norm") || strings.HasSuffix(name, "_b") {
+	switch {
+	case name == "attn_q_b" || name == "attn_kv_b":
+		// MLA's low-rank up-projections (DeepSeek V3's and Kimi K2's
+		// query) are multiplied like any projection.
+		return true
+	case strings.HasSuffix(name, "_norm") || strings.HasSuffix(name, "_b"):
 		return false
 	}
 	switch name {

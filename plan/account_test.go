@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/synth"
 )
 
@@ -69,4 +70,34 @@ func byType(bufs []Buffer, kind BufferKind) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// Which weights the CPU backend keeps a repacked copy of (x86 with AVX2,
+// Q4_K): projections by name, with MLA's low-rank query up-projection
+// among them (DeepSeek V3's and Kimi K2's attn_q_b: measured, 20.25 MiB
+// per layer of Kimi K2 at Q4_K_M that llama-server logged in CPU_REPACK),
+// and not norms, biases, the embedding or a row count the interleave
+// does not divide.
+func TestRepackable(t *testing.T) {
+	cpu := Device{Name: "CPU", Backend: "CPU", Features: []string{"avx2"}}
+	tensor := func(name string, typ gguf.GGMLType, shape ...uint64) arch.Tensor {
+		return arch.Tensor{Tensor: gguf.Tensor{TensorInfo: gguf.TensorInfo{Name: name, Type: typ, Shape: shape}}, Layer: 0}
+	}
+	for _, tc := range []struct {
+		t    arch.Tensor
+		want bool
+	}{
+		{tensor("blk.0.attn_q.weight", gguf.TypeQ4_K, 4096, 4096), true},
+		{tensor("blk.0.attn_q_b.weight", gguf.TypeQ4_K, 1536, 12288), true},
+		{tensor("blk.0.attn_kv_b.weight", gguf.TypeQ4_K, 512, 32768), true},
+		{tensor("blk.0.attn_q_a_norm.weight", gguf.TypeF32, 1536), false},
+		{tensor("blk.0.exp_probs_b.bias", gguf.TypeF32, 384), false},
+		{tensor("blk.0.attn_q.weight", gguf.TypeQ5_K, 4096, 4096), false},
+		{tensor("blk.0.attn_q.weight", gguf.TypeQ4_K, 4096, 4100), false},
+		{arch.Tensor{Tensor: gguf.Tensor{TensorInfo: gguf.TensorInfo{Name: "token_embd.weight", Type: gguf.TypeQ4_K, Shape: []uint64{4096, 32000}}}, Layer: arch.InputLayer}, false},
+	} {
+		if got := repackable(cpu, tc.t); got != tc.want {
+			t.Errorf("%s %v %v: repackable %v, want %v", tc.t.Name, tc.t.Type, tc.t.Shape, got, tc.want)
+		}
+	}
 }

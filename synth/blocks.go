@@ -268,6 +268,11 @@ func deepseek2Blocks(t *tensors, s Shape) {
 			continue
 		}
 		experts(t, s, i)
+		if m.GatingFunc == 2 {
+			// V3's sigmoid router selects with a bias
+			// (e_score_correction_bias); V2's softmax has none.
+			t.f32(p+"exp_probs_b.bias", m.Experts)
+		}
 		ffn(t, s, i, m.FF*m.Shared, "_shexp")
 	}
 	output(t, s, "output_norm.weight")
@@ -410,6 +415,10 @@ func glm4moeBlocks(t *tensors, s Shape) {
 		p := blk(i)
 		t.f32(p+"attn_norm.weight", s.Embd)
 		attention(t, s, i)
+		if s.QKNorm { // GLM-4.5, 4.6 and 4.7 (use_qk_norm); not the Air
+			t.f32(p+"attn_q_norm.weight", s.headDim())
+			t.f32(p+"attn_k_norm.weight", s.headDim())
+		}
 		t.f32(p+"post_attention_norm.weight", s.Embd)
 		if i < m.LeadingDense {
 			ffn(t, s, i, s.FF, "")

@@ -270,6 +270,11 @@ func mixerMetadata(k keys, s Shape) {
 		if m.GatingFunc != 0 {
 			k.u32("expert_gating_func", m.GatingFunc)
 		}
+		if m.WeightsNorm {
+			k.set("expert_weights_norm", gguf.BoolValue(true))
+		}
+		optU32("expert_group_count", m.Groups)
+		optU32("expert_group_used_count", m.GroupsUsed)
 	}
 	if w := s.SWA; w != nil {
 		k.u32("attention.sliding_window", w.Window)

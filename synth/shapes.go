@@ -222,6 +222,48 @@ var shapes = map[string]Shape{
 		Vocab: 151552, CtxTrain: 131072, RopeTheta: 1000000, NormEps: 1e-5, QKVBias: true, Tokenizer: "gpt2", TokenizerPre: "glm4",
 		MoE:    &MoE{Experts: 128, Used: 8, FF: 1408, Shared: 1, LeadingDense: 1, NextN: 1, GatingFunc: 2, WeightsScale: 1},
 		Source: "zai-org/GLM-4.5-Air config.json (num_hidden_layers 46 + num_nextn_predict_layers 1)"},
+	// GLM-4.7: GLM-4.5-Air's layers at full size, with per-head q/k norms
+	// (use_qk_norm) and three leading dense layers; 92 layers plus the
+	// NextN block.
+	"glm-4.7": {Name: "GLM-4.7", Arch: "glm4moe", Layers: 93, Embd: 5120, Heads: 96, HeadsKV: 8, HeadDim: 128, FF: 12288,
+		Vocab: 151552, CtxTrain: 202752, RopeTheta: 1000000, NormEps: 1e-5, QKVBias: true, QKNorm: true, Tokenizer: "gpt2", TokenizerPre: "glm4",
+		MoE: &MoE{Experts: 160, Used: 8, FF: 1536, Shared: 1, LeadingDense: 3, NextN: 1, GatingFunc: 2, WeightsScale: 2.5,
+			WeightsNorm: true, Groups: 1, GroupsUsed: 1},
+		Source: "zai-org/GLM-4.7 config.json, read from the Hub's config page (refs/pr/49) and a second transcription that agrees: num_hidden_layers 92 + num_nextn_predict_layers 1, hidden_size 5120, 96 heads, 8 KV heads, head_dim 128, partial_rotary_factor 0.5, intermediate_size 12288, 160 routed experts (8 per token) of 1536, 1 shared, first_k_dense_replace 3, routed_scaling_factor 2.5, norm_topk_prob, n_group and topk_group 1, use_qk_norm, attention_bias, vocab_size 151552, max_position_embeddings 202752, rope_theta 1e6, untied"},
+	// DeepSeek V3.1 (and V3, R1): MLA with a low-rank query, 256 routed
+	// experts (sigmoid, with a selection bias) and one shared, three
+	// leading dense layers. The MTP layer (num_nextn_predict_layers 1) is
+	// not converted by llama.cpp for deepseek2, so 61 blocks.
+	"deepseek-v3.1": {Name: "DeepSeek-V3.1", Arch: "deepseek2", Layers: 61, Embd: 7168, Heads: 128, HeadsKV: 128, FF: 18432,
+		Vocab: 129280, CtxTrain: 163840, RopeTheta: 10000, NormEps: 1e-6, Tokenizer: "gpt2", TokenizerPre: "deepseek-v3",
+		MoE: &MoE{Experts: 256, Used: 8, FF: 2048, Shared: 1, LeadingDense: 3, GatingFunc: 2, WeightsScale: 2.5,
+			WeightsNorm: true, Groups: 8, GroupsUsed: 4},
+		MLA:    &MLA{QLoraRank: 1536, KVLoraRank: 512, RopeDim: 64, NopeDim: 128, VDim: 128},
+		Rope:   &Rope{Type: "yarn", Factor: 40, OrigCtx: 4096, YarnLogMul: 0.1},
+		Source: "DeepSeek-V3-family config.json, not read here from deepseek-ai/DeepSeek-V3.1 itself: values as in several published copies of the V3/R1 config, which V3.1 shares (61 layers, hidden_size 7168, 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128, intermediate_size 18432, 256 routed experts (8 per token) of 2048, 1 shared, first_k_dense_replace 3, sigmoid scoring in n_group 8 of which topk_group 4 are kept, norm_topk_prob, routed_scaling_factor 2.5, vocab_size 129280, max_position_embeddings 163840, yarn factor 40 over 4096 with mscale_all_dim 1, rope_theta 1e4, untied)"},
+	// Kimi K2: DeepSeek V3's layout with 384 experts, 64 heads and one
+	// leading dense layer.
+	"kimi-k2": {Name: "Kimi-K2-Instruct", Arch: "deepseek2", Layers: 61, Embd: 7168, Heads: 64, HeadsKV: 64, FF: 18432,
+		Vocab: 163840, CtxTrain: 131072, RopeTheta: 50000, NormEps: 1e-6, Tokenizer: "gpt2", TokenizerPre: "kimi-k2",
+		MoE: &MoE{Experts: 384, Used: 8, FF: 2048, Shared: 1, LeadingDense: 1, GatingFunc: 2, WeightsScale: 2.827,
+			WeightsNorm: true, Groups: 1, GroupsUsed: 1},
+		MLA:    &MLA{QLoraRank: 1536, KVLoraRank: 512, RopeDim: 64, NopeDim: 128, VDim: 128},
+		Rope:   &Rope{Type: "yarn", Factor: 32, OrigCtx: 4096, YarnLogMul: 0.1},
+		Source: "moonshotai/Kimi-K2-Instruct config.json, not read here: values from three transcriptions of it and NVIDIA Megatron-Bridge's KimiK2Provider, which agree (61 layers, hidden_size 7168, 64 heads, q_lora_rank 1536, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128, intermediate_size 18432, 384 routed experts (8 per token) of 2048, 1 shared, first_k_dense_replace 1, routed_scaling_factor 2.827, n_group 1, vocab_size 163840, rope_theta 5e4, untied); max_position_embeddings 131072, yarn factor 32 over 4096 and rms_norm_eps 1e-6 and norm_topk_prob from a structural copy only"},
+	// NVIDIA Nemotron Nano 9B v2: 27 Mamba-2, 4 attention and 25 MLP-only
+	// layers, Mamba heads of 80.
+	"nemotron-nano-9b-v2": {Name: "NVIDIA-Nemotron-Nano-9B-v2", Arch: "nemotron_h", Layers: 56, Embd: 4480, Heads: 40, HeadsKV: 8, HeadDim: 128, FF: 15680,
+		Vocab: 131072, CtxTrain: 131072, RopeTheta: 10000, NormEps: 1e-5, Tokenizer: "gpt2",
+		SSM: &SSM{ConvKernel: 4, Inner: 10240, State: 128, Groups: 8, Heads: 128,
+			Layers: "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"},
+		Source: "nvidia/NVIDIA-Nemotron-Nano-9B-v2 config.json, not read here: values from NVIDIA Megatron-Bridge's NemotronNano9Bv2Provider (56 layers, hybrid_override_pattern as above, hidden_size 4480, 40 heads, 8 KV groups of 128, ffn 15680, 128 Mamba heads of 80, state 128, 8 groups, vocab 131072, 131072 positions); 27 Mamba, 25 MLP and 4 attention layers confirmed by NVIDIA's Jetson page; conv kernel 4, norm epsilon and an untied output as in Nemotron-H, not seen for this model"},
+	// LFM2-2.6B: eight attention layers among 30, an FFN width used as
+	// written (block_auto_adjust_ff_dim false).
+	"lfm2-2.6b": {Name: "LFM2-2.6B", Arch: "lfm2", Layers: 30, Embd: 2048, Heads: 32, HeadsKV: 8, FF: 10752,
+		Vocab: 65536, CtxTrain: 128000, RopeTheta: 1000000, NormEps: 1e-5, TiedOutput: true, QKNorm: true,
+		Tokenizer: "gpt2", TokenizerPre: "lfm2",
+		Conv:   &ShortConv{LCache: 3, AttnLayers: []int{2, 5, 9, 13, 17, 21, 24, 27}},
+		Source: "LiquidAI/LFM2-2.6B's architecture as in LiquidAI/LFM2-2.6B-Transcript-ONNX config.json, not read here from LFM2-2.6B itself (30 layers, layer_types with full attention at 2, 5, 9, 13, 17, 21, 24, 27, hidden_size 2048, 32 heads, 8 KV heads, block_ff_dim 10752 with block_auto_adjust_ff_dim false, conv_L_cache 3, vocab_size 65536, 128000 positions); a tied embedding as in LFM2's smaller models, not seen for this one"},
 	// Llama 4 Scout: 16 routed experts (1 used) and a shared expert on
 	// every layer; llama.cpp hard-codes chunked attention (8192) on three
 	// layers of four.

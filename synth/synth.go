@@ -118,6 +118,12 @@ type MoE struct {
 	// key out. WeightsScale is expert_weights_scale; 0 leaves it out.
 	GatingFunc   int
 	WeightsScale float32
+	// WeightsNorm is expert_weights_norm (norm_topk_prob): the selected
+	// experts' weights are divided by their sum. Groups and GroupsUsed
+	// are expert_group_count and expert_group_used_count (DeepSeek V3's
+	// n_group and topk_group): experts are chosen within the best groups.
+	WeightsNorm        bool
+	Groups, GroupsUsed int
 }
 
 // GlobalAttn is Gemma 4's global (full-attention) layers: their KV heads

@@ -77,6 +77,18 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// Computed: text model, both embeddings of 262400 rows, 30 x
 		// 62,153,296 per layer.
 		{"gemma-3n-e2b", 4458122848},
+		// Computed from the config with the NextN block, which the
+		// published 355B leaves out and the 358B of some listings counts.
+		{"glm-4.7", 356785898816},
+		// Without the MTP layer llama.cpp does not convert (published:
+		// 671B, 685B with it).
+		{"deepseek-v3.1", 671026419200},
+		// Published: 1T total.
+		{"kimi-k2", 1026408232448},
+		// Untied embedding and output (published: 8.89B).
+		{"nemotron-nano-9b-v2", 8888227328},
+		// Tied embedding (published: 2.6B).
+		{"lfm2-2.6b", 2569272320},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.name, Q4_K_M)

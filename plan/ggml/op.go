@@ -50,6 +50,7 @@ const (
 	SSMConv
 	SSMScan
 	GatedDeltaNet
+	Fill
 )
 
 // UnaryFunc is the function of a Unary op (enum ggml_unary_op), as far
@@ -80,7 +81,7 @@ func (o Op) isView() bool {
 // in the memory of a source that dies with it.
 func (o Op) canInplace() bool {
 	switch o {
-	case Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Unary, Rope, RMSNorm, SoftMax:
+	case Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Clamp, Unary, Rope, RMSNorm, SoftMax, Fill:
 		return true
 	}
 	return false

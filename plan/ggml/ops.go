@@ -270,6 +270,10 @@ func (c *Ctx) SSMScan(s, x, dt, A, B, C, ids *Tensor) *Tensor {
 	return c.f32(SSMScan, shape([]int64{n}), s, x, dt, A, B, C, ids)
 }
 
+// Fill is ggml_fill(a, c): a tensor of a's shape and type holding c
+// (DeepSeek V3's mask over the expert groups it does not keep).
+func (c *Ctx) Fill(a *Tensor) *Tensor { return c.unary(Fill, a) }
+
 // GatedDeltaNet is ggml_gated_delta_net(q, k, v, g, beta, state): the
 // output rows and then the new states, {S_v*H_v, n_tokens*n_seqs + S_v*n_seqs}.
 func (c *Ctx) GatedDeltaNet(q, k, v, g, beta, state *Tensor) *Tensor {

@@ -269,12 +269,13 @@ func TestTensorMarks(t *testing.T) {
 	}
 }
 
-// Which ops ggml-alloc may run in place (ggml_op_can_inplace), and which
-// are view ops (ggml_is_view_op).
+// Which ops ggml-alloc may run in place (ggml_op_can_inplace in 80fb11a's
+// ggml/src/ggml-alloc.c, which lists CLAMP and FILL too), and which are
+// view ops (ggml_is_view_op).
 func TestOpClasses(t *testing.T) {
-	in := []Op{Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Unary, Rope, RMSNorm, SoftMax}
+	in := []Op{Scale, Add, AddID, Sub, Mul, Div, Sqr, Sqrt, Clamp, Unary, Rope, RMSNorm, SoftMax, Fill}
 	views := []Op{View, Reshape, Permute, Transpose}
-	for op := None; op <= GatedDeltaNet; op++ {
+	for op := None; op <= Fill; op++ {
 		if got, want := op.canInplace(), slices.Contains(in, op); got != want {
 			t.Errorf("op %d: canInplace %v, want %v", op, got, want)
 		}

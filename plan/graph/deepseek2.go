@@ -18,9 +18,8 @@ type mlaDims struct {
 
 // deepseek2Dims checks that the model is the absorbed-MLA deepseek2
 // this file describes: split attn_k_b/attn_v_b (the latent cache, one KV
-// head of kv_lora_rank + rope), no expert selection bias (DeepSeek V3's
-// exp_probs_b comes with expert groups, whose count the model
-// description does not carry), full attention in every layer.
+// head of kv_lora_rank + rope), full attention in every layer. DeepSeek
+// V3's expert selection bias and groups are build_moe_ffn's (moe_ffn.go).
 func deepseek2Dims(m *arch.Model, s mlaShapes) (mlaDims, bool) {
 	d := mlaDims{heads: int64(m.NHead), layers: mlaGraphLayers(m)}
 	if !m.MLA || d.layers == 0 || d.heads <= 0 {
@@ -58,7 +57,7 @@ func deepseek2Dims(m *arch.Model, s mlaShapes) (mlaDims, bool) {
 			return d, false
 		}
 		f, ok := mlaFFNOf(m, s, il)
-		if !ok || f.probsBias {
+		if !ok {
 			return d, false
 		}
 		d.ffn = append(d.ffn, f)

@@ -94,7 +94,9 @@ func (b *gb) mlaLayerFFN(m *arch.Model, p string, x *tensor, f mlaFFN) *tensor {
 		return b.ffn(p, "", x, ffnSwiGLU)
 	}
 	// Softmax or sigmoid routing place the same: both may run in place.
-	out := b.moeFFN(m, p, x, moeSpec{gating: moeSoftmax})
+	out := b.moeFFN(m, p, x, moeSpec{gating: moeSoftmax, normW: m.ExpertWeightsNorm,
+		scale:  m.ExpertWeightsScale != 0 && m.ExpertWeightsScale != 1,
+		groups: int64(m.ExpertGroups), groupsUsed: int64(m.ExpertGroupsUsed)})
 	if f.ffShexp > 0 {
 		out = b.Add(out, b.ffn(p, "_shexp", x, ffnSwiGLU))
 	}

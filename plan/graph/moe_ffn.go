@@ -26,6 +26,12 @@ type moeSpec struct {
 	// applied with ggml_add_id (gpt-oss).
 	expertBiases bool
 	weightIn     bool // the weights multiply the experts' input (llama4)
+	// scale: the weights are multiplied by expert_weights_scale (a node
+	// only where the scale is neither 0 nor 1).
+	scale bool
+	// groups > 1 keeps the experts of the best groupsUsed groups before
+	// the top-k (DeepSeek V3's n_group and topk_group).
+	groups, groupsUsed int64
 }
 
 // moeFFN is build_moe_ffn on cur for block blk's experts: router logits,
@@ -54,6 +60,9 @@ func (b *gb) moeFFN(m *arch.Model, blk string, cur *tensor, o moeSpec) *tensor {
 	}
 	if bias := blk + "exp_probs_b.bias"; b.has(bias) {
 		sel = b.Add(probs, b.weight(bias))
+	}
+	if o.groups > 1 && T > 0 {
+		sel = b.expertGroups(sel, o.groups, o.groupsUsed, T)
 	}
 	// ggml_argsort_top_k: a full descending argsort and a view of its
 	// first n_expert_used columns.
@@ -105,5 +114,25 @@ func (b *gb) moeWeights(w *tensor, o moeSpec, nUsed, T int64) *tensor {
 		w2 := b.Reshape(w, nUsed, T)
 		w = b.Reshape(b.Div(w2, b.Clamp(b.SumRows(w2))), 1, nUsed, T)
 	}
+	if o.scale {
+		w = b.Scale(w)
+	}
 	return w
+}
+
+// expertGroups is build_moe_ffn's group selection: each group scored by
+// its two best experts, the best groupsUsed groups kept, the others'
+// experts masked with -inf (a filled copy the kept rows are set into).
+func (b *gb) expertGroups(sel *tensor, groups, groupsUsed, T int64) *tensor {
+	nExp := sel.Ne()[0]
+	perGroup := nExp / groups
+	selGroups := b.Reshape(sel, perGroup, groups, T)
+	top2 := b.View(b.Argsort(selGroups), 2, groups, T)
+	scores := b.GetRows(b.Reshape(selGroups, 1, perGroup, groups, T), top2)
+	scores = b.SumRows(b.Reshape(scores, 2, groups, T))
+	scores = b.Reshape(scores, groups, T)
+	kept := b.View(b.Argsort(scores), groupsUsed, T)
+	rows := b.GetRows(selGroups, kept)
+	masked := b.SetRows(b.Fill(selGroups), rows, kept)
+	return b.Reshape(masked, nExp, T)
 }
