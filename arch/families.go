@@ -331,6 +331,14 @@ func qwen3next(h hparams, m *Model) error {
 	if err != nil {
 		return err
 	}
+	// The NextN (MTP) blocks after the trunk keep no cache in the main
+	// context: create_memory's hybrid filters take il < n_layer() only,
+	// and load_hparams marks none of them recurrent.
+	nextn, err := h.opt("nextn_predict_layers", 0)
+	if err != nil {
+		return err
+	}
+	trunk := m.NLayer - nextn
 	recurrent := make([]bool, m.NLayer)
 	if v, ok := h.m.Lookup(h.prefix + "attention.recurrent_layers"); ok {
 		var bs []bool
@@ -351,16 +359,19 @@ func qwen3next(h hparams, m *Model) error {
 			return &Incompatible{Reason: fmt.Sprintf("%sfull_attention_interval is %d, expected at least 1", h.prefix, interval)}
 		}
 		for i := range recurrent {
-			recurrent[i] = (i+1)%interval != 0
+			recurrent[i] = i < trunk && (i+1)%interval != 0
 		}
 	}
 	for i, rec := range recurrent {
-		if !rec {
-			continue
-		}
 		l := &m.Layers[i]
-		l.Attention, l.HeadsKV, l.KDim, l.VDim = NoAttention, 0, 0, 0
-		l.Recurrent, l.RDim, l.SDim = true, r, s
+		switch {
+		case i >= trunk:
+			l.Attention, l.HeadsKV, l.KDim, l.VDim = NoAttention, 0, 0, 0
+			l.Recurrent = false
+		case rec:
+			l.Attention, l.HeadsKV, l.KDim, l.VDim = NoAttention, 0, 0, 0
+			l.Recurrent, l.RDim, l.SDim = true, r, s
+		}
 	}
 	return nil
 }

@@ -42,6 +42,10 @@ type ShapeSpec struct {
 	// Rope replaces the base's rope scaling; NoRope removes it.
 	Rope   *synth.Rope `json:"rope,omitempty"`
 	NoRope bool        `json:"no_rope,omitempty"`
+	// MTP is the multi-token-prediction blocks current conversions of
+	// Qwen3.5 and 3.6 carry after the layers (synth.SSM.MTP): in the
+	// download, never loaded.
+	MTP int `json:"mtp,omitempty"`
 }
 
 // MoESpec is the expert layout; fields left zero keep the base's.
@@ -146,6 +150,14 @@ func (p ShapeSpec) Resolve() (synth.Shape, error) {
 	}
 	if m := p.SSM; m != nil {
 		s.SSM = &synth.SSM{ConvKernel: m.ConvKernel, Inner: m.Inner, State: m.State, Groups: m.Groups, Heads: m.Heads}
+	}
+	if p.MTP != 0 {
+		if s.SSM == nil || s.SSM.AttnInterval == 0 {
+			return s, fmt.Errorf("mtp %d: only a gated-DeltaNet shape (qwen35, qwen35moe) has MTP blocks", p.MTP)
+		}
+		m := *s.SSM
+		m.MTP = p.MTP
+		s.SSM = &m
 	}
 	if s.Layers <= 0 || s.Embd <= 0 || s.Vocab <= 0 || s.CtxTrain <= 0 {
 		return s, fmt.Errorf("shape has a zero dimension")

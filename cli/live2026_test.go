@@ -21,20 +21,41 @@ import (
 // Qwen3.5's three DeltaNet layers to one attention layer).
 func writeLayers(t *testing.T, dir, shape string, n int, q synth.Quant) string {
 	t.Helper()
+	return writeVariant(t, dir, shape, n, 0, q)
+}
+
+// writeVariant is writeLayers with mtp multi-token-prediction blocks
+// after the layers, as current conversions of Qwen3.5 and 3.6 carry one
+// (mtp_num_hidden_layers); n 0 keeps every layer.
+func writeVariant(t *testing.T, dir, shape string, n, mtp int, q synth.Quant) string {
+	t.Helper()
 	s, ok := synth.Lookup(shape)
 	if !ok {
 		t.Fatalf("no synth shape %s", shape)
 	}
+	if n == 0 {
+		n = s.Layers
+	}
 	if n <= 0 || n > s.Layers {
 		t.Fatalf("%s has %d layers, cannot keep %d", shape, s.Layers, n)
 	}
-	s.Name = fmt.Sprintf("%s (first %d of %d layers)", s.Name, n, s.Layers)
+	name := fmt.Sprintf("%s-%dl", shape, n)
+	if n < s.Layers {
+		s.Name = fmt.Sprintf("%s (first %d of %d layers)", s.Name, n, s.Layers)
+	}
+	if mtp > 0 {
+		ssm := *s.SSM
+		ssm.MTP = mtp
+		s.SSM = &ssm
+		s.Name += fmt.Sprintf(" with %d MTP block", mtp)
+		name += fmt.Sprintf("-mtp%d", mtp)
+	}
 	s.Layers = n
 	b, err := synth.Build(s, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-%dl.%s.gguf", shape, n, q))
+	path := filepath.Join(dir, name+"."+string(q)+".gguf")
 	if err := b.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
@@ -58,37 +79,38 @@ func TestLiveServeCheck2026(t *testing.T) {
 	for _, tc := range []struct {
 		shape    string
 		layers   int // 0: the whole model
+		mtp      int // MTP blocks after the layers
 		q        synth.Quant
 		profiles []profile
 	}{
-		{"qwen3.5-0.8b", 0, synth.Q8_0, []profile{
+		{"qwen3.5-0.8b", 0, 0, synth.Q8_0, []profile{
 			{"two slots at 8192", []string{"-c", "8192", "-np", "2"}},
 			{"q8_0 cache", []string{"-c", "4096", "-np", "1", "-ctk", "q8_0", "-ctv", "q8_0"}},
 		}},
-		{"qwen3.5-35b-a3b", 8, synth.Q4_K_M, []profile{
+		// As current conversions ship it: the MTP block loads no
+		// weights and keeps no cache, and the graph leaves it out.
+		{"qwen3.5-0.8b", 0, 1, synth.Q8_0, []profile{
+			{"MTP block, plan defaults", nil},
+		}},
+		{"qwen3.5-35b-a3b", 8, 1, synth.Q4_K_M, []profile{
 			{"plan defaults", nil},
 			{"one slot at 4096", []string{"-c", "4096", "-np", "1"}},
 			{"q8_0 cache, two slots", []string{"-c", "8192", "-np", "2", "-ctk", "q8_0", "-ctv", "q8_0"}},
 		}},
 		// Three dense layers, one MoE layer (160 experts, per-head q/k
 		// norms, weights normalized and scaled by 2.5) and the NextN block.
-		{"glm-4.7", 5, synth.Q4_K_M, []profile{
+		{"glm-4.7", 5, 0, synth.Q4_K_M, []profile{
 			{"one slot at 4096", []string{"-c", "4096", "-np", "1"}},
 		}},
-		{"gemma-4-31b", 12, synth.Q5_K_M, []profile{
+		{"gemma-4-31b", 12, 0, synth.Q5_K_M, []profile{
 			{"plan defaults", nil},
 			{"one slot at 4096", []string{"-c", "4096", "-np", "1"}},
 			{"q8_0 cache, two slots", []string{"-c", "16384", "-np", "2", "-ctk", "q8_0", "-ctv", "q8_0"}},
 		}},
 	} {
-		path := ""
-		if tc.layers == 0 {
-			path = writeShape(t, models, tc.shape, tc.q)
-		} else {
-			path = writeLayers(t, models, tc.shape, tc.layers, tc.q)
-		}
+		path := writeVariant(t, models, tc.shape, tc.layers, tc.mtp, tc.q)
 		for _, p := range tc.profiles {
-			t.Run(tc.shape+"/"+p.name, func(t *testing.T) {
+			t.Run(filepath.Base(path)+"/"+p.name, func(t *testing.T) {
 				var out, errOut bytes.Buffer
 				env := liveEnv(t, &out, &errOut)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

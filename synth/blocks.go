@@ -484,20 +484,13 @@ func qwen3nextBlocks(t *tensors, s Shape) {
 // apart (splitBA: Qwen3.5's ssm_beta and ssm_alpha).
 func gatedMixer(t *tensors, s Shape, i int, splitBA bool) {
 	d, p := s.SSM, blk(i)
-	headDim := s.headDim()
-	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
 	keyDim, valueDim := d.Groups*d.State, d.Heads*d.State
-	t.f32(p+"attn_norm.weight", s.Embd)
-	t.f32(p+"post_attention_norm.weight", s.Embd)
 	if (i+1)%d.AttnInterval == 0 {
-		t.add(p+"attn_q.weight", s.Embd, 2*qDim)
-		t.add(p+"attn_k.weight", s.Embd, kvDim)
-		t.add(p+"attn_v.weight", s.Embd, kvDim)
-		t.add(p+"attn_output.weight", qDim, s.Embd)
-		t.f32(p+"attn_q_norm.weight", headDim)
-		t.f32(p+"attn_k_norm.weight", headDim)
+		gatedAttention(t, s, i)
 		return
 	}
+	t.f32(p+"attn_norm.weight", s.Embd)
+	t.f32(p+"post_attention_norm.weight", s.Embd)
 	t.add(p+"attn_qkv.weight", s.Embd, 2*keyDim+valueDim)
 	t.add(p+"attn_gate.weight", s.Embd, valueDim)
 	t.f32(p+"ssm_conv1d.weight", d.ConvKernel, 2*keyDim+valueDim)
@@ -513,6 +506,21 @@ func gatedMixer(t *tensors, s Shape, i int, splitBA bool) {
 	t.add(p+"ssm_out.weight", valueDim, s.Embd)
 }
 
+// gatedAttention writes a gated-attention layer's norms and projections
+// (Q with its output gate, per-head q and k norms).
+func gatedAttention(t *tensors, s Shape, i int) {
+	p, headDim := blk(i), s.headDim()
+	qDim, kvDim := s.Heads*headDim, s.HeadsKV*headDim
+	t.f32(p+"attn_norm.weight", s.Embd)
+	t.f32(p+"post_attention_norm.weight", s.Embd)
+	t.add(p+"attn_q.weight", s.Embd, 2*qDim)
+	t.add(p+"attn_k.weight", s.Embd, kvDim)
+	t.add(p+"attn_v.weight", s.Embd, kvDim)
+	t.add(p+"attn_output.weight", qDim, s.Embd)
+	t.f32(p+"attn_q_norm.weight", headDim)
+	t.f32(p+"attn_k_norm.weight", headDim)
+}
+
 // qwen35Blocks: Qwen3-Next's layers with a dense FFN (or, for qwen35moe,
 // Qwen3-Next's experts), and the DeltaNet's
 // beta and alpha projections apart (ssm_beta, ssm_alpha: in_proj_b and
@@ -520,9 +528,19 @@ func gatedMixer(t *tensors, s Shape, i int, splitBA bool) {
 // Qwen3_5TextModel converter names them.
 func qwen35Blocks(t *tensors, s Shape) {
 	t.add("token_embd.weight", s.Embd, s.Vocab)
-	for i := range s.Layers {
+	for i := range s.Layers + s.mtp() {
 		p := blk(i)
-		gatedMixer(t, s, i, true)
+		if i < s.Layers {
+			gatedMixer(t, s, i, true)
+		} else {
+			// An MTP block: a gated-attention layer whatever the
+			// interval says, and the NextN projections.
+			gatedAttention(t, s, i)
+			t.add(p+"nextn.eh_proj.weight", 2*s.Embd, s.Embd)
+			t.f32(p+"nextn.enorm.weight", s.Embd)
+			t.f32(p+"nextn.hnorm.weight", s.Embd)
+			t.f32(p+"nextn.shared_head_norm.weight", s.Embd)
+		}
 		if m := s.MoE; m != nil {
 			// qwen35moe: Qwen3-Next's routed experts and gated shared
 			// expert.

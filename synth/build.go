@@ -90,7 +90,10 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	b.Set("general.quantization_version", gguf.Uint32Value(2))
 	k.u32("context_length", s.CtxTrain)
 	k.u32("embedding_length", s.Embd)
-	k.u32("block_count", s.Layers)
+	k.u32("block_count", s.Layers+s.mtp())
+	if s.mtp() > 0 {
+		k.u32("nextn_predict_layers", s.mtp())
+	}
 	if s.FF > 0 || s.Arch != "qwen35moe" {
 		// Qwen3.5 MoE's config has no intermediate_size, so its
 		// converter writes no feed_forward_length.
@@ -408,4 +411,12 @@ func tokenizer(b *gguf.Builder, s Shape) error {
 		return fmt.Errorf("synth: unknown tokenizer %q (have gpt2, llama)", s.Tokenizer)
 	}
 	return nil
+}
+
+// mtp is the number of multi-token-prediction blocks after the layers.
+func (s Shape) mtp() int {
+	if s.SSM == nil {
+		return 0
+	}
+	return s.SSM.MTP
 }

@@ -185,6 +185,12 @@ type SSM struct {
 	// (whose key heads are Groups and value heads Heads, each of State
 	// elements). 0 leaves the key out.
 	AttnInterval int
+	// MTP is Qwen3.5's mtp_num_hidden_layers: multi-token-prediction
+	// blocks the converter appends after Shape.Layers (block_count counts
+	// them, nextn_predict_layers says how many), each a gated-attention
+	// block with its FFN and the NextN projections. llama-server loads
+	// none of their weights.
+	MTP int
 }
 
 // Rope is rope scaling as written in the GGUF.

@@ -63,7 +63,7 @@ func deltaNetLayers(m *arch.Model, t deltaNetTensors) (qwen3nextDims, bool) {
 	shapes := tensorShapes(m)
 	var d qwen3nextDims
 	not := append([]string{"attn_qkv.bias", "attn_q.bias"}, t.not...)
-	for il, l := range m.Layers {
+	for il, l := range trunk(m) {
 		blk := blkName(il)
 		need := append([]string{"attn_norm.weight", "post_attention_norm.weight"}, t.ffn...)
 		switch {
@@ -136,7 +136,7 @@ func gatedDeltaNetGraph(m *arch.Model, c Context, nTokens int, b *gb, d qwen3nex
 	r := newRSGraph(m, c, nTokens, b)
 	inpL := r.inpL
 	r.attnInputs()
-	for il, l := range m.Layers {
+	for il, l := range trunk(m) {
 		blk := blkName(il)
 		cur := b.norm(inpL, blk+"attn_norm.weight")
 		b.Expand(cur)
@@ -283,4 +283,10 @@ func (b *gb) gdnNorm(x *tensor) *tensor {
 		return b.Scale(b.RMSNorm(x))
 	}
 	return b.L2Norm(x)
+}
+
+// trunk is the model's layers without the NextN (MTP) blocks after them,
+// which the main graph does not run (qwen35.cpp loops to n_layer()).
+func trunk(m *arch.Model) []arch.Layer {
+	return m.Layers[:len(m.Layers)-m.NextN]
 }

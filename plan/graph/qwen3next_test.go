@@ -40,3 +40,32 @@ func TestGDNNormNodes(t *testing.T) {
 		}
 	}
 }
+
+// Current conversions of Qwen3.5 and 3.6 append one MTP block
+// (nextn_predict_layers 1). The main graph does not run it, and it keeps
+// no cache: the same graph as without it, node for node.
+func TestQwen35MTPBlockLeftOut(t *testing.T) {
+	for _, shape := range []string{"qwen3.5-0.8b", "qwen3.5-35b-a3b"} {
+		s, _ := synth.Lookup(shape)
+		plain := shapeModel(t, s, synth.Q8_0)
+		ssm := *s.SSM
+		ssm.MTP = 1
+		s.SSM = &ssm
+		m := shapeModel(t, s, synth.Q8_0)
+		if m.NextN != 1 || len(m.Layers) != len(plain.Layers)+1 {
+			t.Fatalf("%s with MTP: %d layers, NextN %d", shape, len(m.Layers), m.NextN)
+		}
+		if l := m.Layers[len(m.Layers)-1]; l.Recurrent || l.Attention != arch.NoAttention {
+			t.Errorf("%s: the MTP block has a cache: %+v", shape, l)
+		}
+		build, base := For(m), For(plain)
+		if build == nil {
+			t.Fatalf("%s with an MTP block: no graph", shape)
+		}
+		c := load{ctx: 4096, batch: 512}.context(t)
+		p := Placement{CPU: "CPU", Rules: measuredRules(t, "80fb11a")}
+		if got, want := len(build(c, c.NUBatch, p).Nodes()), len(base(c, c.NUBatch, p).Nodes()); got != want {
+			t.Errorf("%s: %d graph nodes with the MTP block, %d without", shape, got, want)
+		}
+	}
+}
