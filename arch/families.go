@@ -50,14 +50,17 @@ type family struct {
 // belongs here only after its rules were checked against llama.cpp's
 // source (src/llama-model.cpp, load_hparams and create_memory).
 var families = map[string]family{
-	"mamba":     {adjust: recurrentAll, mixedLayers: true},
-	"mamba2":    {adjust: recurrentAll, mixedLayers: true},
-	"lfm2":      {adjust: lfm2, mixedLayers: true, outputTensors: []string{"token_embd_norm.weight"}}, // LFM2's final norm
-	"llama":     {},
-	"qwen2":     {},
-	"qwen3":     {},
-	"mistral3":  {adjust: mistral3},
-	"olmo2":     {},
+	"mamba":    {adjust: recurrentAll, mixedLayers: true},
+	"mamba2":   {adjust: recurrentAll, mixedLayers: true},
+	"lfm2":     {adjust: lfm2, mixedLayers: true, outputTensors: []string{"token_embd_norm.weight"}}, // LFM2's final norm
+	"llama":    {},
+	"qwen2":    {},
+	"qwen3":    {},
+	"mistral3": {adjust: mistral3},
+	"olmo2":    {},
+	// SmolLM3 (src/models/smollm3.cpp): llama's layers and cache; RoPE is
+	// skipped on every fourth layer, which changes no buffer's size.
+	"smollm3":   {},
 	"gemma2":    {swaPattern: 2},
 	"gemma3":    {swaPattern: 6, swaFromKey: true},
 	"cohere2":   {swaPattern: 4},

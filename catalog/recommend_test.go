@@ -257,7 +257,7 @@ func TestQualityGoal(t *testing.T) {
 
 // The catalog answers for the models people download in 2026: on a 24 GB
 // card, a 64 GB Mac and a 32 GB CPU-only laptop, recommend lists Qwen3.6,
-// Gemma 4, Nemotron Nano v2, LFM2 2.6B and Granite 4.0 configurations that
+// Gemma 4, Nemotron Nano v2, LFM2 2.6B, Granite 4.0 and SmolLM3 configurations that
 // fit (Qwen3.5 marked as superseded by 3.6), GLM-4.5-Air where 64 GB
 // holds it, and the big MoEs (GLM-4.7, DeepSeek V3.1, Kimi K2) listed with
 // what is short; each row with its Hub repository and the config it was
@@ -285,7 +285,7 @@ func TestRecommend2026(t *testing.T) {
 			}
 		}
 		for _, want := range []string{"qwen3.6-35b-a3b", "qwen3.6-27b", "gemma-4-31b-it", "qwen3.5-0.8b",
-			"nemotron-nano-9b-v2", "lfm2-2.6b", "granite-4.0-h-micro"} {
+			"nemotron-nano-9b-v2", "lfm2-2.6b", "granite-4.0-h-micro", "smollm3-3b"} {
 			if !fits[want] {
 				t.Errorf("%s: no configuration of %s fits", preset, want)
 			}

@@ -64,7 +64,8 @@ func writeVariant(t *testing.T, dir, shape string, n, mtp int, q synth.Quant) st
 
 // TestLiveServeCheck2026 is `serve --check` with the real llama-server on
 // 2026's natively modeled families, each at several profiles: Qwen3.5/3.6
-// dense (qwen35), its 35B-A3B (qwen35moe) and Gemma 4 31B (gemma4). The
+// dense (qwen35), its 35B-A3B (qwen35moe), Gemma 4 31B (gemma4), SmolLM3
+// (smollm3) and GLM-4.7 (glm4moe at full size). The
 // full-size shapes do not fit a 24 GB machine by headroom's own account
 // (they are held to llama-server's logs in live conformance instead), so
 // the two big ones run with their first layers only: the same tensors per
@@ -99,6 +100,11 @@ func TestLiveServeCheck2026(t *testing.T) {
 		}},
 		// Three dense layers, one MoE layer (160 experts, per-head q/k
 		// norms, weights normalized and scaled by 2.5) and the NextN block.
+		// RoPE left out of every fourth layer.
+		{"smollm3-3b", 0, 0, synth.Q4_K_M, []profile{
+			{"plan defaults", nil},
+			{"q8_0 cache, two slots", []string{"-c", "16384", "-np", "2", "-ctk", "q8_0", "-ctv", "q8_0"}},
+		}},
 		{"glm-4.7", 5, 0, synth.Q4_K_M, []profile{
 			{"one slot at 4096", []string{"-c", "4096", "-np", "1"}},
 		}},

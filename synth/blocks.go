@@ -9,6 +9,7 @@ package synth
 // tensors; architectures not listed use the dense llama layout.
 var archBlocks = map[string]func(*tensors, Shape){
 	"qwen3moe":      denseBlocks,
+	"smollm3":       denseBlocks,
 	"phi3":          phi3Blocks,
 	"gemma3":        gemma3Blocks,
 	"gpt-oss":       gptOSSBlocks,

@@ -232,11 +232,11 @@ func headDimMetadata(k keys, s Shape) {
 	}
 	// The granite converter is llama's, keys and all.
 	switch s.Arch {
-	case "llama", "mistral3", "deepseek2", "granite":
+	case "llama", "mistral3", "deepseek2", "granite", "smollm3":
 		k.u32("vocab_size", s.Vocab)
 	}
 	switch s.Arch {
-	case "llama", "mistral3", "phi3", "llama4", "granite":
+	case "llama", "mistral3", "phi3", "llama4", "granite", "smollm3":
 		k.u32("rope.dimension_count", headDim)
 	case "glm4moe":
 		// partial_rotary_factor 0.5

@@ -222,6 +222,11 @@ var shapes = map[string]Shape{
 		Vocab: 151552, CtxTrain: 131072, RopeTheta: 1000000, NormEps: 1e-5, QKVBias: true, Tokenizer: "gpt2", TokenizerPre: "glm4",
 		MoE:    &MoE{Experts: 128, Used: 8, FF: 1408, Shared: 1, LeadingDense: 1, NextN: 1, GatingFunc: 2, WeightsScale: 1},
 		Source: "zai-org/GLM-4.5-Air config.json (num_hidden_layers 46 + num_nextn_predict_layers 1)"},
+	// SmolLM3 3B: llama's layout, RoPE left out of every fourth layer
+	// (no_rope_layer_interval 4, hard-coded by llama.cpp).
+	"smollm3-3b": {Name: "SmolLM3-3B", Arch: "smollm3", Layers: 36, Embd: 2048, Heads: 16, HeadsKV: 4, HeadDim: 128, FF: 11008,
+		Vocab: 128256, CtxTrain: 65536, RopeTheta: 5000000, NormEps: 1e-6, TiedOutput: true, Tokenizer: "gpt2", TokenizerPre: "llama-bpe",
+		Source: "HuggingFaceTB/SmolLM3-3B config.json, not read here: values as two sources that read it report (36 layers, hidden_size 2048, 16 heads, 4 KV heads, intermediate_size 11008, vocab_size 128256, rope_theta 5e6, rope_scaling null, tied embeddings, no_rope_layer_interval 4, max_position_embeddings 65536 from a fine-tune's copy); they give the 3,075,098,624 parameters a pinned snapshot of the repository is checked against"},
 	// GLM-4.7: GLM-4.5-Air's layers at full size, with per-head q/k norms
 	// (use_qk_norm) and three leading dense layers; 92 layers plus the
 	// NextN block.

@@ -77,6 +77,9 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// Computed: text model, both embeddings of 262400 rows, 30 x
 		// 62,153,296 per layer.
 		{"gemma-3n-e2b", 4458122848},
+		// Exactly the count a pinned snapshot of the repository is
+		// checked against.
+		{"smollm3-3b", 3075098624},
 		// Computed from the config with the NextN block, which the
 		// published 355B leaves out and the 358B of some listings counts.
 		{"glm-4.7", 356785898816},

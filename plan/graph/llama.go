@@ -29,6 +29,10 @@ type llama struct {
 	// ropeFreqs says whether RoPE takes the rope_freqs factors (llama's
 	// graph does, the others' do not).
 	ropeFreqs bool
+	// noRopeStep n > 0 leaves RoPE out of every n-th layer (smollm3.cpp's
+	// n_no_rope_layer_step): q and k go to attention as views of their
+	// projections.
+	noRopeStep int
 }
 
 func (o llama) graphOf(m *arch.Model) graphFunc {
@@ -36,13 +40,13 @@ func (o llama) graphOf(m *arch.Model) graphFunc {
 		return nil
 	}
 	return func(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
-		return llamaGraph(m, c, nTokens, b, o.ropeFreqs)
+		return llamaGraph(m, c, nTokens, b, o)
 	}
 }
 
 // llamaGraph is the graph of one micro-batch of nTokens against a full
 // cache, in the order ggml records it.
-func llamaGraph(m *arch.Model, c Context, nTokens int, b *gb, ropeFreqs bool) *ggml.Graph {
+func llamaGraph(m *arch.Model, c Context, nTokens int, b *gb, o llama) *ggml.Graph {
 	in, kv := b.newKVBatch(m, c, nTokens)
 	inpL := in.inpL
 	var attnScale *tensor
@@ -59,13 +63,15 @@ func llamaGraph(m *arch.Model, c Context, nTokens int, b *gb, ropeFreqs bool) *g
 			q, k = b.norm(q, blk+"attn_q_norm.weight"), b.norm(k, blk+"attn_k_norm.weight")
 		}
 		var freqs *tensor
-		if ropeFreqs {
+		if o.ropeFreqs {
 			// The frequency factors are RoPE's third source: no node
 			// allocates for them, but the scheduler copies them like any
 			// weight, and a weight from another backend ends a split.
 			freqs = b.ropeFactors(il)
 		}
-		q, k = b.Rope(q, in.pos, freqs), b.Rope(k, in.pos, freqs)
+		if o.noRopeStep == 0 || (il+1)%o.noRopeStep != 0 {
+			q, k = b.Rope(q, in.pos, freqs), b.Rope(k, in.pos, freqs)
+		}
 		if attnScale != nil {
 			q = b.Mul(q, attnScale)
 		}

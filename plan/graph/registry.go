@@ -31,6 +31,7 @@ func families() map[string]family {
 		"qwen2":     llama{},
 		"qwen3":     llama{},
 		"olmo2":     olmo2{},
+		"smollm3":   llama{noRopeStep: 4},
 		"granite":   granite{},
 		"gptneox":   gptneox{},
 		"gemma2":    gemma{softcap: true},
