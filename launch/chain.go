@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/store"
 )
@@ -23,6 +24,15 @@ type Options struct {
 	EngineCheck bool
 	// Load says how to start llama-server; Launch sets its Projected.
 	Load LoadOptions
+	// Reclaim, when set, has the plan searched beside Load.Ledger's
+	// bookings instead of on the bare snapshot: a booking Reclaim reports
+	// true for (a model Load.Evict may stop) counts as free memory, as it
+	// will be once stopped, and every other booking is held back as
+	// admission will hold it. Without it a probe's free memory already
+	// lacks what the loaded models hold, and a model that fits once an
+	// idle one is stopped would be planned smaller, or refused, before
+	// admission could evict.
+	Reclaim func(admission.Booking) bool
 }
 
 // Launch is the whole chain, as serve and the API run it: resolve the
@@ -37,7 +47,7 @@ func (d *Deps) Launch(ctx context.Context, ref string, o Options) (*Running, err
 	if err != nil {
 		return nil, err
 	}
-	a, err := d.Assess(ctx, m, o.Search)
+	a, err := d.assessBeside(ctx, m, o)
 	if err != nil {
 		return nil, err
 	}
