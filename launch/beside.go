@@ -15,7 +15,7 @@ import (
 
 // assessBeside is Assess on the snapshot o.Reclaim asks for (see
 // Options.Reclaim), or on the bare snapshot without it. A model that does
-// not fit beside the bookings kept says which they are.
+// not fit on a probe beside the models that stay says which they are.
 func (d *Deps) assessBeside(ctx context.Context, m *Model, o Options) (*Assessed, error) {
 	if o.Reclaim == nil {
 		return d.Assess(ctx, m, o.Search)
@@ -33,49 +33,54 @@ func (d *Deps) assessBeside(ctx context.Context, m *Model, o Options) (*Assessed
 	if err != nil {
 		return nil, err
 	}
-	beside, kept := BesideBookings(snap, held, o.Reclaim)
+	beside, kept := Reclaiming(snap, held, o.Reclaim)
 	a, err := d.assessOn(ctx, m, o.Search, beside)
 	var nf *NotFit
 	if errors.As(err, &nf) && len(kept) > 0 {
-		nf.Why = append(nf.Why, "planned beside the models that may not be stopped now: "+keptSays(kept))
+		nf.Why = append(nf.Why, "the probe's free memory lacks what the models that stay hold: "+keptSays(kept))
 	}
 	return a, err
 }
 
-// BesideBookings is the snapshot a load is planned on when the bookings
-// reclaim reports true for may be stopped to make room: their memory
-// counts as free, and every other booking's is held back, as the ledger's
-// admission holds it (hw.Snapshot.Holding). It returns the bookings kept.
+// Reclaiming is the snapshot a load is planned on when the bookings
+// reclaim reports true for may be stopped to make room: a probe's free
+// memory lacks what their servers hold, so each started one's need is
+// added back, up to the domain's size. It returns the started bookings
+// that stay and hold memory in a domain the probe observed, whose memory
+// the free figures still lack.
 //
-// A probe's free memory already lacks what a started booking's server
-// holds, so a reclaimable started booking adds its need back to the free
-// figure; one not started yet holds nothing a probe sees, and is simply
-// not held back. The free figure never exceeds the domain's size less
-// what the kept bookings hold.
-func BesideBookings(s *hw.Snapshot, held []admission.Booking, reclaim func(admission.Booking) bool) (*hw.Snapshot, []admission.Booking) {
+// The other bookings are not held back here: admission does that, beside
+// every booking, without the search's --fit-target. Holding them back in
+// the plan too would leave --fit-target free beyond the models that stay,
+// and refuse a model the ledger admits beside them.
+func Reclaiming(s *hw.Snapshot, held []admission.Booking, reclaim func(admission.Booking) bool) (*hw.Snapshot, []admission.Booking) {
+	observed := map[string]bool{}
+	for _, d := range s.Domains {
+		observed[d.ID] = d.Free != nil
+	}
 	// Holding takes free as min(free - starting, size - all): a negative
 	// starting figure raises the free one by what the reclaimable
-	// bookings' servers hold now.
-	starting, all := map[string]int64{}, map[string]int64{}
+	// bookings' servers hold now; a preset's unobserved free memory is
+	// its size already and stays so.
+	back := map[string]int64{}
 	var kept []admission.Booking
 	for _, b := range held {
-		if reclaim(b) {
-			if b.Started {
-				for d, n := range b.Need {
-					starting[d] -= n
-				}
+		switch {
+		case !b.Started:
+		case reclaim(b):
+			for d, n := range b.Need {
+				back[d] -= n
 			}
-			continue
-		}
-		kept = append(kept, b)
-		for d, n := range b.Need {
-			all[d] += n
-			if !b.Started {
-				starting[d] += n
+		default:
+			for d, n := range b.Need {
+				if n > 0 && observed[d] {
+					kept = append(kept, b)
+					break
+				}
 			}
 		}
 	}
-	return s.Holding(starting, all), kept
+	return s.Holding(back, nil), kept
 }
 
 // keptSays names kept bookings and what each holds.

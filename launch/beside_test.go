@@ -7,12 +7,12 @@ import (
 	"github.com/headroom-llm/headroom/hw"
 )
 
-// TestBesideBookings holds the arithmetic of the snapshot a provider's
-// load is planned on: reclaimable bookings count as free (their started
-// servers' memory added back to a probe's free figure), the others are
-// held back as admission holds them, and free never passes the domain's
-// size less what is kept.
-func TestBesideBookings(t *testing.T) {
+// TestReclaiming holds the arithmetic of the snapshot a provider's load
+// is planned on: a reclaimable started booking's need is added back to a
+// probe's free figure, up to the domain's size; other bookings change
+// nothing (admission holds them back), and a preset's free memory stays
+// its size.
+func TestReclaiming(t *testing.T) {
 	const gib = int64(1) << 30
 	free := func(n int64) *int64 { return &n }
 	booking := func(id string, started bool, gpu, ram int64) admission.Booking {
@@ -35,7 +35,7 @@ func TestBesideBookings(t *testing.T) {
 		held             []admission.Booking
 		reclaim          func(admission.Booking) bool
 		wantGPU, wantRAM int64
-		wantKept         int
+		wantKept         []string
 	}{
 		{name: "nothing booked", gpuFree: free(20 * gib), ramFree: free(50 * gib), reclaim: reclaim(),
 			wantGPU: 20 * gib, wantRAM: 50 * gib},
@@ -44,29 +44,29 @@ func TestBesideBookings(t *testing.T) {
 		{name: "probe, idle model reclaimable", gpuFree: free(2 * gib), ramFree: free(60 * gib),
 			held: []admission.Booking{booking("x", true, 22*gib, 4*gib)}, reclaim: reclaim("x"),
 			wantGPU: 24 * gib, wantRAM: 64 * gib},
-		{name: "probe, pinned model kept", gpuFree: free(2 * gib), ramFree: free(60 * gib),
+		{name: "probe, pinned model stays", gpuFree: free(2 * gib), ramFree: free(60 * gib),
 			held: []admission.Booking{booking("x", true, 22*gib, 4*gib)}, reclaim: reclaim(),
-			wantGPU: 2 * gib, wantRAM: 60 * gib, wantKept: 1},
-		// A server that grew past its booking: what the probe sees less
-		// than the booking stays lacking, never more than the size.
+			wantGPU: 2 * gib, wantRAM: 60 * gib, wantKept: []string{"x"}},
+		// A server that grew past its booking: what the probe sees beyond
+		// the booking stays lacking.
 		{name: "probe, grown server", gpuFree: free(1 * gib), ramFree: free(60 * gib),
 			held: []admission.Booking{booking("x", true, 22*gib, 4*gib)}, reclaim: reclaim("x"),
 			wantGPU: 23 * gib, wantRAM: 64 * gib},
-		// Another headroom's load not started yet: the probe does not
-		// see it, the plan holds it back.
-		{name: "probe, kept load starting", gpuFree: free(24 * gib), ramFree: free(64 * gib),
-			held: []admission.Booking{booking("y", false, 10*gib, 1*gib)}, reclaim: reclaim(),
-			wantGPU: 14 * gib, wantRAM: 63 * gib, wantKept: 1},
-		{name: "probe, one reclaimable and one kept", gpuFree: free(2 * gib), ramFree: free(56 * gib),
+		// A server smaller than its booking: never more than the size.
+		{name: "probe, booking above use", gpuFree: free(6 * gib), ramFree: free(62 * gib),
+			held: []admission.Booking{booking("x", true, 22*gib, 4*gib)}, reclaim: reclaim("x"),
+			wantGPU: 24 * gib, wantRAM: 64 * gib},
+		// A load not started holds nothing a probe sees: nothing to add.
+		{name: "probe, reclaimable load not started", gpuFree: free(24 * gib), ramFree: free(64 * gib),
+			held: []admission.Booking{booking("y", false, 10*gib, 1*gib)}, reclaim: reclaim("y"),
+			wantGPU: 24 * gib, wantRAM: 64 * gib},
+		{name: "probe, one reclaimable and one staying", gpuFree: free(2 * gib), ramFree: free(56 * gib),
 			held:    []admission.Booking{booking("x", true, 12*gib, 4*gib), booking("z", true, 10*gib, 4*gib)},
-			reclaim: reclaim("x"), wantGPU: 14 * gib, wantRAM: 60 * gib, wantKept: 1},
-		// A preset knows no free figure: bookings count against the size.
-		{name: "preset, one reclaimable and one kept",
-			held:    []admission.Booking{booking("x", true, 12*gib, 4*gib), booking("z", true, 10*gib, 4*gib)},
-			reclaim: reclaim("x"), wantGPU: 14 * gib, wantRAM: 60 * gib, wantKept: 1},
-		{name: "preset, all reclaimable",
-			held:    []admission.Booking{booking("x", true, 12*gib, 4*gib), booking("z", true, 10*gib, 4*gib)},
-			reclaim: reclaim("x", "z"), wantGPU: 24 * gib, wantRAM: 64 * gib},
+			reclaim: reclaim("x"), wantGPU: 14 * gib, wantRAM: 60 * gib, wantKept: []string{"z"}},
+		// A preset observes no free memory: it stays the size, and the
+		// models that stay are admission's to hold back.
+		{name: "preset", held: []admission.Booking{booking("x", true, 12*gib, 4*gib), booking("z", true, 10*gib, 4*gib)},
+			reclaim: reclaim("x"), wantGPU: 24 * gib, wantRAM: 64 * gib},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,7 +80,7 @@ func TestBesideBookings(t *testing.T) {
 					{Name: "CUDA0", Type: hw.TypeGPU, Domain: "gpu0", Total: 24 * gib, Free: tc.gpuFree},
 				},
 			}
-			got, kept := BesideBookings(s, tc.held, tc.reclaim)
+			got, kept := Reclaiming(s, tc.held, tc.reclaim)
 			if g := domainFree(got, "gpu0"); g != tc.wantGPU {
 				t.Errorf("gpu0 free %d MiB, want %d MiB", g>>20, tc.wantGPU>>20)
 			}
@@ -90,8 +90,12 @@ func TestBesideBookings(t *testing.T) {
 			if r := domainFree(got, "ram"); r != tc.wantRAM {
 				t.Errorf("ram free %d MiB, want %d MiB", r>>20, tc.wantRAM>>20)
 			}
-			if len(kept) != tc.wantKept {
-				t.Errorf("kept %d bookings, want %d", len(kept), tc.wantKept)
+			var ids []string
+			for _, b := range kept {
+				ids = append(ids, b.ID)
+			}
+			if len(ids) != len(tc.wantKept) || (len(ids) > 0 && ids[0] != tc.wantKept[0]) {
+				t.Errorf("kept %v, want %v", ids, tc.wantKept)
 			}
 			if tc.gpuFree != nil && *s.Domains[1].Free != *tc.gpuFree {
 				t.Error("the snapshot given was changed")

@@ -24,14 +24,13 @@ type Options struct {
 	EngineCheck bool
 	// Load says how to start llama-server; Launch sets its Projected.
 	Load LoadOptions
-	// Reclaim, when set, has the plan searched beside Load.Ledger's
-	// bookings instead of on the bare snapshot: a booking Reclaim reports
-	// true for (a model Load.Evict may stop) counts as free memory, as it
-	// will be once stopped, and every other booking is held back as
-	// admission will hold it. Without it a probe's free memory already
-	// lacks what the loaded models hold, and a model that fits once an
-	// idle one is stopped would be planned smaller, or refused, before
-	// admission could evict.
+	// Reclaim, when set, has the plan searched with the memory of the
+	// Load.Ledger bookings it reports true for (models Load.Evict may
+	// stop) counted as free, as it will be once they are stopped (see
+	// Reclaiming). Without it a probe's free memory already lacks what
+	// the loaded models hold, and a model that fits once an idle one is
+	// stopped would be planned smaller, or refused, before admission
+	// could evict.
 	Reclaim func(admission.Booking) bool
 }
 
