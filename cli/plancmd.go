@@ -70,7 +70,8 @@ router presets INI (llama-server --models-preset FILE): one section per
 model, named as the router names a file of --models-dir (a catalog variant
 by ENTRY/QUANT), with its planned flags; and the --models-max that is safe
 for the set here, the largest k such that every k of these models fit
-together, their needs added domain by domain, with --fit-target left free.
+together, their needs added domain by domain as serve-api's admission
+adds them.
 It is printed and written as a comment. The router counts models, not
 memory: the figure holds for these models only. Each model is planned as
 if alone, and takes what it can; give -c (or --goal) to plan smaller

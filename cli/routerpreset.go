@@ -65,7 +65,7 @@ func runRouterPreset(ctx context.Context, env Env, path string, refs []string, s
 		m.Need, avail = map[string]int64{}, map[string]int64{}
 		for _, d := range p.Chosen.Result.Domains {
 			m.Need[d.ID] = d.Required
-			avail[d.ID] = d.Available - opts.FitTarget
+			avail[d.ID] = d.Available
 		}
 		models = append(models, m)
 	}
@@ -75,10 +75,11 @@ func runRouterPreset(ctx context.Context, env Env, path string, refs []string, s
 	}
 	k, limit := safeModelsMax(needs, avail)
 	if k == 0 {
-		// llama-server reads --models-max 0 as no limit at all.
-		return fmt.Errorf("no model of the set fits this machine with %s left free in %s", units.Size(opts.FitTarget), limit)
+		// llama-server reads --models-max 0 as no limit at all; a plan
+		// that fits alone makes this unreachable.
+		return fmt.Errorf("no model of the set fits this machine: %s is short", limit)
 	}
-	says := modelsMaxSays(k, len(models), limit, opts.FitTarget)
+	says := modelsMaxSays(k, len(models), limit)
 	ini, err := renderPreset(models, k, says)
 	if err != nil {
 		return err
@@ -144,7 +145,9 @@ func splitHubSource(s string) (repo, file, commit string) {
 
 // safeModelsMax is the largest k such that every k of the models fit
 // together: in each domain, the k largest needs add up to no more than
-// what is available. Each domain is a sum of its own, so the k models that
+// what is available, the arithmetic serve-api's admission uses (each
+// plan left --fit-target free on its own; beside each other they are
+// held to the domain's size, as the ledger holds them). Each domain is a sum of its own, so the k models that
 // need the most there are the worst set for it, whichever they are. limit
 // names the domain that stops k+1 ("" when every model fits together).
 // k is at least 1 for models that fit alone.
@@ -174,15 +177,14 @@ func safeModelsMax(needs []map[string]int64, avail map[string]int64) (k int, lim
 }
 
 // modelsMaxSays is why --models-max is what it is, in one line.
-func modelsMaxSays(k, n int, limit string, fitTarget int64) string {
-	left := fmt.Sprintf("leaving %s free in every memory domain", units.Size(fitTarget))
+func modelsMaxSays(k, n int, limit string) string {
 	switch {
 	case k == n:
-		return fmt.Sprintf("--models-max %d: all %d models fit together on this machine, %s", k, n, left)
+		return fmt.Sprintf("--models-max %d: all %d models fit together on this machine", k, n)
 	case k == 1:
-		return fmt.Sprintf("--models-max 1: each of these %d models fits this machine alone, %s; the two that need the most in %s do not fit together", n, left, limit)
+		return fmt.Sprintf("--models-max 1: each of these %d models fits this machine alone; the two that need the most in %s do not fit together", n, limit)
 	}
-	return fmt.Sprintf("--models-max %d: any %d of these %d models fit together on this machine, %s; the %d that need the most in %s do not", k, k, n, left, k+1, limit)
+	return fmt.Sprintf("--models-max %d: any %d of these %d models fit together on this machine; the %d that need the most in %s do not", k, k, n, k+1, limit)
 }
 
 // renderPreset writes the presets file: one section per model, keys as
