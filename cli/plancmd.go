@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -127,6 +128,15 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *routerPreset != "" {
+		var taken []string
+		fs.Visit(func(f *flag.Flag) {
+			if routerPresetRefuses[f.Name] {
+				taken = append(taken, "--"+f.Name)
+			}
+		})
+		if len(taken) > 0 {
+			return usagef("--router-preset writes each model's flags alone and takes no %s", strings.Join(taken, ", "))
+		}
 		return runRouterPreset(ctx, env, *routerPreset, refs, snap, opts, *quiet)
 	}
 	in, err := openInputs(ctx, env, refs[0], *quiet || *printArgs)

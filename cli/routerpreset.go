@@ -15,6 +15,14 @@ import (
 	"github.com/headroom-llm/headroom/source"
 )
 
+// routerPresetRefuses are plan's flags that have no place in a presets
+// file: companions of one model, and what reports on one plan.
+var routerPresetRefuses = map[string]bool{
+	"mm": true, "mmproj": true, "no-mmproj-offload": true, "md": true, "model-draft": true,
+	"ngld": true, "gpu-layers-draft": true, "n-gpu-layers-draft": true,
+	"print-args": true, "json": true, "verify": true, "bench": true,
+}
+
 // presetModel is one model's section of a router presets file.
 type presetModel struct {
 	// Name is the section's name, which clients send as "model".

@@ -106,6 +106,10 @@ func TestRouterPresetRefuses(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "would both be named") {
 		t.Errorf("a model named twice: exit %d, %s", code, stderr)
 	}
+	code, _, stderr = run(t, "plan", "--router-preset", filepath.Join(t.TempDir(), "x.ini"), "--machine", "rtx-5070", "--json", "qwen3-0.6b/Q8_0")
+	if code == 0 || !strings.Contains(stderr, "takes no --json") {
+		t.Errorf("--json with --router-preset: exit %d, %s", code, stderr)
+	}
 	code, _, stderr = run(t, "plan", "--machine", "rtx-5070", "qwen3-0.6b/Q8_0", "qwen3-8b/Q4_K_M")
 	if code == 0 || !strings.Contains(stderr, "--router-preset") {
 		t.Errorf("two models without --router-preset: exit %d, %s", code, stderr)
