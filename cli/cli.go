@@ -216,19 +216,28 @@ func (f *flags) isSet(names ...string) bool {
 
 // parseModel parses a command that takes exactly one MODEL argument.
 func (f *flags) parseModel(args []string) (string, error) {
-	args, ignored, err := f.pasted(args)
+	pos, err := f.parseModels(args)
 	if err != nil {
 		return "", err
 	}
-	pos, err := f.parse(args)
-	if err != nil {
-		return "", err
-	}
-	f.sayIgnored(ignored)
 	if len(pos) != 1 {
 		return "", usagef("need exactly one MODEL, got %d arguments", len(pos))
 	}
 	return pos[0], nil
+}
+
+// parseModels is parseModel for a command that may take several models.
+func (f *flags) parseModels(args []string) ([]string, error) {
+	args, ignored, err := f.pasted(args)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := f.parse(args)
+	if err != nil {
+		return nil, err
+	}
+	f.sayIgnored(ignored)
+	return pos, nil
 }
 
 // parse parses flags that may come before, between or after positional

@@ -43,13 +43,26 @@ func BenchmarkLiveProvider(b *testing.B) {
 	}
 	var ttfbDirect, ttfbProxy time.Duration
 	var rateDirect, rateProxy float64
+	// Each pair is asked in turn, the first of it changing from one
+	// iteration to the next, so that neither side always follows the
+	// other's answer.
+	both := func(i, tokens int) (direct1, proxy time.Duration, rd, rp float64) {
+		if i%2 == 0 {
+			direct1, rd = stream(direct, tokens)
+			proxy, rp = stream(f.srv.URL, tokens)
+		} else {
+			proxy, rp = stream(f.srv.URL, tokens)
+			direct1, rd = stream(direct, tokens)
+		}
+		return direct1, proxy, rd, rp
+	}
+	i := 0
 	for b.Loop() {
-		d, _ := stream(direct, 1)
-		p, _ := stream(f.srv.URL, 1)
+		d, p, _, _ := both(i, 1)
 		ttfbDirect, ttfbProxy = ttfbDirect+d, ttfbProxy+p
-		_, rd := stream(direct, 64)
-		_, rp := stream(f.srv.URL, 64)
+		_, _, rd, rp := both(i, 64)
 		rateDirect, rateProxy = rateDirect+rd, rateProxy+rp
+		i++
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(ttfbDirect.Microseconds())/n/1000, "direct-ttfb-ms")

@@ -102,15 +102,23 @@ func startProvider(t testing.TB, bin string, pins []string) *providerFixture {
 // with bin under opts.
 func startProviderOn(t testing.TB, bin, fitParams string, snap *hw.Snapshot, opts plan.SearchOptions, dir string, pins []string) *providerFixture {
 	t.Helper()
+	return startProviderWith(t, bin, fitParams, func(*admission.Ledger) *hw.Snapshot { return snap }, opts, dir, pins)
+}
+
+// startProviderWith is startProviderOn with a machine that may change
+// with what the provider's ledger holds.
+func startProviderWith(t testing.TB, bin, fitParams string, machine func(*admission.Ledger) *hw.Snapshot, opts plan.SearchOptions, dir string, pins []string) *providerFixture {
+	t.Helper()
 	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ledger := sharedLedger(st)
 	cat, _ := catalog.Load()
 	d := &launch.Deps{Client: source.NewClient(func(string) string { return "" }), Catalog: cat,
-		Machine: func(context.Context) (*hw.Snapshot, error) { return snap, nil }, Cache: &admission.Cache{}, FitParams: fitParams}
+		Machine: func(context.Context) (*hw.Snapshot, error) { return machine(ledger), nil }, Cache: &admission.Cache{}, FitParams: fitParams}
 	ctx, cancel := context.WithCancel(context.Background())
-	rt := &apiRuntime{base: ctx, d: d, st: st, bin: bin, opts: opts, ready: 3 * time.Minute, ledger: sharedLedger(st)}
+	rt := &apiRuntime{base: ctx, d: d, st: st, bin: bin, opts: opts, ready: 3 * time.Minute, ledger: ledger}
 	if rt.dir, err = modelsDir(dir); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -65,6 +66,18 @@ real ones. Prompt and generation speed are printed beside the estimate,
 within --bench-budget (60 s): a slow model gets fewer repetitions and
 tokens, and the output says so. Only a plan that fits is measured.
 
+--router-preset FILE plans each MODEL alone and writes llama-server's
+router presets INI (llama-server --models-preset FILE): one section per
+model, named as the router names a file of --models-dir (a catalog variant
+by ENTRY/QUANT), with its planned flags; and the --models-max that is safe
+for the set here, the largest k such that every k of these models fit
+together, their needs added domain by domain as serve-api's admission
+adds them.
+It is printed and written as a comment. The router counts models, not
+memory: the figure holds for these models only. Each model is planned as
+if alone, and takes what it can; give -c (or --goal) to plan smaller
+contexts so that more fit at once.
+
 MODEL is a file, a URL, a Hugging Face reference or a catalog variant
 (ENTRY/QUANT, as recommend lists them); a catalog variant is planned from
 the same inputs as its recommend row, with no download. Where nothing
@@ -77,7 +90,8 @@ Examples:
   headroom plan model.gguf --goal context --json
   headroom plan model.gguf -ngl all --parallel 1
   headroom plan model.gguf --mmproj mmproj.gguf -md draft.gguf --print-args
-  headroom plan qwen3-8b/Q4_K_M --bench --llama-server ~/llama.cpp/build/bin/llama-server`
+  headroom plan qwen3-8b/Q4_K_M --bench --llama-server ~/llama.cpp/build/bin/llama-server
+  headroom plan --router-preset models.ini a.gguf b.gguf qwen3-8b/Q4_K_M`
 
 func runPlan(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "plan", "[flags] MODEL", planHelp)
@@ -92,9 +106,17 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself about the chosen flags: llama-fit-params (beside --llama-server, or on PATH) projects the load of the model file without allocating; its memory breakdown is compared with headroom's, row by row")
 	bench, budget := benchFlags(fs)
 	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
-	ref, opts, err := parseSearch(fs, args, search)
+	routerPreset := fs.String("router-preset", "", "write to this file a llama-server router presets INI (--models-preset) for every MODEL given, one section each with its planned flags, and the --models-max safe for that set on this machine")
+	refs, err := fs.parseModels(args)
 	if err != nil {
 		return err
+	}
+	opts, err := search()
+	if err != nil {
+		return err
+	}
+	if *routerPreset == "" && len(refs) != 1 {
+		return usagef("need exactly one MODEL, got %d arguments (several are for --router-preset)", len(refs))
 	}
 	note, err := engineNote(ctx, *eng, *llama)
 	if err != nil {
@@ -105,7 +127,19 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	in, err := openInputs(ctx, env, ref, *quiet || *printArgs)
+	if *routerPreset != "" {
+		var taken []string
+		fs.Visit(func(f *flag.Flag) {
+			if routerPresetRefuses[f.Name] {
+				taken = append(taken, "--"+f.Name)
+			}
+		})
+		if len(taken) > 0 {
+			return usagef("--router-preset writes each model's flags alone and takes no %s", strings.Join(taken, ", "))
+		}
+		return runRouterPreset(ctx, env, *routerPreset, refs, snap, opts, *quiet)
+	}
+	in, err := openInputs(ctx, env, refs[0], *quiet || *printArgs)
 	if err != nil {
 		return err
 	}

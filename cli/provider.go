@@ -21,15 +21,18 @@ import (
 // ledger refuses.
 type launchLoader struct{ rt *apiRuntime }
 
-func (l launchLoader) Load(ctx context.Context, m server.ServedModel, evict func(context.Context, *admission.Refusal) error) (server.Child, error) {
+func (l launchLoader) Load(ctx context.Context, m server.ServedModel, room server.Room) (server.Child, error) {
 	rt := l.rt
 	if rt.bin == "" {
 		return nil, errors.New("llama-server was not found when the API started; restart it with --llama-server")
 	}
 	// The alias makes llama-server answer with the name the client used.
+	// The plan counts what the pool would stop as free, so a model that
+	// fits once an idle one is stopped gets its whole plan.
 	run, err := rt.d.Launch(ctx, m.Ref, launch.Options{Search: rt.opts, Store: rt.st, EngineCheck: true,
+		Reclaim: func(b admission.Booking) bool { return room.Reclaimable(b.ID) },
 		Load: launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Observations: filepath.Join(rt.st.Root, "observed"),
-			ReadyTimeout: rt.ready, Extra: []string{"--alias", m.Name}, Evict: evict}})
+			ReadyTimeout: rt.ready, Extra: []string{"--alias", m.Name}, Evict: room.Evict}})
 	var (
 		nf      *launch.NotFit
 		refusal *admission.Refusal

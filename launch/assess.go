@@ -57,6 +57,11 @@ func (d *Deps) Assess(ctx context.Context, m *Model, o plan.SearchOptions) (*Ass
 	if err != nil {
 		return nil, err
 	}
+	return d.assessOn(ctx, m, o, snap)
+}
+
+// assessOn is Assess on a snapshot already taken (and perhaps adjusted).
+func (d *Deps) assessOn(ctx context.Context, m *Model, o plan.SearchOptions, snap *hw.Snapshot) (*Assessed, error) {
 	a := &Assessed{Model: m, Snapshot: snap, Options: o}
 	a.cpu, a.gpus = plan.Devices(snap)
 	if m.ArchErr != nil {

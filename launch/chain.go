@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/store"
 )
@@ -23,6 +24,14 @@ type Options struct {
 	EngineCheck bool
 	// Load says how to start llama-server; Launch sets its Projected.
 	Load LoadOptions
+	// Reclaim, when set, has the plan searched with the memory of the
+	// Load.Ledger bookings it reports true for (models Load.Evict may
+	// stop) counted as free, as it will be once they are stopped (see
+	// Reclaiming). Without it a probe's free memory already lacks what
+	// the loaded models hold, and a model that fits once an idle one is
+	// stopped would be planned smaller, or refused, before admission
+	// could evict.
+	Reclaim func(admission.Booking) bool
 }
 
 // Launch is the whole chain, as serve and the API run it: resolve the
@@ -37,7 +46,7 @@ func (d *Deps) Launch(ctx context.Context, ref string, o Options) (*Running, err
 	if err != nil {
 		return nil, err
 	}
-	a, err := d.Assess(ctx, m, o.Search)
+	a, err := d.assessBeside(ctx, m, o)
 	if err != nil {
 		return nil, err
 	}

@@ -48,12 +48,23 @@ type Child interface {
 	Stop(ctx context.Context) error
 }
 
-// Loader starts models through the launch chain. When admission refuses a
-// load it calls evict with the refusal; evict stops what it chooses and
-// returns nil, and the Loader admits again, or evict returns why nothing
-// can be stopped (a *NoRoom) and the Loader returns that.
+// Loader starts models through the launch chain, making room through the
+// pool's Room.
 type Loader interface {
-	Load(ctx context.Context, m ServedModel, evict func(context.Context, *admission.Refusal) error) (Child, error)
+	Load(ctx context.Context, m ServedModel, room Room) (Child, error)
+}
+
+// Room is what a load may do about the pool's other models.
+type Room struct {
+	// Reclaimable reports whether the ledger booking with this id is a
+	// model the pool would stop for this load (loaded, idle, unpinned):
+	// the Loader plans as if its memory were free, so that a model that
+	// fits once it is stopped gets its whole plan.
+	Reclaimable func(bookingID string) bool
+	// Evict is called with admission's refusal: it stops what it chooses
+	// and returns nil, and the Loader admits again, or it returns why
+	// nothing can be stopped (a *NoRoom), which the Loader returns.
+	Evict func(context.Context, *admission.Refusal) error
 }
 
 // PoolConfig says what a Pool serves and how.
@@ -257,8 +268,9 @@ func (p *Pool) startLoad(e *entry) {
 		defer p.wg.Done()
 		started := time.Now()
 		p.loadMu.Lock()
-		c, err := p.cfg.Loader.Load(p.base, e.ServedModel, func(ctx context.Context, r *admission.Refusal) error {
-			return p.evictFor(ctx, e.Name, r)
+		c, err := p.cfg.Loader.Load(p.base, e.ServedModel, Room{
+			Reclaimable: func(id string) bool { return p.reclaimable(e.Name, id) },
+			Evict:       func(ctx context.Context, r *admission.Refusal) error { return p.evictFor(ctx, e.Name, r) },
 		})
 		p.loadMu.Unlock()
 		p.mu.Lock()
@@ -295,6 +307,20 @@ func (p *Pool) startLoad(e *entry) {
 		close(a.done)
 		p.mu.Unlock()
 	}()
+}
+
+// reclaimable reports whether booking id is a model other than loading
+// that evictFor may choose: loaded, unpinned, with no request in flight.
+func (p *Pool) reclaimable(loading, id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.entries {
+		if e.Name == loading || e.state != StateLoaded || e.child == nil || e.child.Booking().ID != id {
+			continue
+		}
+		return Resident{Pinned: e.Pinned, InFlight: e.inFlight}.evictable()
+	}
+	return false
 }
 
 // evictFor makes room for the model loading, as ChooseEvictions says, or

@@ -84,7 +84,7 @@ func (l *fakeLoader) used() int64 {
 	return n
 }
 
-func (l *fakeLoader) Load(ctx context.Context, m ServedModel, evict func(context.Context, *admission.Refusal) error) (Child, error) {
+func (l *fakeLoader) Load(ctx context.Context, m ServedModel, room Room) (Child, error) {
 	need, ok := l.need[m.Ref]
 	if !ok {
 		return nil, fmt.Errorf("fake loader: no model %s", m.Ref)
@@ -103,7 +103,7 @@ func (l *fakeLoader) Load(ctx context.Context, m ServedModel, evict func(context
 			return nil, errors.New("fake loader: still no room")
 		}
 		a := &plan.Assessment{Verdict: plan.DoesNotFit, Domains: []hw.DomainUse{{ID: "ram", Required: need, Available: avail, Margin: avail - need}}}
-		if err := evict(ctx, &admission.Refusal{Model: m.Ref, Assessment: a}); err != nil {
+		if err := room.Evict(ctx, &admission.Refusal{Model: m.Ref, Assessment: a}); err != nil {
 			return nil, err
 		}
 	}

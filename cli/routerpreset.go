@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/units"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/source"
+)
+
+// routerPresetRefuses are plan's flags that have no place in a presets
+// file: companions of one model, and what reports on one plan.
+var routerPresetRefuses = map[string]bool{
+	"mm": true, "mmproj": true, "no-mmproj-offload": true, "md": true, "model-draft": true,
+	"ngld": true, "gpu-layers-draft": true, "n-gpu-layers-draft": true,
+	"print-args": true, "json": true, "verify": true, "bench": true,
+}
+
+// presetModel is one model's section of a router presets file.
+type presetModel struct {
+	// Name is the section's name, which clients send as "model".
+	Name string
+	// Source are the keys that say where llama-server finds the file.
+	Source [][2]string
+	Flags  []string
+	// Need is what the plan holds in each memory domain.
+	Need map[string]int64
+	// Note is a comment line about the source, "" for none.
+	Note string
+}
+
+// runRouterPreset plans each model alone on snap and writes llama-server's
+// router presets INI to path: one section per model with its planned
+// flags, and the --models-max that is safe for the set.
+func runRouterPreset(ctx context.Context, env Env, path string, refs []string, snap *hw.Snapshot, opts plan.SearchOptions, quiet bool) error {
+	if len(refs) == 0 {
+		return usagef("--router-preset needs at least one MODEL")
+	}
+	var models []presetModel
+	var avail map[string]int64
+	seen := map[string]string{}
+	for _, ref := range refs {
+		in, err := openInputs(ctx, env, ref, quiet)
+		if err != nil {
+			return err
+		}
+		if in.ArchErr != nil {
+			return fmt.Errorf("%s: --router-preset plans only the architectures headroom models: %v", ref, in.ArchErr)
+		}
+		p, err := plan.Search(in.Arch, snap, opts)
+		if err != nil {
+			return err
+		}
+		if p.Chosen == nil || p.Chosen.Result == nil {
+			return fmt.Errorf("%s does not fit this machine even alone: %s", ref, strings.Join(p.Explain, "; "))
+		}
+		m, err := presetSource(in)
+		if err != nil {
+			return err
+		}
+		if other, dup := seen[m.Name]; dup {
+			return usagef("%s and %s would both be named %q in the presets file", other, ref, m.Name)
+		}
+		seen[m.Name] = ref
+		m.Flags = p.Chosen.Flags
+		m.Need, avail = map[string]int64{}, map[string]int64{}
+		for _, d := range p.Chosen.Result.Domains {
+			m.Need[d.ID] = d.Required
+			avail[d.ID] = d.Available
+		}
+		models = append(models, m)
+	}
+	needs := make([]map[string]int64, len(models))
+	for i, m := range models {
+		needs[i] = m.Need
+	}
+	k, limit := safeModelsMax(needs, avail)
+	if k == 0 {
+		// llama-server reads --models-max 0 as no limit at all; a plan
+		// that fits alone makes this unreachable.
+		return fmt.Errorf("no model of the set fits this machine: %s is short", limit)
+	}
+	says := modelsMaxSays(k, len(models), limit)
+	ini, err := renderPreset(models, k, says)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(ini), 0o644); err != nil {
+		return fmt.Errorf("--router-preset: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s: %d model(s)\n%s\n  llama-server --models-preset %s --models-max %d\n", path, len(models), says, path, k)
+	return nil
+}
+
+// presetSource names a model as llama-server's router would, and says
+// where the router finds its file.
+func presetSource(in *modelInputs) (presetModel, error) {
+	if in.Header == nil {
+		// A catalog variant: its locked file on the Hub.
+		src := strings.TrimPrefix(catalogSource(in.Ref), "hf:")
+		repo, file, commit := splitHubSource(src)
+		if file == "" {
+			// OWNER/REPO:QUANT, as llama-server's -hf takes it.
+			return presetModel{Name: in.Ref, Source: [][2]string{{"hf-repo", repo}}}, nil
+		}
+		m := presetModel{Name: in.Ref, Source: [][2]string{{"hf-repo", repo}, {"hf-file", file}}}
+		if commit != "" {
+			m.Note = "headroom's lock pins commit " + commit + "; llama-server downloads the file as the repository has it now"
+		}
+		return m, nil
+	}
+	a := in.Header.Artifact
+	if len(a.Files) == 0 {
+		return presetModel{}, fmt.Errorf("%s: no file", in.Ref)
+	}
+	switch a.Kind {
+	case source.KindLocal:
+		abs, err := filepath.Abs(a.Files[0].Path)
+		if err != nil {
+			return presetModel{}, err
+		}
+		// As llama-server's router names the files of --models-dir.
+		name := strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
+		return presetModel{Name: name, Source: [][2]string{{"model", abs}}}, nil
+	case source.KindHF:
+		m := presetModel{Name: a.Repo + "/" + a.Files[0].Name, Source: [][2]string{{"hf-repo", a.Repo}, {"hf-file", a.Files[0].Name}}}
+		if a.Commit != "" {
+			m.Note = "planned on commit " + a.Commit + "; llama-server downloads the file as the repository has it now"
+		}
+		return m, nil
+	case source.KindURL:
+		return presetModel{Name: strings.TrimSuffix(filepath.Base(a.Files[0].Name), ".gguf"), Source: [][2]string{{"model-url", a.Files[0].URL}}}, nil
+	}
+	return presetModel{}, fmt.Errorf("%s: a %s reference has no place in a presets file", in.Ref, a.Kind)
+}
+
+// splitHubSource splits "owner/repo/path/file.gguf@commit".
+func splitHubSource(s string) (repo, file, commit string) {
+	s, commit, _ = strings.Cut(s, "@")
+	parts := strings.SplitN(s, "/", 3)
+	if len(parts) < 3 {
+		return s, "", commit
+	}
+	return parts[0] + "/" + parts[1], parts[2], commit
+}
+
+// safeModelsMax is the largest k such that every k of the models fit
+// together: in each domain, the k largest needs add up to no more than
+// what is available, the arithmetic serve-api's admission uses (each
+// plan left --fit-target free on its own; beside each other they are
+// held to the domain's size, as the ledger holds them). Each domain is a sum of its own, so the k models that
+// need the most there are the worst set for it, whichever they are. limit
+// names the domain that stops k+1 ("" when every model fits together).
+// k is at least 1 for models that fit alone.
+func safeModelsMax(needs []map[string]int64, avail map[string]int64) (k int, limit string) {
+	k = len(needs)
+	for _, d := range slices.Sorted(maps.Keys(avail)) {
+		var col []int64
+		for _, n := range needs {
+			col = append(col, n[d])
+		}
+		slices.Sort(col)
+		slices.Reverse(col)
+		var sum int64
+		fit := 0
+		for _, n := range col {
+			if sum+n > avail[d] {
+				break
+			}
+			sum += n
+			fit++
+		}
+		if fit < k {
+			k, limit = fit, d
+		}
+	}
+	return k, limit
+}
+
+// modelsMaxSays is why --models-max is what it is, in one line.
+func modelsMaxSays(k, n int, limit string) string {
+	switch {
+	case k == n:
+		return fmt.Sprintf("--models-max %d: all %d models fit together on this machine", k, n)
+	case k == 1:
+		return fmt.Sprintf("--models-max 1: each of these %d models fits this machine alone; the two that need the most in %s do not fit together", n, limit)
+	}
+	return fmt.Sprintf("--models-max %d: any %d of these %d models fit together on this machine; the %d that need the most in %s do not", k, k, n, k+1, limit)
+}
+
+// renderPreset writes the presets file: one section per model, keys as
+// llama-server's flags without their dashes (its README's "Model
+// presets"), a flag without a value as "= true".
+func renderPreset(models []presetModel, k int, says string) (string, error) {
+	var b strings.Builder
+	b.WriteString("; llama-server router presets written by headroom plan --router-preset\n")
+	fmt.Fprintf(&b, "; %s\n", says)
+	fmt.Fprintf(&b, "; start the router with: llama-server --models-preset FILE --models-max %d\n", k)
+	b.WriteString("; --models-max counts every model the router runs, these and any other\n")
+	b.WriteString("; (its cache, --models-dir): it is safe for these models alone.\n")
+	b.WriteString("version = 1\n")
+	for _, m := range models {
+		if strings.ContainsAny(m.Name, "]\n\r") {
+			return "", fmt.Errorf("%q cannot name a section of an INI file", m.Name)
+		}
+		fmt.Fprintf(&b, "\n[%s]\n", m.Name)
+		var mem []string
+		for _, d := range slices.Sorted(maps.Keys(m.Need)) {
+			if m.Need[d] > 0 {
+				mem = append(mem, d+" "+units.Size(m.Need[d]))
+			}
+		}
+		fmt.Fprintf(&b, "; planned to hold %s\n", strings.Join(mem, ", "))
+		if m.Note != "" {
+			fmt.Fprintf(&b, "; %s\n", m.Note)
+		}
+		for _, kv := range m.Source {
+			fmt.Fprintf(&b, "%s = %s\n", kv[0], kv[1])
+		}
+		kvs, err := presetKeys(m.Flags)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", m.Name, err)
+		}
+		for _, kv := range kvs {
+			fmt.Fprintf(&b, "%s = %s\n", kv[0], kv[1])
+		}
+	}
+	return b.String(), nil
+}
+
+// switches are the flags of headroom's plans that take no value.
+var switches = map[string]bool{"--no-mmap": true, "-kvu": true, "--kv-unified": true, "--swa-full": true, "-nkvo": true, "--no-kv-offload": true}
+
+// presetKeys turns llama-server flags into preset keys and values.
+func presetKeys(flags []string) ([][2]string, error) {
+	var out [][2]string
+	for i := 0; i < len(flags); i++ {
+		f := flags[i]
+		key := strings.TrimLeft(f, "-")
+		if !strings.HasPrefix(f, "-") || key == "" {
+			return nil, fmt.Errorf("flag %d is %q, expected one starting with -", i, f)
+		}
+		if switches[f] {
+			out = append(out, [2]string{key, "true"})
+			continue
+		}
+		if i+1 >= len(flags) {
+			return nil, fmt.Errorf("%s has no value", f)
+		}
+		v := flags[i+1]
+		if strings.ContainsAny(v, "\n\r;#") {
+			return nil, fmt.Errorf("%s's value %q cannot be written in an INI line", f, v)
+		}
+		out = append(out, [2]string{key, v})
+		i++
+	}
+	return out, nil
+}
