@@ -94,7 +94,6 @@ func TestLiveServeCheck2026(t *testing.T) {
 			{"MTP block, plan defaults", nil},
 		}},
 		{"qwen3.5-35b-a3b", 8, 1, synth.Q4_K_M, []profile{
-			{"plan defaults", nil},
 			{"one slot at 4096", []string{"-c", "4096", "-np", "1"}},
 			{"q8_0 cache, two slots", []string{"-c", "8192", "-np", "2", "-ctk", "q8_0", "-ctv", "q8_0"}},
 		}},
@@ -102,15 +101,15 @@ func TestLiveServeCheck2026(t *testing.T) {
 		// norms, weights normalized and scaled by 2.5) and the NextN block.
 		// RoPE left out of every fourth layer.
 		{"smollm3-3b", 0, 0, synth.Q4_K_M, []profile{
-			{"plan defaults", nil},
+			{"one slot at 8192", []string{"-c", "8192", "-np", "1"}},
 			{"q8_0 cache, two slots", []string{"-c", "16384", "-np", "2", "-ctk", "q8_0", "-ctv", "q8_0"}},
 		}},
 		{"glm-4.7", 5, 0, synth.Q4_K_M, []profile{
 			{"one slot at 4096", []string{"-c", "4096", "-np", "1"}},
 		}},
 		{"gemma-4-31b", 12, 0, synth.Q5_K_M, []profile{
-			{"plan defaults", nil},
 			{"one slot at 4096", []string{"-c", "4096", "-np", "1"}},
+			{"four slots at 32768", []string{"-c", "32768", "-np", "4"}},
 			{"q8_0 cache, two slots", []string{"-c", "16384", "-np", "2", "-ctk", "q8_0", "-ctv", "q8_0"}},
 		}},
 	} {

@@ -143,8 +143,14 @@ func runScenario(t *testing.T, base string, seq []string) (lost int) {
 // most resident memory they held together, and requests lost. headroom
 // must never run more than two; the router's figures are logged for
 // docs/provider.md, with its default --models-max (4) and with the one
-// plan --router-preset computes for the set.
+// plan --router-preset computes for the set. Its 18 loads take minutes
+// (about 500 s on the 2-core machine), so it runs for the figures, where
+// HEADROOM_LIVE_SCENARIO=1; the provider's own behaviour is held in CI by
+// the TestLiveProvider tests.
 func TestLiveScenarioThreeOnTwo(t *testing.T) {
+	if os.Getenv("HEADROOM_LIVE_SCENARIO") != "1" {
+		t.Skip("18 llama-server loads for docs/provider.md's figures: set HEADROOM_LIVE_SCENARIO=1")
+	}
 	bin := liveEngine(t)
 	dir := liveProviderDir(t)
 	opts := providerOpts()
