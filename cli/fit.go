@@ -233,6 +233,10 @@ CUDA, Metal and ROCm they are estimates from the same model, not yet
 measured there. 'headroom serve MODEL --check' compares a plan with your
 own llama-server and device.
 
+MODEL is a file, a URL, a Hugging Face reference, a catalog variant
+(ENTRY/QUANT) or a catalog entry alone (ENTRY): its quant that recommend
+ranks first on this machine, else its smallest, said on standard error.
+
 A projector (--mmproj) and a draft model (-md) are counted as auxiliary
 memory: the projector's weights on the first GPU with a rough estimate of
 its encoder's compute buffer, the draft's weights and one draft context per
@@ -287,15 +291,18 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	note, err := engineNote(ctx, *eng, *llama)
+	if err != nil {
+		return err
+	}
+	if ref, err = entryQuant(env, ref, snap, p.Parallel, 0, &note.Rules); err != nil {
+		return err
+	}
 	in, err := openInputs(ctx, env, ref, *quiet)
 	if err != nil {
 		return err
 	}
 	if p.Companions, err = companions(ctx, env, *quiet, in.header()); err != nil {
-		return err
-	}
-	note, err := engineNote(ctx, *eng, *llama)
-	if err != nil {
 		return err
 	}
 	p.Rules = &note.Rules

@@ -67,7 +67,9 @@ tokens, and the output says so. Only a plan that fits is measured.
 
 MODEL is a file, a URL, a Hugging Face reference or a catalog variant
 (ENTRY/QUANT, as recommend lists them); a catalog variant is planned from
-the same inputs as its recommend row, with no download. Where nothing
+the same inputs as its recommend row, with no download. An entry alone
+(ENTRY) is its quant that recommend ranks first on this machine, else its
+smallest, said on standard error. Where nothing
 fits, --json still prints the verdict and why, and the exit status is 1.
 
 Examples:
@@ -103,6 +105,9 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	opts.Base.Rules = &note.Rules
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
+		return err
+	}
+	if ref, err = entryQuant(env, ref, snap, opts.Parallel, opts.FitTarget, opts.Base.Rules); err != nil {
 		return err
 	}
 	in, err := openInputs(ctx, env, ref, *quiet || *printArgs)
