@@ -139,6 +139,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	fs.alias("ts", "tensor-split")
 	fs.BoolVar(&noMmap, "no-mmap", false, "load weights into memory instead of mapping the file")
 	fs.BoolVar(&mmapOn, "mmap", false, "map the file (the default)")
+	fs.BoolVar(&p.Mlock, "mlock", false, "lock the weights in RAM: none of them is reclaimable, and RLIMIT_MEMLOCK is checked (builds with --load-mode: loaded, not mapped)")
 	fs.BoolVar(&nkvo, "nkvo", false, "keep the KV cache in system memory")
 	fs.alias("nkvo", "no-kv-offload")
 	fs.IntVar(&p.CPUMoE, "ncmoe", 0, "keep the routed experts of the first N layers in system memory (MoE models)")
@@ -251,7 +252,8 @@ A llama-server command line can be pasted after "--" (headroom fit --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
 -hf REPO:QUANT: flags that change nothing a load allocates (threads, the
 HTTP server, sampling, logging, templates) are accepted and listed as
-ignored; --mlock, --embedding and --lora are refused with the reason.
+ignored; --mlock is accounted (the weights locked in RAM, RLIMIT_MEMLOCK
+checked); --embedding and --lora are refused with the reason.
 
 The exit status is 0 when the profile fits, 1 when it does not fit or is
 incompatible (the verdict is printed, with --json too), 2 for a command
@@ -306,6 +308,11 @@ func runFit(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	p.Rules = &note.Rules
+	if p.Mlock && note.Rules.LoadMode && !fs.isSet("mmap") {
+		// These builds take --mlock as --load-mode mlock: loaded, not
+		// mapped (common/arg.cpp).
+		p.Mmap = false
+	}
 	var a *plan.Assessment
 	pr, why := openProjection(ctx, env, in, *llama)
 	if pr != nil {
@@ -325,6 +332,9 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	}
 	if _, gpus := plan.Devices(snap); len(gpus) == 0 && p.GPULayers != 0 && fs.isSet("ngl", "gpu-layers", "n-gpu-layers") {
 		a.Warnings = append(a.Warnings, "-ngl has no effect here: the machine has no GPU, so every layer runs on the CPU")
+	}
+	if w := mlockWarning(plan.LockedBytes(a.Buffers, p), *machine == ""); w != "" {
+		a.Warnings = append(a.Warnings, w)
 	}
 	x := planExtras{verify: *verify && in.ArchErr == nil, bench: *bench && a.Verdict == plan.Fits, budget: *budget, llama: *llama, quiet: *quiet}
 	check, measured, err := x.fit(ctx, env, in, a, p, snap)

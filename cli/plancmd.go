@@ -55,7 +55,8 @@ A llama-server command line can be pasted after "--" (headroom plan --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
 -hf REPO:QUANT: flags that change nothing a load allocates (threads, the
 HTTP server, sampling, logging, templates) are accepted and listed as
-ignored; --mlock, --embedding and --lora are refused with the reason.
+ignored; --mlock is accounted (the weights locked in RAM, RLIMIT_MEMLOCK
+checked); --embedding and --lora are refused with the reason.
 
 --bench measures the chosen flags with llama.cpp's own llama-bench
 (beside --llama-server, or on PATH) before any download: on the model's
@@ -103,6 +104,9 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	opts.Base.Rules = &note.Rules
+	if opts.Base.Mlock && note.Rules.LoadMode {
+		opts.Base.Mmap = false // --mlock is --load-mode mlock for these builds
+	}
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
@@ -149,6 +153,9 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		out.Verdict, out.Reason, out.Plan = plan.Fits, "fits", p
 		if r := p.Chosen.Result; r != nil && r.Reason != "" {
 			out.Reason = r.Reason
+			if w := mlockWarning(plan.LockedBytes(r.Buffers, p.Chosen.Profile), *machine == ""); w != "" {
+				p.Explain = append(p.Explain, w)
+			}
 		}
 		x := planExtras{netGbps: *netGbps, verify: *verify, bench: *bench, budget: *budget, llama: *llama, quiet: *quiet || *printArgs}
 		if err := x.add(ctx, env, &out, in, p.Chosen, snap); err != nil {
