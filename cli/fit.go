@@ -139,7 +139,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	fs.alias("ts", "tensor-split")
 	fs.BoolVar(&noMmap, "no-mmap", false, "load weights into memory instead of mapping the file")
 	fs.BoolVar(&mmapOn, "mmap", false, "map the file (the default)")
-	fs.BoolVar(&p.Mlock, "mlock", false, "lock the weights in RAM: none of them is reclaimable, and RLIMIT_MEMLOCK is checked (builds with --load-mode: loaded, not mapped)")
+	fs.BoolVar(&p.Mlock, "mlock", false, "lock the weights in RAM: none of them is reclaimable, and RLIMIT_MEMLOCK is checked (from llama.cpp's PR #26135, about b10115: loaded into host buffers, not mapped)")
 	fs.BoolVar(&nkvo, "nkvo", false, "keep the KV cache in system memory")
 	fs.alias("nkvo", "no-kv-offload")
 	fs.IntVar(&p.CPUMoE, "ncmoe", 0, "keep the routed experts of the first N layers in system memory (MoE models)")
@@ -308,7 +308,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	p.Rules = &note.Rules
-	if p.Mlock && note.Rules.LoadMode && !fs.isSet("mmap") {
+	if p.Mlock && note.Rules.MlockLoads && !fs.isSet("mmap") {
 		// These builds take --mlock as --load-mode mlock: loaded, not
 		// mapped (common/arg.cpp).
 		p.Mmap = false

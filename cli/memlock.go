@@ -30,6 +30,6 @@ func mlockSays(locked int64, limit uint64, unlimited bool, why string) string {
 	case unlimited || uint64(locked) <= limit:
 		return ""
 	}
-	return fmt.Sprintf("--mlock will fail here: RLIMIT_MEMLOCK ('ulimit -l') allows %s and the weights lock %s; llama.cpp warns \"failed to mlock\" and \"Try increasing RLIMIT_MEMLOCK\", stops locking and loads on, the rest of the weights reclaimable as without --mlock. Raise the limit before starting llama-server ('ulimit -l unlimited' as root, LimitMEMLOCK=infinity in a systemd unit, a memlock line in /etc/security/limits.conf) or leave --mlock out",
+	return fmt.Sprintf("--mlock will fail here: RLIMIT_MEMLOCK ('ulimit -l') allows %s and the weights lock %s; llama.cpp warns \"failed to mlock\" and \"Try increasing RLIMIT_MEMLOCK\", stops locking and loads on, the rest of the weights reclaimable as without --mlock. Raise the limit before starting llama-server ('ulimit -l unlimited' as root, LimitMEMLOCK=infinity in a systemd unit, a memlock line in /etc/security/limits.conf; root outside a container is not limited) or leave --mlock out",
 		bytesIEC(int64(min(limit, 1<<62))), bytesIEC(locked))
 }

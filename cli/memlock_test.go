@@ -95,3 +95,17 @@ func TestPlanMlock(t *testing.T) {
 		}
 	}
 }
+
+// On Linux the limit read is this process's, as 'ulimit -l' shows it.
+func TestMemlockLimit(t *testing.T) {
+	limit, unlimited, why := memlockLimit()
+	if why != "" {
+		t.Skip(why)
+	}
+	if !unlimited && limit == 0 {
+		t.Logf("RLIMIT_MEMLOCK is 0: every --mlock is said to fail")
+	}
+	if got := mlockWarning(int64(min(limit, 1<<40))+1<<20, true); unlimited != (got == "") {
+		t.Errorf("limit %d (unlimited %v): %q", limit, unlimited, got)
+	}
+}

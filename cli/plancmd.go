@@ -104,7 +104,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	opts.Base.Rules = &note.Rules
-	if opts.Base.Mlock && note.Rules.LoadMode {
+	if opts.Base.Mlock && note.Rules.MlockLoads {
 		opts.Base.Mmap = false // --mlock is --load-mode mlock for these builds
 	}
 	snap, err := loadMachine(ctx, env, *machine, *llama)

@@ -67,16 +67,18 @@ func (p Profile) Args() []string {
 		f = append(f, "-ot", overrideFlag(p.Overrides))
 	}
 	switch {
-	case p.rules().LoadMode && p.Mlock && p.Mmap:
+	case p.rules().MlockLoads && p.Mlock && p.Mmap:
 		f = append(f, "--load-mode", "mmap+mlock")
-	case p.rules().LoadMode && p.Mlock:
+	case p.rules().MlockLoads && p.Mlock:
 		f = append(f, "--load-mode", "mlock")
 	case p.rules().LoadMode && !p.Mmap:
 		f = append(f, "--load-mode", "none")
 	case !p.Mmap:
 		f = append(f, "--no-mmap")
 	}
-	if p.Mlock && !p.rules().LoadMode {
+	if p.Mlock && !p.rules().MlockLoads {
+		// Before PR #26135 --mlock locked the mapping, or with
+		// --no-mmap the loaded buffers.
 		f = append(f, "--mlock")
 	}
 	if p.KVUnified {

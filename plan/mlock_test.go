@@ -77,21 +77,21 @@ func TestMlock(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		loadMode, mmap bool
-		want           string
+		loads, mmap bool
+		want        string
 	}{
 		{true, true, "--load-mode mmap+mlock"},
 		{true, false, "--load-mode mlock"},
 		{false, true, "--mlock"},
 		{false, false, "--no-mmap --mlock"},
 	} {
-		r := builds.Default()
-		r.LoadMode = tc.loadMode
+		r := builds.For(10000)
+		r.MlockLoads = tc.loads
 		p := p1
 		p.Rules, p.Mmap = &r, tc.mmap
 		args := strings.Join(p.Args(), " ")
 		if !strings.Contains(args, tc.want) || strings.Count(args, "mlock") != 1 {
-			t.Errorf("load mode rule %v, mmap %v: %s, want %s", tc.loadMode, tc.mmap, args, tc.want)
+			t.Errorf("--mlock loads %v, mmap %v: %s, want %s", tc.loads, tc.mmap, args, tc.want)
 		}
 	}
 }
