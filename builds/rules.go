@@ -102,6 +102,14 @@ type Rules struct {
 	// --load-mode none, which builds shortly before it took beside the
 	// deprecated flag.
 	LoadMode bool `json:"load_mode"`
+	// MlockLoads: from PR #26135 --mlock is --load-mode mlock, which loads
+	// the weights into host buffers and locks those, where before it
+	// locked the mapped file (mmap+mlock is the old meaning). The PR was
+	// merged on 2026-07-26, after b10114 (issue #26110 reports that build
+	// without it); b10809 (80fb11a) takes it so: "DEPRECATED: --mlock",
+	// 11.6 MiB of file pages resident, and the 167.90 MiB CPU buffer of a
+	// Qwen3-0.6B Q4_K_M the one buffer it tried to lock.
+	MlockLoads bool `json:"mlock_loads"`
 	// NextNWithoutKV: from PR #28630 (b10907) the NextN (multi-token
 	// prediction) blocks get no KV cache in any architecture (llama_model's
 	// memory filter skips il >= n_layer() when n_layer_nextn > 0); before

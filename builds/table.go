@@ -43,6 +43,8 @@ func changes() []change {
 			Rule: func(r *Rules) *bool { return &r.MaskF16 }},
 		{From: 9460, What: "the worst-case graph keeps n_outputs_max rows (PR #23861, b9460)",
 			Rule: func(r *Rules) *bool { return &r.ReserveOutputsMax }},
+		{From: 10115, Until: 10810, What: "--mlock loads the weights into host buffers and locks them instead of locking the mapped file (PR #26135, between b10114, which issue #26110 reports without it, and b10809, seen with it)",
+			Rule: func(r *Rules) *bool { return &r.MlockLoads }},
 		{From: 10751, What: "CUDA fuses the MoE weighted reduction and keeps its inputs alive (PR #25952, b10751)",
 			Rule: func(r *Rules) *bool { return &r.CUDAReduceDeps }},
 		{From: 10810, Until: 11147, What: "CUDA keeps a fused top-k MoE selection's inputs alive (between v0.4.0, b10809, and v0.5.0, b11146; the pull request is not known)",

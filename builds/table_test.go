@@ -64,8 +64,8 @@ func TestEveryRuleHasItsRow(t *testing.T) {
 			t.Errorf("Rules.%s has no row in the table", f.Name)
 		}
 	}
-	if len(rows) != 17 {
-		t.Errorf("%d rules in the table, want 17", len(rows))
+	if len(rows) != 18 {
+		t.Errorf("%d rules in the table, want 18", len(rows))
 	}
 }
 
@@ -79,7 +79,7 @@ func TestRuledBounds(t *testing.T) {
 	if br := Ruled(10900); len(br.Uncertain) != 2 || !strings.Contains(br.Uncertain[0], "top-k") || !strings.Contains(br.Uncertain[1], "Metal") {
 		t.Errorf("b10900 should be uncertain only about the CUDA and Metal changes: %q", br.Uncertain)
 	}
-	if br := Ruled(6699); len(br.Uncertain) != 0 || br.Outside != "" || len(br.Predates) != 11 {
+	if br := Ruled(6699); len(br.Uncertain) != 0 || br.Outside != "" || len(br.Predates) != 12 {
 		t.Errorf("b6699: %d predated, %+v", len(br.Predates), br)
 	}
 	if br := Ruled(Newest().Number + 1); !strings.Contains(br.Outside, "newer than b11146 (v0.5.0)") || br.Rules != Default() {

@@ -10,6 +10,7 @@ package catalog
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,9 @@ type Catalog struct {
 	// derived headers take milliseconds each to synthesize, and they never
 	// change.
 	models *sync.Map // key -> *cachedModel
+	// sum is the SHA-256 of the parsed file, part of recommend's cache
+	// key.
+	sum [32]byte
 }
 
 // Architecture classes.
@@ -140,8 +144,13 @@ func Parse(data []byte) (*Catalog, error) {
 		return nil, err
 	}
 	c.models = &sync.Map{}
+	c.sum = sha256.Sum256(data)
 	return &c, nil
 }
+
+// ContentHash is the SHA-256 of the file the catalog was parsed from;
+// zero for a catalog built by hand.
+func (c *Catalog) ContentHash() [32]byte { return c.sum }
 
 // Entry finds an entry by id.
 func (c *Catalog) Entry(id string) *Entry {

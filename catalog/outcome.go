@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/headroom-llm/headroom/builds"
+	"slices"
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -15,9 +16,9 @@ import (
 )
 
 // Cache keeps byte strings under keys between processes. Recommend keeps
-// one entry per program build, machine and search options: the outcome
-// of every variant planned for them. A cache that loses an entry only
-// costs the time to plan again.
+// one entry per program build, catalog, machine capacity and search
+// options: the outcome of every variant planned for them. A cache that
+// loses an entry only costs the time to plan again.
 type Cache interface {
 	Get(key string) ([]byte, bool)
 	Put(key string, data []byte)
@@ -33,6 +34,16 @@ type outcome struct {
 	Plan       *RowPlan `json:"plan,omitempty"`
 	Limiting   *Limit   `json:"limiting,omitempty"`
 	Speed      *Speed   `json:"speed,omitempty"`
+	// Needs is what a fitting plan takes from each memory domain, so that
+	// a later run can judge it against the memory free then without
+	// planning again.
+	Needs []need `json:"needs,omitempty"`
+}
+
+// need is one domain's share of a plan.
+type need struct {
+	Domain string `json:"domain"`
+	Bytes  int64  `json:"bytes"`
 }
 
 func (o outcome) apply(r *Row) {
@@ -68,6 +79,13 @@ func assessModel(cm *cachedModel, prov string, mc machine, so plan.SearchOptions
 	out.Plan = &RowPlan{Source: "search", CtxPerSlot: c.CtxPerSlot, Slots: c.Profile.Parallel, GPULayers: c.GPULayers,
 		LayersTotal: cm.m.NLayer + 1, CacheType: c.Profile.CacheK, CPUMoE: c.Profile.CPUMoE, Flags: c.Flags}
 	out.Speed = estimateSpeed(cm.m, c.Profile, mc)
+	if c.Result != nil {
+		for _, d := range c.Result.Domains {
+			if d.Required > 0 {
+				out.Needs = append(out.Needs, need{d.ID, d.Required})
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -124,17 +142,16 @@ func (c *Catalog) modelKey(e *Entry, v Variant, lock *LockFile) string {
 	return "derived/" + string(shape) + "/" + v.Quant
 }
 
-// cacheKey names the outcomes of one program on one machine with one set
-// of search options: the snapshot's memory and devices, not its host name,
-// time or notes, which change no plan.
-func cacheKey(build string, snap *hw.Snapshot, so plan.SearchOptions) string {
+// cacheKey names the outcomes of one program and catalog on one machine
+// with one set of search options. The machine is its capacity: every
+// domain's and device's size and kind, not what was free at the moment
+// (free memory, processes, the desktop's share), nor its host name, time
+// or notes; a run judges the kept plans against the memory free then
+// (recheck).
+func cacheKey(build string, catalog [32]byte, snap *hw.Snapshot, so plan.SearchOptions) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "headroom recommend outcomes v2\x00%s\x00", build)
-	machine, _ := json.Marshal(struct {
-		Domains any
-		Devices any
-		RPC     any
-	}{snap.Domains, snap.Devices, snap.RPC})
+	fmt.Fprintf(h, "headroom recommend outcomes v3\x00%s\x00%x\x00", build, catalog)
+	machine, _ := json.Marshal(capacityOf(snap))
 	opts, _ := json.Marshal(so)
 	r := builds.Default()
 	if so.Base.Rules != nil {
@@ -149,20 +166,107 @@ func cacheKey(build string, snap *hw.Snapshot, so plan.SearchOptions) string {
 	return "recommend-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-func loadOutcomes(c Cache, key string) map[string]outcome {
-	out := map[string]outcome{}
-	if b, ok := c.Get(key); ok {
-		if err := json.Unmarshal(b, &out); err != nil {
-			return map[string]outcome{} // unreadable: plan again
-		}
+// capacityOf is the part of a snapshot that stays while programs start
+// and stop: the snapshot without its free figures, other processes and
+// the desktop's reservation.
+func capacityOf(snap *hw.Snapshot) any {
+	doms := slices.Clone(snap.Domains)
+	for i := range doms {
+		doms[i].Free, doms[i].Reserved = nil, 0
 	}
-	return out
+	devs := slices.Clone(snap.Devices)
+	for i := range devs {
+		devs[i].Free, devs[i].Processes = nil, nil
+	}
+	return struct {
+		Domains []hw.Domain
+		Devices []hw.Device
+		RPC     []string
+	}{doms, devs, snap.RPC}
 }
 
-func saveOutcomes(c Cache, key string, known map[string]outcome) {
-	b, err := json.Marshal(known)
+// kept is a cache entry: the outcomes, and what each domain had free when
+// they were planned.
+type kept struct {
+	Planned  map[string]int64   `json:"planned_available"`
+	Outcomes map[string]outcome `json:"outcomes"`
+}
+
+// replanRise is how much more memory a domain must have free than when
+// the kept plans were made before they are made again: more room makes
+// larger plans, while a few MiB either way would only move rows between
+// runs.
+const replanRise = 1 << 30
+
+// availableOf is what every domain of snap can give now.
+func availableOf(snap *hw.Snapshot) map[string]int64 {
+	m := make(map[string]int64, len(snap.Domains))
+	for i := range snap.Domains {
+		m[snap.Domains[i].ID] = snap.Domains[i].Available()
+	}
+	return m
+}
+
+// loadKept returns the kept outcomes for key, or none when there are none,
+// they cannot be read, or some domain has replanRise more free now than
+// when they were planned.
+func loadKept(c Cache, key string, now map[string]int64) kept {
+	fresh := kept{Planned: now, Outcomes: map[string]outcome{}}
+	b, ok := c.Get(key)
+	if !ok {
+		return fresh
+	}
+	var k kept
+	if err := json.Unmarshal(b, &k); err != nil || k.Outcomes == nil {
+		return fresh // unreadable: plan again
+	}
+	for id, avail := range now {
+		was, ok := k.Planned[id]
+		if !ok || avail > was+replanRise {
+			return fresh
+		}
+	}
+	return k
+}
+
+func saveKept(c Cache, key string, k kept) {
+	b, err := json.Marshal(k)
 	if err != nil {
 		return
 	}
 	c.Put(key, b)
 }
+
+// recheck judges a fitting outcome's plan against the memory free now:
+// a plan that needs more of a domain than it has no longer fits, with the
+// shortfall, and a plan that fits says how much it leaves now. Verdicts
+// other than fits are kept as planned.
+func (o outcome) recheck(now map[string]int64) outcome {
+	if o.Verdict != plan.Fits || len(o.Needs) == 0 {
+		return o
+	}
+	var tight, short *need
+	var tightMargin, shortBy int64
+	for i := range o.Needs {
+		n := &o.Needs[i]
+		margin := now[n.Domain] - n.Bytes
+		if tight == nil || margin < tightMargin {
+			tight, tightMargin = n, margin
+		}
+		if margin < 0 && -margin > shortBy {
+			short, shortBy = n, -margin
+		}
+	}
+	if short != nil {
+		o.Verdict = plan.DoesNotFit
+		o.Reason = fmt.Sprintf("does not fit now: the plan needs %s of %s, which has %s free now, short by %s",
+			mibs(short.Bytes), short.Domain, mibs(now[short.Domain]), mibs(shortBy))
+		o.Limiting = &Limit{Domain: short.Domain, Shortfall: shortBy}
+		return o
+	}
+	o.Reason = fmt.Sprintf("fits: the tightest domain, %s, needs %s of %s free now, leaving %s",
+		tight.Domain, mibs(tight.Bytes), mibs(now[tight.Domain]), mibs(tightMargin))
+	return o
+}
+
+func mibs(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }

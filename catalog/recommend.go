@@ -41,8 +41,10 @@ type Options struct {
 	// FitTarget is the memory left free in every domain.
 	FitTarget int64
 	// Cache, when set, keeps every variant's outcome (verdict, plan,
-	// speed) between calls, under a key made of Build, the machine and
-	// the search options: an outcome depends on nothing else.
+	// speed) between calls, under a key made of Build, the catalog, the
+	// machine's capacity and the search options. A later call judges the
+	// kept plans against the memory free then instead of planning again,
+	// unless some domain has a GiB more free than when they were made.
 	Cache Cache
 	// Build names the program computing the outcomes (its version, or
 	// its executable's identity); a change of program is a change of
@@ -245,12 +247,14 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		}
 	}
 	so := SearchOptions(o)
-	known := map[string]outcome{}
+	now := availableOf(snap)
+	k := kept{Planned: now, Outcomes: map[string]outcome{}}
 	var file string
 	if o.Cache != nil {
-		file = cacheKey(o.Build, snap, so)
-		known = loadOutcomes(o.Cache, file)
+		file = cacheKey(o.Build, cat.ContentHash(), snap, so)
+		k = loadKept(o.Cache, file, now)
 	}
+	known := k.Outcomes
 	// Each distinct model is planned once: catalog entries that share a
 	// shape and a quantization share their derived header, and so their
 	// plan.
@@ -280,10 +284,10 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		known[key] = fresh[k]
 	}
 	if o.Cache != nil && len(todo) > 0 {
-		saveOutcomes(o.Cache, file, known)
+		saveKept(o.Cache, file, k)
 	}
 	for i := range rows {
-		known[keys[i]].apply(&rows[i])
+		known[keys[i]].recheck(now).apply(&rows[i])
 	}
 	rank(rows, o.Goal)
 	n := 0

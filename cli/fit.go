@@ -139,6 +139,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	fs.alias("ts", "tensor-split")
 	fs.BoolVar(&noMmap, "no-mmap", false, "load weights into memory instead of mapping the file")
 	fs.BoolVar(&mmapOn, "mmap", false, "map the file (the default)")
+	fs.BoolVar(&p.Mlock, "mlock", false, "lock the weights in RAM: none of them is reclaimable, and RLIMIT_MEMLOCK is checked (from llama.cpp's PR #26135, about b10115: loaded into host buffers, not mapped)")
 	fs.BoolVar(&nkvo, "nkvo", false, "keep the KV cache in system memory")
 	fs.alias("nkvo", "no-kv-offload")
 	fs.IntVar(&p.CPUMoE, "ncmoe", 0, "keep the routed experts of the first N layers in system memory (MoE models)")
@@ -233,6 +234,10 @@ CUDA, Metal and ROCm they are estimates from the same model, not yet
 measured there. 'headroom serve MODEL --check' compares a plan with your
 own llama-server and device.
 
+MODEL is a file, a URL, a Hugging Face reference, a catalog variant
+(ENTRY/QUANT) or a catalog entry alone (ENTRY): its quant that recommend
+ranks first on this machine, else its smallest, said on standard error.
+
 A projector (--mmproj) and a draft model (-md) are counted as auxiliary
 memory: the projector's weights on the first GPU with a rough estimate of
 its encoder's compute buffer, the draft's weights and one draft context per
@@ -247,7 +252,8 @@ A llama-server command line can be pasted after "--" (headroom fit --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
 -hf REPO:QUANT: flags that change nothing a load allocates (threads, the
 HTTP server, sampling, logging, templates) are accepted and listed as
-ignored; --mlock, --embedding and --lora are refused with the reason.
+ignored; --mlock is accounted (the weights locked in RAM, RLIMIT_MEMLOCK
+checked); --embedding and --lora are refused with the reason.
 
 The exit status is 0 when the profile fits, 1 when it does not fit or is
 incompatible (the verdict is printed, with --json too), 2 for a command
@@ -287,6 +293,13 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	note, err := engineNote(ctx, *eng, *llama)
+	if err != nil {
+		return err
+	}
+	if ref, err = entryQuant(env, ref, snap, p.Parallel, 0, &note.Rules); err != nil {
+		return err
+	}
 	in, err := openInputs(ctx, env, ref, *quiet)
 	if err != nil {
 		return err
@@ -294,11 +307,12 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if p.Companions, err = companions(ctx, env, *quiet, in.header()); err != nil {
 		return err
 	}
-	note, err := engineNote(ctx, *eng, *llama)
-	if err != nil {
-		return err
-	}
 	p.Rules = &note.Rules
+	if p.Mlock && note.Rules.MlockLoads && !fs.isSet("mmap") {
+		// These builds take --mlock as --load-mode mlock: loaded, not
+		// mapped (common/arg.cpp).
+		p.Mmap = false
+	}
 	var a *plan.Assessment
 	pr, why := openProjection(ctx, env, in, *llama)
 	if pr != nil {
@@ -318,6 +332,9 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	}
 	if _, gpus := plan.Devices(snap); len(gpus) == 0 && p.GPULayers != 0 && fs.isSet("ngl", "gpu-layers", "n-gpu-layers") {
 		a.Warnings = append(a.Warnings, "-ngl has no effect here: the machine has no GPU, so every layer runs on the CPU")
+	}
+	if w := mlockWarning(plan.LockedBytes(a.Buffers, p), *machine == ""); w != "" {
+		a.Warnings = append(a.Warnings, w)
 	}
 	x := planExtras{verify: *verify && in.ArchErr == nil, bench: *bench && a.Verdict == plan.Fits, budget: *budget, llama: *llama, quiet: *quiet}
 	check, measured, err := x.fit(ctx, env, in, a, p, snap)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -24,6 +25,7 @@ MODEL is a local path, an https:// URL, or a Hugging Face reference:
   hf:owner/repo/file.gguf[@revision]   one file (all shards if it is split)
   hf:owner/repo:QUANT[@revision]       the file for a quant tag, as llama.cpp's -hf picks it
   ENTRY/QUANT                          a catalog variant, as recommend lists it
+                                       (offline: the header fit and plan read)
 Remote headers are read with HTTP range requests (a few MiB) and cached by
 immutable commit, so a second look costs no download. HF_ENDPOINT and
 HF_TOKEN are honoured; the token is never printed.
@@ -46,10 +48,18 @@ Examples:
 	if err != nil {
 		return err
 	}
+	given := ref
 	if e != nil {
 		ref = lock.Source(e, *v)
 	}
 	h, err := openModel(ctx, env, ref, *quiet)
+	if e != nil && (errors.Is(err, source.ErrUnreachable) || errors.Is(err, source.ErrNotCached)) {
+		// Offline, a catalog variant is what fit and plan read for it.
+		var what string
+		if h, what, err = catalogHeader(given, lock, e, *v); err == nil {
+			fmt.Fprintf(env.Stderr, "the Hub cannot be read (offline): inspecting %s\n", what)
+		}
+	}
 	if err != nil {
 		return err
 	}

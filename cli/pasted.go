@@ -30,7 +30,6 @@ func serverOnlyFlags() map[string]bool {
 // they are refused with the reason rather than ignored.
 func refusedServerFlags() map[string]string {
 	return map[string]string{
-		"mlock":      "--mlock locks every mapped page of the model in RAM, repacked weights included; headroom does not account it yet (leave it out to see the plan without it)",
 		"embedding":  "--embedding serves embeddings, with an output buffer of embeddings per token; headroom plans a generating server",
 		"embeddings": "--embeddings serves embeddings, with an output buffer of embeddings per token; headroom plans a generating server",
 		"lora":       "--lora adds an adapter's weights; headroom does not account them yet",

@@ -21,7 +21,8 @@ func TestPasted(t *testing.T) {
 		{"-hf ggml-org/gemma-3-1b-it-GGUF:Q4_K_M", "hf:ggml-org/gemma-3-1b-it-GGUF:Q4_K_M", "", ""},
 		{"m.gguf --port-ish 3", "m.gguf --port-ish 3", "", ""}, // headroom's own flag wins
 		{"m.gguf --bogus 3", "m.gguf --bogus 3", "", ""},       // left to the flag parser to refuse
-		{"-m m.gguf --mlock", "", "", "--mlock locks every mapped page"},
+		{"-m m.gguf --mlock", "m.gguf --mlock", "", ""},        // fit's own flag since it is accounted
+		{"-m m.gguf --lora a.gguf", "", "", "--lora adds an adapter's weights"},
 		{"-m", "", "", "-m needs the model file"},
 	} {
 		out, ignored, err := fs.pasted(strings.Fields(tc.in))

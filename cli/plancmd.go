@@ -56,7 +56,8 @@ A llama-server command line can be pasted after "--" (headroom plan --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
 -hf REPO:QUANT: flags that change nothing a load allocates (threads, the
 HTTP server, sampling, logging, templates) are accepted and listed as
-ignored; --mlock, --embedding and --lora are refused with the reason.
+ignored; --mlock is accounted (the weights locked in RAM, RLIMIT_MEMLOCK
+checked); --embedding and --lora are refused with the reason.
 
 --bench measures the chosen flags with llama.cpp's own llama-bench
 (beside --llama-server, or on PATH) before any download: on the model's
@@ -80,7 +81,9 @@ contexts so that more fit at once.
 
 MODEL is a file, a URL, a Hugging Face reference or a catalog variant
 (ENTRY/QUANT, as recommend lists them); a catalog variant is planned from
-the same inputs as its recommend row, with no download. Where nothing
+the same inputs as its recommend row, with no download. An entry alone
+(ENTRY) is its quant that recommend ranks first on this machine, else its
+smallest, said on standard error. Where nothing
 fits, --json still prints the verdict and why, and the exit status is 1.
 
 Examples:
@@ -123,23 +126,24 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	opts.Base.Rules = &note.Rules
+	if opts.Base.Mlock && note.Rules.MlockLoads {
+		opts.Base.Mmap = false // --mlock is --load-mode mlock for these builds
+	}
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
 	}
 	if *routerPreset != "" {
-		var taken []string
-		fs.Visit(func(f *flag.Flag) {
-			if routerPresetRefuses[f.Name] {
-				taken = append(taken, "--"+f.Name)
-			}
-		})
-		if len(taken) > 0 {
-			return usagef("--router-preset writes each model's flags alone and takes no %s", strings.Join(taken, ", "))
+		if err := routerPresetTakes(fs.Visit); err != nil {
+			return err
 		}
 		return runRouterPreset(ctx, env, *routerPreset, refs, snap, opts, *quiet)
 	}
-	in, err := openInputs(ctx, env, refs[0], *quiet || *printArgs)
+	ref, err := entryQuant(env, refs[0], snap, opts.Parallel, opts.FitTarget, opts.Base.Rules)
+	if err != nil {
+		return err
+	}
+	in, err := openInputs(ctx, env, ref, *quiet || *printArgs)
 	if err != nil {
 		return err
 	}
@@ -164,21 +168,8 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
-	switch {
-	case in.ArchErr != nil && p == nil:
-		reason := cmp.Or(why, in.ArchErr.Error())
-		out.Verdict, out.Reason = plan.Incompatible, reason
-		out.Plan = &plan.Plan{Candidates: []plan.Candidate{}, Explain: []string{reason}}
-	case p.Chosen == nil:
-		out.Verdict, out.Reason, out.Plan = plan.DoesNotFit, strings.Join(p.Explain, "; "), p
-		if p.Candidates == nil {
-			p.Candidates = []plan.Candidate{}
-		}
-	default:
-		out.Verdict, out.Reason, out.Plan = plan.Fits, "fits", p
-		if r := p.Chosen.Result; r != nil && r.Reason != "" {
-			out.Reason = r.Reason
-		}
+	out.judge(in, p, why, *machine == "")
+	if out.Verdict == plan.Fits {
 		x := planExtras{netGbps: *netGbps, verify: *verify, bench: *bench, budget: *budget, llama: *llama, quiet: *quiet || *printArgs}
 		if err := x.add(ctx, env, &out, in, p.Chosen, snap); err != nil {
 			return err
@@ -353,4 +344,45 @@ func speedLine(est []speed.Result) string {
 		line += " (uncalibrated backend: rough)"
 	}
 	return line
+}
+
+// routerPresetTakes refuses the flags given (visit: flag.FlagSet.Visit)
+// that a router presets file cannot carry for each model alone.
+func routerPresetTakes(visit func(func(*flag.Flag))) error {
+	var taken []string
+	visit(func(f *flag.Flag) {
+		if routerPresetRefuses[f.Name] {
+			taken = append(taken, "--"+f.Name)
+		}
+	})
+	if len(taken) > 0 {
+		return usagef("--router-preset writes each model's flags alone and takes no %s", strings.Join(taken, ", "))
+	}
+	return nil
+}
+
+// judge sets the report's verdict, reason and plan from the search: p is
+// nil where only llama.cpp's projection could have answered and did not
+// (why says so). here says the plan is for this machine, whose
+// RLIMIT_MEMLOCK an --mlock plan is checked against.
+func (out *planReport) judge(in *modelInputs, p *plan.Plan, why string, here bool) {
+	switch {
+	case in.ArchErr != nil && p == nil:
+		reason := cmp.Or(why, in.ArchErr.Error())
+		out.Verdict, out.Reason = plan.Incompatible, reason
+		out.Plan = &plan.Plan{Candidates: []plan.Candidate{}, Explain: []string{reason}}
+	case p.Chosen == nil:
+		out.Verdict, out.Reason, out.Plan = plan.DoesNotFit, strings.Join(p.Explain, "; "), p
+		if p.Candidates == nil {
+			p.Candidates = []plan.Candidate{}
+		}
+	default:
+		out.Verdict, out.Reason, out.Plan = plan.Fits, "fits", p
+		if r := p.Chosen.Result; r != nil && r.Reason != "" {
+			out.Reason = r.Reason
+			if w := mlockWarning(plan.LockedBytes(r.Buffers, p.Chosen.Profile), here); w != "" {
+				p.Explain = append(p.Explain, w)
+			}
+		}
+	}
 }

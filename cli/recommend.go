@@ -32,8 +32,11 @@ Every configuration is planned buffer by buffer with the same search and
 defaults as 'headroom plan', so a row and 'headroom plan ENTRY/QUANT'
 give the same context, layers, cache type and slots. The plans are kept
 in the cache directory ($XDG_CACHE_HOME/headroom/recommend, else
-~/.cache/headroom/recommend) for this build of headroom, this machine's
-memory and these options; a later run reads them instead. Variants
+~/.cache/headroom/recommend) for this build of headroom, the catalog,
+this machine's memory sizes and these options; a later run judges them
+against the memory free then (a plan that no longer fits is shown as not
+fitting now, with the shortfall) and plans again only when a GiB more is
+free than when they were made. Variants
 whose lock was never resolved are planned from headers derived from their
 public configuration (provenance: derived); 'headroom catalog lock' makes
 them inspected.

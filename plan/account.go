@@ -39,7 +39,9 @@ type Buffer struct {
 	Largest int64 `json:"largest_tensor_bytes,omitempty"`
 	// Resident, where set, is how much of a buffer mapped from the file
 	// stays in memory once the load is done (CPU_Mapped: the tensors used
-	// in place); 0 means all of Bytes. See Buffer.ResidentBytes.
+	// in place; under --mlock every page from the file's start to the end
+	// of the span, which can be more than Bytes); 0 means all of Bytes.
+	// See Buffer.ResidentBytes.
 	Resident int64 `json:"resident_bytes,omitempty"`
 	// Note says how the figure was obtained when it is an estimate, or
 	// what of a mapped buffer stays resident.
@@ -206,7 +208,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 			}
 		}
 	}
-	return tl.buffers(cpu.Name, hostGPU(gpus), p.rules().MetalMappedSpan)
+	return tl.buffers(cpu.Name, hostGPU(gpus), p.rules().MetalMappedSpan, p.Mlock)
 }
 
 // MetalPage is the page size on Apple silicon (sysconf(_SC_PAGESIZE)), to

@@ -66,12 +66,20 @@ func (p Profile) Args() []string {
 	if len(p.Overrides) > 0 {
 		f = append(f, "-ot", overrideFlag(p.Overrides))
 	}
-	if !p.Mmap {
-		if p.rules().LoadMode {
-			f = append(f, "--load-mode", "none")
-		} else {
-			f = append(f, "--no-mmap")
-		}
+	switch {
+	case p.rules().MlockLoads && p.Mlock && p.Mmap:
+		f = append(f, "--load-mode", "mmap+mlock")
+	case p.rules().MlockLoads && p.Mlock:
+		f = append(f, "--load-mode", "mlock")
+	case p.rules().LoadMode && !p.Mmap:
+		f = append(f, "--load-mode", "none")
+	case !p.Mmap:
+		f = append(f, "--no-mmap")
+	}
+	if p.Mlock && !p.rules().MlockLoads {
+		// Before PR #26135 --mlock locked the mapping, or with
+		// --no-mmap the loaded buffers.
+		f = append(f, "--mlock")
 	}
 	if p.KVUnified {
 		f = append(f, "-kvu")

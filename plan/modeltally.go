@@ -55,7 +55,12 @@ func (tl *modelTally) mapped(t arch.Tensor, dev, buft string) {
 // buffers lists the tally: the CPU's mapped spans first, file by file, as
 // llama.cpp creates them, then the other mapped spans, then the loaded
 // buffers (a GPU's pinned host buffer with its pad).
-func (tl *modelTally) buffers(cpu string, host *Device, metalMappedSpan bool) []Buffer {
+//
+// Under mlock, llama.cpp locks the CPU's mapping from the file's start to
+// the end of each weight it uses in place (llama_mlock::grow_to(offs +
+// size) in load_all_data), so every page up to the span's end stays
+// resident, the repacked weights' pages between included.
+func (tl *modelTally) buffers(cpu string, host *Device, metalMappedSpan, mlock bool) []Buffer {
 	spans := slices.Clone(tl.spans)
 	slices.SortStableFunc(spans, func(a, b mappedSpan) int {
 		if (a.dev == cpu) != (b.dev == cpu) {
@@ -74,7 +79,11 @@ func (tl *modelTally) buffers(cpu string, host *Device, metalMappedSpan bool) []
 			// lies first bytes past a page boundary.
 			b.Bytes += s.first % MetalPage
 		}
-		if s.buft == mappedCPU && s.used < b.Bytes {
+		switch {
+		case s.buft == mappedCPU && mlock:
+			b.Resident = s.last
+			b.Note = fmt.Sprintf("mapped span, locked by --mlock from the file's start: %s stay resident, none of it reclaimable", mib(s.last))
+		case s.buft == mappedCPU && s.used < b.Bytes:
 			b.Resident = s.used
 			b.Note = fmt.Sprintf("mapped span; %s of tensors used in place stay resident, the other %s (weights repacked or copied to a GPU) is read once at load as clean file pages", mib(s.used), mib(b.Bytes-s.used))
 		}

@@ -43,9 +43,13 @@ type Profile struct {
 	GPULayers   int       `json:"gpu_layers"` // -ngl; GPULayersAuto for auto
 	TensorSplit []float64 `json:"tensor_split"`
 	// Overrides are -ot's tensor buffer-type overrides, first match wins.
-	Overrides   []Override `json:"overrides"`
-	Mmap        bool       `json:"mmap"`
-	NoKVOffload bool       `json:"no_kv_offload"`
+	Overrides []Override `json:"overrides"`
+	Mmap      bool       `json:"mmap"`
+	// Mlock locks the model's weights in RAM (--mlock): mapped, every
+	// page from the file's start to the last weight used in place stays
+	// resident; loaded, the CPU's and pinned host buffers are locked.
+	Mlock       bool `json:"mlock,omitempty"`
+	NoKVOffload bool `json:"no_kv_offload"`
 	// SWAFull gives sliding-window layers a full-size cache (--swa-full).
 	SWAFull bool `json:"swa_full"`
 	// CPUMoE keeps the routed experts of the first CPUMoE layers in

@@ -28,6 +28,9 @@ var (
 	// ErrFileChanged means a remote file's size or ETag changed between
 	// the requests that read its header.
 	ErrFileChanged = errors.New("remote file changed while its header was read")
+	// ErrUnreachable is a server whose name did not resolve or that
+	// refused or never answered the connection: tried once, not retried.
+	ErrUnreachable = errors.New("the network is unreachable")
 )
 
 // HTTPError is a response status that ended a request.
@@ -133,9 +136,10 @@ type request struct {
 	count func()
 }
 
-// send issues a GET, retrying transient failures (connection errors,
-// timeouts, 408, 429 and 5xx) with exponential backoff; a redirect loop, a
-// redirect to another scheme and a certificate error are final. The
+// send issues a GET, retrying transient failures (a connection that
+// broke, timeouts, 408, 429 and 5xx) with exponential backoff; a redirect
+// loop, a redirect to another scheme, a certificate error and a server
+// that cannot be reached at all (ErrUnreachable) are final. The
 // response returned has any status; its body is held to the client's
 // minimum rate while it is read and must be closed.
 func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
@@ -170,6 +174,9 @@ func (o *op) send(ctx context.Context, rq request) (*http.Response, error) {
 				return nil, fmt.Errorf("%s: %w", what, context.Cause(ctx))
 			}
 			err = transportError(actx, err)
+			if httpretry.Unreachable(err) {
+				return nil, fmt.Errorf("%s: %w (%w); for a Hugging Face model, HF_HUB_OFFLINE=1 answers from the headers cached by earlier runs", what, ErrUnreachable, err)
+			}
 			var cert *tls.CertificateVerificationError
 			if errors.As(err, &cert) || httpretry.IsPermanent(err) || attempt >= attempts {
 				return nil, fmt.Errorf("%s: gave up after %d attempt(s): %w", what, attempt, err)
