@@ -249,6 +249,11 @@ llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
 HTTP server, sampling, logging, templates) are accepted and listed as
 ignored; --mlock, --embedding and --lora are refused with the reason.
 
+The first line is the verdict (what needs how many GiB of how many, and
+what is left), the second, for a profile that fits, the llama-server
+command that runs it; the exact MiB per domain and buffer follow, within
+100 columns.
+
 The exit status is 0 when the profile fits, 1 when it does not fit or is
 incompatible (the verdict is printed, with --json too), 2 for a command
 line that is wrong.
@@ -432,7 +437,7 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 		field("context", fmt.Sprintf("%d cells, %d per sequence x %s%s, batch %d/%d, flash attention %v, K %s, V %s",
 			c.NCtx, c.NCtxSeq, plural(c.NSeq, "sequence", "sequences"), map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV))
 	}
-	if a.Reason != headline {
+	if !strings.Contains(headline, a.Reason) {
 		field("verdict", term.Text(a.Reason))
 	}
 	if st := a.LoadStaging; st != nil {
@@ -490,6 +495,9 @@ func fitHeadline(in *modelInputs, a *plan.Assessment) string {
 	case a.Verdict == plan.DoesNotFit && lim.Margin < 0:
 		return fmt.Sprintf("does not fit: %s needs %s GiB %s, which has %s GiB: %s GiB short",
 			name, gib1(lim.Required), domainWords(lim), gib1(lim.Available), gib1(-lim.Margin))
+	}
+	if a.Verdict == plan.Incompatible && !strings.HasPrefix(a.Reason, "incompatible") {
+		return "incompatible: " + a.Reason
 	}
 	return a.Reason
 }

@@ -68,7 +68,10 @@ tokens, and the output says so. Only a plan that fits is measured.
 MODEL is a file, a URL, a Hugging Face reference or a catalog variant
 (ENTRY/QUANT, as recommend lists them); a catalog variant is planned from
 the same inputs as its recommend row, with no download. Where nothing
-fits, --json still prints the verdict and why, and the exit status is 1.
+fits, --json still prints the verdict and why.
+
+The exit status is 0 when a plan fits, 1 when nothing fits or the model
+is incompatible, 2 for a command line that is wrong.
 
 Examples:
   headroom plan model.gguf

@@ -122,3 +122,13 @@ func (t *table) String() string {
 // gib1 writes a byte count in GiB with one decimal, the precision a person
 // decides with: "18.4".
 func gib1(n int64) string { return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) }
+
+// roughSize writes a byte count for a person deciding: GiB with one
+// decimal, or whole MiB below a tenth of a GiB, which one decimal would
+// round to nothing.
+func roughSize(n int64) string {
+	if n < 1<<30/10 {
+		return strconv.FormatInt((n+1<<20-1)>>20, 10) + " MiB"
+	}
+	return gib1(n) + " GiB"
+}

@@ -74,3 +74,40 @@ func TestFitPlanWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestRecommendWidth lists the whole catalog on each preset, by default
+// and with --all, and fails on any line over 100 columns; the default
+// listing must also name its order and the two sizes.
+func TestRecommendWidth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans the catalog on four machines")
+	}
+	for _, m := range widthMachines {
+		// One home for both runs: the second reads the first's plans.
+		home := t.TempDir()
+		vars := map[string]string{"XDG_CACHE_HOME": filepath.Join(home, "cache")}
+		for _, args := range [][]string{{"recommend", "--machine", m, "--all"}, {"recommend", "--machine", m}} {
+			code, out, errs := runEnv(t, vars, args...)
+			if code != exitOK {
+				t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, errs)
+			}
+			if os.Getenv("HEADROOM_WIDTH_DUMP") != "" {
+				fmt.Fprintf(os.Stderr, "=== %s\n%s", strings.Join(args, " "), out)
+			}
+			for _, w := range overWide(out) {
+				t.Errorf("%s: %s", strings.Join(args, " "), w)
+			}
+			for _, want := range []string{"order: ", "memory  download", "memory: GiB the plan needs"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s: no %q in\n%s", strings.Join(args, " "), want, out)
+				}
+			}
+			// A column of GPU layers says nothing without a GPU of
+			// the machine's own: none, or unified memory.
+			own := m == "rtx-4090" || m == "2x-rtx-3090"
+			if gpu := strings.Contains(out, "gpu layers"); gpu != own {
+				t.Errorf("%s: gpu layers column shown %v on a machine with a GPU of its own %v", strings.Join(args, " "), gpu, own)
+			}
+		}
+	}
+}
