@@ -78,6 +78,11 @@ func assessModel(cm *cachedModel, prov string, mc machine, so plan.SearchOptions
 	}
 	out.Plan = &RowPlan{Source: "search", CtxPerSlot: c.CtxPerSlot, Slots: c.Profile.Parallel, GPULayers: c.GPULayers,
 		LayersTotal: cm.m.NLayer + 1, CacheType: c.Profile.CacheK, CPUMoE: c.Profile.CPUMoE, Flags: c.Flags}
+	if c.Result != nil {
+		for _, d := range c.Result.Domains {
+			out.Plan.MemoryBytes += d.Required
+		}
+	}
 	out.Speed = estimateSpeed(cm.m, c.Profile, mc)
 	if c.Result != nil {
 		for _, d := range c.Result.Domains {

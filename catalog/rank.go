@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/headroom-llm/headroom/plan"
@@ -153,4 +154,28 @@ func fidelity(q string) int {
 		return 2
 	}
 	return 1
+}
+
+// OrderSays is the rule rank orders fitting rows by for a goal, in one
+// line for the listing's screen; it lives beside rank so the two change
+// together. gpu says whether the machine has a GPU of its own, without
+// which the rule's GPU clauses decide nothing.
+func OrderSays(goal string, gpu bool) string {
+	switch goal {
+	case GoalQuality:
+		return "the cited score, highest first; rows without one after it, the largest model first"
+	case GoalSpeed:
+		return "the estimated decode speed, fastest first"
+	case GoalContext:
+		if !gpu {
+			return "the context per slot, longest first"
+		}
+		return "the context per slot, longest first, then the most layers on the GPU"
+	}
+	says := fmt.Sprintf("at least %d tokens/s first, the largest model first among them "+
+		"(a cited score between models of one size)", usableTPS)
+	if gpu {
+		says += ", then the ones wholly on the GPU"
+	}
+	return says
 }

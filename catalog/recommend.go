@@ -127,6 +127,10 @@ type RowPlan struct {
 	// memory (--n-cpu-moe).
 	CPUMoE int      `json:"cpu_moe_layers,omitempty"`
 	Flags  []string `json:"flags,omitempty"`
+	// MemoryBytes is the memory the plan needs, every domain's required
+	// bytes summed: what a person weighs against the machine, apart from
+	// the download's size.
+	MemoryBytes int64 `json:"memory_bytes"`
 }
 
 // Limit is the resource that keeps a configuration from fitting.

@@ -6,10 +6,10 @@ import (
 	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/speed"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
@@ -255,6 +255,11 @@ HTTP server, sampling, logging, templates) are accepted and listed as
 ignored; --mlock is accounted (the weights locked in RAM, RLIMIT_MEMLOCK
 checked); --embedding and --lora are refused with the reason.
 
+The first line is the verdict (what needs how many GiB of how many, and
+what is left), the second, for a profile that fits, the llama-server
+command that runs it; the exact MiB per domain and buffer follow, within
+100 columns.
+
 The exit status is 0 when the profile fits, 1 when it does not fit or is
 incompatible (the verdict is printed, with --json too), 2 for a command
 line that is wrong.
@@ -349,7 +354,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 		}
 	} else {
 		printFit(env.Stdout, in, a, p)
-		fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)
+		fmt.Fprintln(env.Stdout, "\n"+wrap(note.Says, "engine: ", "  ", textWidth))
 		if check != nil {
 			printCheck(env.Stdout, check)
 		}
@@ -426,62 +431,137 @@ func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {
 }
 
 func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// The architecture, device and domain names come from a header or
 	// a machine file, and the sentences quote them: term.Text escapes.
-	fmt.Fprintf(tw, "model\t%s (%s), %s\n", term.Text(in.Ref), term.Text(in.Architecture), bytesIEC(in.Size))
+	headline := fitHeadline(in, a)
+	fmt.Fprintln(w, wrap(term.Text(headline), "", "  ", textWidth))
+	if a.Verdict == plan.Fits {
+		if a.Resolved != nil {
+			p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
+		}
+		args := append(append([]string{"llama-server"}, modelArgs(in)...), p.Args()...)
+		fmt.Fprintln(w, wrapCommand(args, textWidth))
+	}
+	fmt.Fprintln(w)
+	field := func(label, value string) {
+		fmt.Fprintln(w, wrap(value, fmt.Sprintf("%-9s", label), strings.Repeat(" ", 11), textWidth))
+	}
+	field("model", fmt.Sprintf("%s (%s), %s", term.Text(in.Ref), term.Text(in.Architecture), bytesIEC(in.Size)))
 	if note := in.inputsNote(); note != "" {
-		fmt.Fprintf(tw, "inputs\t%s\n", note)
+		field("inputs", note)
 	}
 	if c := a.Resolved; c != nil {
-		fmt.Fprintf(tw, "context\t%d cells, %d per sequence x %d sequences%s, batch %d/%d, flash attention %v, K %s, V %s\n",
-			c.NCtx, c.NCtxSeq, c.NSeq, map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV)
+		field("context", fmt.Sprintf("%d cells, %d per sequence x %s%s, batch %d/%d, flash attention %v, K %s, V %s",
+			c.NCtx, c.NCtxSeq, plural(c.NSeq, "sequence", "sequences"), map[bool]string{true: " (unified)", false: ""}[c.Unified], c.NBatch, c.NUBatch, onOff(c.Flash), c.TypeK, c.TypeV))
 	}
-	fmt.Fprintf(tw, "verdict\t%s\n", term.Text(a.Reason))
+	if !strings.Contains(headline, a.Reason) {
+		field("verdict", term.Text(a.Reason))
+	}
 	if st := a.LoadStaging; st != nil {
-		fmt.Fprintf(tw, "loading\t%s %.2f MiB on %s beside the buffers (%s)\n", st.Kind, float64(st.Bytes)/(1<<20), term.Text(st.Device), term.Text(st.Note))
+		field("loading", fmt.Sprintf("%s %.2f MiB on %s beside the buffers (%s)", st.Kind, float64(st.Bytes)/(1<<20), term.Text(st.Device), term.Text(st.Note)))
 	}
 	for _, wn := range a.Warnings {
-		fmt.Fprintf(tw, "warning\t%s\n", term.Text(wn))
+		field("warning", term.Text(wn))
 	}
 	for _, b := range a.Backends {
 		if !b.Measured {
-			fmt.Fprintf(tw, "backend\t%s (%s): %s\n", term.Text(b.Backend), term.Text(strings.Join(b.Devices, ", ")), term.Text(b.Says))
+			field("backend", fmt.Sprintf("%s (%s): %s", term.Text(b.Backend), term.Text(strings.Join(b.Devices, ", ")), term.Text(b.Says)))
 		}
 	}
-	tw.Flush()
 	if len(a.Domains) > 0 {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "domain\tviews\tmodel\tcontext\tcompute\taux\trequired\tavailable\tmargin\t")
+		t := &table{right: []bool{false, false, true, true, true, true, true, true, true}}
+		t.row("domain", "views", "model", "context", "compute", "aux", "required", "available", "margin")
 		for _, d := range a.Domains {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", term.Text(d.ID), term.Text(strings.Join(d.Views, ",")), m2(d.Model), m2(d.Context),
+			t.row(term.Text(d.ID), term.Text(strings.Join(d.Views, ",")), m2(d.Model), m2(d.Context),
 				m2(d.Compute), m2(d.Auxiliary), m2(d.Required), m2(d.Available), m2(d.Margin))
 		}
-		tw.Flush()
+		fmt.Fprint(w, t)
 	}
-	if len(a.Buffers) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "device\tbuffer\tkind\tMiB\tnote")
-		for _, b := range a.Buffers {
-			kind := string(b.Kind)
-			if b.Model != "" {
-				kind = b.Model + " " + kind
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", term.Text(b.Device), term.Text(b.BufferType), term.Text(kind), float64(b.Bytes)/(1<<20), term.Text(b.Note))
-		}
-		tw.Flush()
-	}
+	printBuffers(w, a.Buffers)
 	if len(a.Fixes) > 0 {
 		fmt.Fprintln(w, "\nwhat would fit:")
 		for _, f := range a.Fixes {
 			if len(f.Flags) == 0 {
-				fmt.Fprintf(w, "  %s\n", term.Text(f.Says))
+				fmt.Fprintln(w, wrap(term.Text(f.Says), "  ", "    ", textWidth))
 				continue
 			}
-			fmt.Fprintf(w, "  %-12s %s\n", strings.Join(f.Flags, " "), term.Text(f.Says))
+			fmt.Fprintln(w, wrap(term.Text(f.Says), fmt.Sprintf("  %-12s ", strings.Join(f.Flags, " ")), strings.Repeat(" ", 15), textWidth))
 		}
+	}
+}
+
+// fitHeadline is fit's verdict in one plain line: what, how much it
+// needs, what is available and what is left, in GiB with one decimal; the
+// domain table below has the exact MiB. A verdict the domains do not
+// explain (the load's staging, an incompatible model) is said as the
+// assessment says it.
+func fitHeadline(in *modelInputs, a *plan.Assessment) string {
+	var lim *hw.DomainUse
+	for i, d := range a.Domains {
+		if a.Limiting != nil && d.ID == *a.Limiting {
+			lim = &a.Domains[i]
+		}
+	}
+	name := truncate(filepath.Base(in.Ref), 40)
+	switch {
+	case lim == nil || a.LoadStaging != nil:
+	case a.Verdict == plan.Fits && lim.Margin >= 0:
+		return fmt.Sprintf("fits: %s needs %s of %s GiB %s, %s GiB spare",
+			name, gib1(lim.Required), gib1(lim.Available), domainWords(lim), gib1(lim.Margin))
+	case a.Verdict == plan.DoesNotFit && lim.Margin < 0:
+		return fmt.Sprintf("does not fit: %s needs %s GiB %s, which has %s GiB: %s GiB short",
+			name, gib1(lim.Required), domainWords(lim), gib1(lim.Available), gib1(-lim.Margin))
+	}
+	if a.Verdict == plan.Incompatible && !strings.HasPrefix(a.Reason, "incompatible") {
+		return "incompatible: " + a.Reason
+	}
+	return a.Reason
+}
+
+// domainWords names a memory domain as a person knows it: "in RAM", "on
+// gpu0 (CUDA0)".
+func domainWords(d *hw.DomainUse) string {
+	switch {
+	case d.Kind == hw.KindSystem:
+		return "in RAM"
+	case d.Kind == hw.KindUnified:
+		return "in unified memory"
+	case len(d.Views) > 0:
+		return fmt.Sprintf("on %s (%s)", d.ID, d.Views[0])
+	}
+	return "on " + d.ID
+}
+
+// printBuffers prints the buffer table in exact MiB; a note shared by
+// several buffers is written once under the table and marked in its rows.
+func printBuffers(w io.Writer, buffers []plan.Buffer) {
+	if len(buffers) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	t := &table{right: []bool{false, false, false, true, false}}
+	t.row("device", "buffer", "kind", "MiB", "note")
+	var notes []string
+	for _, b := range buffers {
+		kind := string(b.Kind)
+		if b.Model != "" {
+			kind = b.Model + " " + kind
+		}
+		mark := ""
+		if b.Note != "" {
+			i := slices.Index(notes, b.Note)
+			if i < 0 {
+				i, notes = len(notes), append(notes, b.Note)
+			}
+			mark = fmt.Sprintf("[%d]", i+1)
+		}
+		t.row(term.Text(b.Device), term.Text(b.BufferType), term.Text(kind), fmt.Sprintf("%.2f", float64(b.Bytes)/(1<<20)), mark)
+	}
+	fmt.Fprint(w, t)
+	for i, n := range notes {
+		mark := fmt.Sprintf("[%d] ", i+1)
+		fmt.Fprintln(w, wrap(term.Text(n), mark, strings.Repeat(" ", len(mark)), textWidth))
 	}
 }
 

@@ -89,9 +89,17 @@ func TestPlanMlock(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\n%s%s", code, out, errs)
 		}
-		first, _, _ := strings.Cut(out, "\n")
-		if !strings.Contains(first, tc.want) || !strings.Contains(out, "--mlock locks") {
-			t.Errorf("engine %q: want %q on the first line and the lock said:\n%s", tc.engine, tc.want, out)
+		// The command comes first, wrapped with shell continuations.
+		var first strings.Builder
+		for _, line := range strings.Split(out, "\n") {
+			cont, more := strings.CutSuffix(line, "\\")
+			first.WriteString(strings.TrimSpace(cont) + " ")
+			if !more {
+				break
+			}
+		}
+		if !strings.Contains(" "+first.String(), tc.want+" ") || !strings.Contains(out, "--mlock locks") {
+			t.Errorf("engine %q: want %q in the command printed first and the lock said:\n%s", tc.engine, tc.want, out)
 		}
 	}
 }

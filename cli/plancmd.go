@@ -83,8 +83,11 @@ MODEL is a file, a URL, a Hugging Face reference or a catalog variant
 (ENTRY/QUANT, as recommend lists them); a catalog variant is planned from
 the same inputs as its recommend row, with no download. An entry alone
 (ENTRY) is its quant that recommend ranks first on this machine, else its
-smallest, said on standard error. Where nothing
-fits, --json still prints the verdict and why, and the exit status is 1.
+smallest, said on standard error. Where nothing fits, --json still prints
+the verdict and why.
+
+The exit status is 0 when a plan fits, 1 when nothing fits or the model
+is incompatible, 2 for a command line that is wrong.
 
 Examples:
   headroom plan model.gguf
@@ -244,35 +247,42 @@ func searchProjected(ctx context.Context, env Env, pr *projection, snap *hw.Snap
 // printPlan prints a plan that fits: the llama-server command line first,
 // then why, the speed, the build and the engine check.
 func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
-	model := "-m " + in.Ref
-	if in.Header == nil {
-		model = "-hf " + strings.TrimPrefix(catalogSource(in.Ref), "hf:")
-	}
 	// The reference, device names and the explanation's sentences may
 	// quote a header or a machine file: term.Text escapes them.
-	fmt.Fprintf(w, "llama-server %s %s\n\n", term.Text(model), strings.Join(p.Chosen.Flags, " "))
+	args := append(append([]string{"llama-server"}, modelArgs(in)...), p.Chosen.Flags...)
+	fmt.Fprintf(w, "%s\n\n", wrapCommand(args, textWidth))
+	line := func(s string) { fmt.Fprintln(w, wrap(term.Text(s), "  ", "    ", textWidth)) }
 	if note := in.inputsNote(); note != "" {
-		fmt.Fprintln(w, "  "+term.Text(in.Ref)+": "+note)
+		line(in.Ref + ": " + note)
 	}
-	for _, line := range p.Explain {
-		fmt.Fprintln(w, "  "+term.Text(line))
+	for _, l := range p.Explain {
+		line(l)
 	}
-	fmt.Fprintln(w, "  "+speedLine(out.Speed))
+	line(speedLine(out.Speed))
 	if out.Measured != nil {
 		printMeasured(w, out.Measured, out.Speed)
 	}
 	if out.Network != nil {
-		fmt.Fprintln(w, "  "+networkLine(out.Network))
+		line(networkLine(out.Network))
 	}
-	fmt.Fprintln(w, "  engine: "+out.Engine.Says)
+	line("engine: " + out.Engine.Says)
 	for _, b := range out.Backends {
 		if !b.Measured {
-			fmt.Fprintf(w, "  backend %s (%s): %s\n", term.Text(b.Backend), term.Text(strings.Join(b.Devices, ", ")), term.Text(b.Says))
+			line(fmt.Sprintf("backend %s (%s): %s", b.Backend, strings.Join(b.Devices, ", "), b.Says))
 		}
 	}
 	if out.EngineCheck != nil {
 		printCheck(w, out.EngineCheck)
 	}
+}
+
+// modelArgs names the model on a llama-server command line: -m with a
+// file, -hf with the Hub file a catalog variant or reference reads.
+func modelArgs(in *modelInputs) []string {
+	if in.Header == nil {
+		return []string{"-hf", term.Text(strings.TrimPrefix(catalogSource(in.Ref), "hf:"))}
+	}
+	return []string{"-m", term.Text(in.Ref)}
 }
 
 // planReport is what 'headroom plan --json' prints: the verdict and why,

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
@@ -46,7 +46,13 @@ models; entries without one follow, largest first), speed (estimated
 decode speed), context (context per slot), balanced (the default):
 configurations of at least 10 tokens/s first, the largest model among
 them, a cited score deciding between models of one size. Every fitting row
-carries an estimated decode speed (docs/speed.md).
+carries an estimated decode speed (docs/speed.md). The listing says its
+order in one line, the memory each plan needs apart from the download's
+size, and fits 100 columns (--json has every name and figure whole).
+
+The exit status is 0 when at least one configuration fits, 1 when none
+does (the listing is printed, with --json too), 2 for a command line that
+is wrong.
 
 Examples:
   headroom recommend
@@ -123,10 +129,18 @@ func runRecommend(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, recommendReport{o.Goal, machineName(*machine), note, catalog.SpeedSays, rows})
+		if err := printJSON(env.Stdout, recommendReport{o.Goal, machineName(*machine), note, catalog.SpeedSays, rows}); err != nil {
+			return err
+		}
+	} else {
+		printRecommend(env.Stdout, rows, o, snap, machineName(*machine), *all)
+		fmt.Fprintln(env.Stdout, "\n"+wrap(note.Says, "engine: ", "  ", textWidth))
 	}
-	printRecommend(env.Stdout, rows, o, snap, machineName(*machine), *all)
-	fmt.Fprintf(env.Stdout, "\nengine: %s\n", note.Says)
+	// The listing above says why; the exit status says it to scripts, as
+	// fit's and plan's do.
+	if !slices.ContainsFunc(rows, func(r catalog.Row) bool { return r.Enabled }) {
+		return fmt.Errorf("no configuration of the %d listed fits on %s", len(rows), machineName(*machine))
+	}
 	return nil
 }
 
@@ -161,11 +175,16 @@ func splitList(s string) []string {
 const shownRows = 10
 
 func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw.Snapshot, machine string, all bool) {
-	fmt.Fprintln(w, term.Text(machineLine(snap, machine)))
-	fmt.Fprintf(w, "goal %s, %s of at least %d tokens each; sizes in GiB and MiB (powers of 1024)\n\n", o.Goal, plural(o.Parallel, "slot", "slots"), o.MinCtx)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tmodel\tquant\tclass\tsize\tctx/slot\tgpu layers\tkv\ttok/s\tquality\tinputs")
-	fit, notFit, incompatible, shown := 0, 0, 0, 0
+	fmt.Fprintln(w, wrap(term.Text(machineLine(snap, machine)), "", "  ", textWidth))
+	// The GPU layers column and the order's GPU clauses say something only
+	// on a machine with a GPU of its own: with none, or with unified
+	// memory, every layer is in the one pool.
+	gpu := slicesHasKind(snap, hw.KindDevice)
+	fmt.Fprintln(w, wrap(fmt.Sprintf("goal %s, %s of at least %d tokens each; order: %s",
+		o.Goal, plural(o.Parallel, "slot", "slots"), o.MinCtx, catalog.OrderSays(o.Goal, gpu)), "", "  ", textWidth))
+	fmt.Fprintln(w)
+	var listed []catalog.Row
+	fit, notFit, incompatible := 0, 0, 0
 	for _, r := range rows {
 		switch {
 		case r.Enabled:
@@ -175,46 +194,27 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw
 		default:
 			notFit++
 		}
-		if !all && (!r.Enabled || shown == shownRows) {
-			continue
-		}
-		shown++
-		rank, ctxs, ngl, kv := "-", "-", "-", "-"
-		if r.Enabled {
-			rank = strconv.Itoa(r.Rank)
-			ctxs = strconv.Itoa(r.Plan.CtxPerSlot)
-			ngl = fmt.Sprintf("%d/%d", r.Plan.GPULayers, r.Plan.LayersTotal)
-			if r.Plan.CPUMoE > 0 {
-				ngl += fmt.Sprintf(" (moe %d cpu)", r.Plan.CPUMoE)
-			}
-			kv = r.Plan.CacheType
-		}
-		q := "null"
-		if r.Quality != nil {
-			q = strconv.FormatFloat(r.Quality.Score, 'f', -1, 64)
-		}
-		class := fmt.Sprintf("%s %.1fB", r.Class, r.ParamsB)
-		if r.ActiveB != nil {
-			class = fmt.Sprintf("moe %.0fB/%.1fB", r.ParamsB, *r.ActiveB)
-		}
-		size := bytesIEC(r.SizeBytes)
-		if r.SizeSource == "derived" {
-			size = "~" + size
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rank, r.Entry, r.Quant, class, size, ctxs, ngl, kv, decodeCell(r.Speed), q, r.Provenance)
-		if !r.Enabled {
-			fmt.Fprintf(tw, "\t%s\n", disabledWhy(r))
+		if all || r.Enabled && len(listed) < shownRows {
+			listed = append(listed, r)
 		}
 	}
-	tw.Flush()
-	fmt.Fprintln(w)
+	if len(listed) > 0 {
+		fmt.Fprint(w, recommendTable(listed, gpu))
+		fmt.Fprintln(w)
+	}
+	shown := 0
+	for _, r := range listed {
+		if r.Enabled {
+			shown++
+		}
+	}
 	switch {
 	case all:
 		fmt.Fprintf(w, "%d fit, %d do not fit, %d are incompatible.\n", fit, notFit, incompatible)
 	case fit > shown:
-		fmt.Fprintf(w, "%d more fit, %d do not fit and %d are incompatible (--all lists them all, with what is short and by how much).\n", fit-shown, notFit, incompatible)
+		fmt.Fprintln(w, wrap(fmt.Sprintf("%d more fit, %d do not fit and %d are incompatible (--all lists them all, with what is short and by how much).", fit-shown, notFit, incompatible), "", "", textWidth))
 	default:
-		fmt.Fprintf(w, "%d do not fit and %d are incompatible (--all lists them, with what is short and by how much).\n", notFit, incompatible)
+		fmt.Fprintln(w, wrap(fmt.Sprintf("%d do not fit and %d are incompatible (--all lists them, with what is short and by how much).", notFit, incompatible), "", "", textWidth))
 	}
 	for _, r := range rows {
 		if !r.Enabled {
@@ -226,11 +226,89 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw
 			serve += " -np " + strconv.Itoa(o.Parallel)
 		}
 		fmt.Fprintf(w, "  %s\n", serve)
-		fmt.Fprintf(w, "  llama-server -hf %s %s\n", strings.TrimPrefix(r.Ref, "hf:"), strings.Join(r.Plan.Flags, " "))
+		args := append([]string{"llama-server", "-hf", strings.TrimPrefix(r.Ref, "hf:")}, r.Plan.Flags...)
+		fmt.Fprintln(w, "  "+strings.ReplaceAll(wrapCommand(args, textWidth-2), "\n", "\n  "))
 		break
 	}
-	fmt.Fprintln(w, "\n~ size derived from the public config and quant recipe (inputs: derived); inputs: inspected = from the locked GGUF header.")
-	fmt.Fprintln(w, "tok/s: estimated decode speed of one sequence at an empty context; "+speedCalibration(rows)+" (docs/speed.md).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, wrap("memory: GiB the plan needs, all memory domains together; download: GiB of files, "+
+		"~ derived from the public config and quant recipe, not read from the locked GGUF header.", "", "  ", textWidth))
+	fmt.Fprintln(w, wrap("tok/s: estimated decode speed of one sequence at an empty context; "+speedCalibration(rows)+" (docs/speed.md).", "", "  ", textWidth))
+}
+
+// recommendTable lays the rows out in columns, with the reason under each
+// row that does not fit, outside the alignment. The GPU layers column is
+// left out on a machine without a GPU of its own, where it would say
+// nothing, and
+// the quality column where no row shown has a cited score. The model
+// column is shortened (the full name is in --json) to keep the table
+// within textWidth.
+func recommendTable(rows []catalog.Row, gpu bool) string {
+	quality := false
+	for _, r := range rows {
+		quality = quality || r.Quality != nil
+	}
+	head := []string{"#", "model", "quant", "memory", "download", "ctx/slot"}
+	right := []bool{false, false, false, true, true, true}
+	if gpu {
+		head, right = append(head, "gpu layers"), append(right, false)
+	}
+	head, right = append(head, "tok/s"), append(right, true)
+	if quality {
+		head, right = append(head, "quality"), append(right, true)
+	}
+	cells := [][]string{head}
+	for _, r := range rows {
+		rank, mem, ctxs, ngl := "-", "-", "-", "-"
+		if r.Enabled {
+			rank = strconv.Itoa(r.Rank)
+			mem = gib1(r.Plan.MemoryBytes)
+			ctxs = strconv.Itoa(r.Plan.CtxPerSlot)
+			ngl = fmt.Sprintf("%d/%d", r.Plan.GPULayers, r.Plan.LayersTotal)
+			if r.Plan.CPUMoE > 0 {
+				ngl += fmt.Sprintf(" ncmoe %d", r.Plan.CPUMoE)
+			}
+		}
+		size := gib1(r.SizeBytes)
+		if r.SizeSource == "derived" {
+			size = "~" + size
+		}
+		row := []string{rank, r.Entry, r.Quant, mem, size, ctxs}
+		if gpu {
+			row = append(row, ngl)
+		}
+		row = append(row, decodeCell(r.Speed))
+		if quality {
+			q := "-"
+			if r.Quality != nil {
+				q = strconv.FormatFloat(r.Quality.Score, 'f', -1, 64)
+			}
+			row = append(row, q)
+		}
+		cells = append(cells, row)
+	}
+	// The model column gets what the others leave of textWidth.
+	others := 0
+	for i := range head {
+		if i == 1 {
+			continue
+		}
+		width := 0
+		for _, c := range cells {
+			width = max(width, utf8.RuneCountInString(c[i]))
+		}
+		others += width + 2
+	}
+	room := max(textWidth-others, 16)
+	t := &table{right: right}
+	for i, c := range cells {
+		c[1] = truncate(c[1], room)
+		t.row(c...)
+		if i > 0 && !rows[i-1].Enabled {
+			t.note(wrap(disabledWhy(rows[i-1]), "     ", "       ", textWidth))
+		}
+	}
+	return t.String()
 }
 
 // machineLine says in one line what recommend planned for: each memory
@@ -308,7 +386,7 @@ func disabledWhy(r catalog.Row) string {
 		return "incompatible: " + r.Reason
 	}
 	if r.Limiting != nil && r.Limiting.Shortfall > 0 {
-		return fmt.Sprintf("does not fit: %s short by %s", r.Limiting.Domain, bytesIEC(r.Limiting.Shortfall))
+		return fmt.Sprintf("does not fit: %s short by %s", r.Limiting.Domain, roughSize(r.Limiting.Shortfall))
 	}
 	return r.Reason
 }

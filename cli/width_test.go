@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/headroom-llm/headroom/synth"
+)
+
+// widthMachines are the presets the width test plans on: a GPU, unified
+// memory, a machine without a GPU and two GPUs.
+var widthMachines = []string{"rtx-4090", "m4-max-64", "cpu-32", "2x-rtx-3090"}
+
+// overWide lists the lines of out wider than textWidth, counted in runes.
+func overWide(out string) []string {
+	var wide []string
+	for i, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > textWidth {
+			wide = append(wide, fmt.Sprintf("line %d, %d columns: %s", i+1, n, line))
+		}
+	}
+	return wide
+}
+
+func TestOverWide(t *testing.T) {
+	ok := strings.Repeat("é", textWidth) // 200 bytes, 100 columns
+	if w := overWide("a\n" + ok + "\n"); len(w) != 0 {
+		t.Errorf("%d runes counted as too wide: %v", textWidth, w)
+	}
+	if w := overWide("a\n" + ok + "x\n"); len(w) != 1 || !strings.HasPrefix(w[0], "line 2, 101 columns") {
+		t.Errorf("101 runes: %v", w)
+	}
+}
+
+// TestFitPlanWidth runs fit and plan on every synthetic shape the plan
+// goldens use, on each preset, and fails on any line over 100 columns.
+func TestFitPlanWidth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans every shape on four machines")
+	}
+	dir := t.TempDir()
+	dump := os.Getenv("HEADROOM_WIDTH_DUMP")
+	for _, shape := range synth.Names() {
+		s, _ := synth.Lookup(shape)
+		b, err := synth.Build(s, synth.Q4_K_M)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, shape+".gguf")
+		if err := b.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range widthMachines {
+			for _, args := range [][]string{
+				{"fit", "--quiet", path, "--machine", m, "-c", "8192"},
+				{"fit", "--quiet", path, "--machine", m, "-c", "131072", "-np", "1", "-ngl", "all"},
+				{"plan", "--quiet", path, "--machine", m},
+			} {
+				code, out, errs := run(t, args...)
+				if code == exitUsage {
+					t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, errs)
+				}
+				if dump != "" {
+					fmt.Fprintf(os.Stderr, "=== %s %s %s (exit %d)\n%s%s", args[0], shape, m, code, out, errs)
+				}
+				for _, w := range overWide(out) {
+					t.Errorf("%s %s --machine %s: %s", args[0], shape, m, w)
+				}
+			}
+		}
+	}
+}
+
+// TestRecommendWidth lists the whole catalog on each preset, by default
+// and with --all, and fails on any line over 100 columns; the default
+// listing must also name its order and the two sizes.
+func TestRecommendWidth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans the catalog on four machines")
+	}
+	for _, m := range widthMachines {
+		// One home for both runs: the second reads the first's plans.
+		home := t.TempDir()
+		vars := map[string]string{"XDG_CACHE_HOME": filepath.Join(home, "cache")}
+		for _, args := range [][]string{{"recommend", "--machine", m, "--all"}, {"recommend", "--machine", m}} {
+			code, out, errs := runEnv(t, vars, args...)
+			if code != exitOK {
+				t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, errs)
+			}
+			if os.Getenv("HEADROOM_WIDTH_DUMP") != "" {
+				fmt.Fprintf(os.Stderr, "=== %s\n%s", strings.Join(args, " "), out)
+			}
+			for _, w := range overWide(out) {
+				t.Errorf("%s: %s", strings.Join(args, " "), w)
+			}
+			for _, want := range []string{"order: ", "memory  download", "memory: GiB the plan needs"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s: no %q in\n%s", strings.Join(args, " "), want, out)
+				}
+			}
+			// A column of GPU layers says nothing without a GPU of
+			// the machine's own: none, or unified memory.
+			own := m == "rtx-4090" || m == "2x-rtx-3090"
+			if gpu := strings.Contains(out, "gpu layers"); gpu != own {
+				t.Errorf("%s: gpu layers column shown %v on a machine with a GPU of its own %v", strings.Join(args, " "), gpu, own)
+			}
+		}
+	}
+}
