@@ -341,6 +341,9 @@ func qwen3next(h hparams, m *Model) error {
 	if err != nil {
 		return err
 	}
+	if nextn > m.NLayer {
+		return &Incompatible{Reason: fmt.Sprintf("%snextn_predict_layers %d is more than block_count %d", h.prefix, nextn, m.NLayer)}
+	}
 	trunk := m.NLayer - nextn
 	recurrent := make([]bool, m.NLayer)
 	if v, ok := h.m.Lookup(h.prefix + "attention.recurrent_layers"); ok {
