@@ -137,7 +137,7 @@ func Probe(ctx context.Context, opts ProbeOptions) (*Snapshot, error) {
 		}
 	}
 	s := m.assemble()
-	s.Host, s.Taken = opts.Host, opts.Now.UTC().Truncate(time.Second)
+	s.Host, s.Taken, s.Hardware = opts.Host, opts.Now.UTC().Truncate(time.Second), m.hardware()
 	if opts.MeasureBandwidth != nil {
 		for i := range s.Domains {
 			d := &s.Domains[i]

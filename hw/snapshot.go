@@ -59,6 +59,11 @@ type Snapshot struct {
 	Source  string    `json:"source"`           // probe, preset or file
 	Preset  string    `json:"preset,omitempty"` // the preset's name, for Source preset
 	Taken   time.Time `json:"taken,omitzero"`
+	// Hardware names the hardware a probe found: the CPU model, the size
+	// of system memory and each GPU's vendor, name and memory. Speed
+	// measurements of this machine are kept under it, so a new DIMM or
+	// another card starts afresh. Presets have none.
+	Hardware string `json:"hardware,omitempty"`
 	Domains []Domain  `json:"domains"`
 	Devices []Device  `json:"devices"`
 	// RPC lists the rpc-server endpoints (host:port) whose devices this

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
@@ -44,6 +45,10 @@ type Result struct {
 	Calibrated   bool    `json:"calibrated"`
 	ErrorLowPct  float64 `json:"error_low_pct,omitempty"`
 	ErrorHighPct float64 `json:"error_high_pct,omitempty"`
+	// CalibratedOn says, for the backends fitted on this machine's own
+	// llama-bench runs rather than published results, which runs; the
+	// error range is then their leave-one-out range.
+	CalibratedOn []string `json:"calibrated_on,omitempty"`
 	// BytesPerToken is the total over devices.
 	BytesPerToken int64          `json:"bytes_per_token"`
 	Devices       []DeviceResult `json:"devices"`
@@ -95,6 +100,13 @@ type DeviceResult struct {
 // do not belong together; missing device figures or backend parameters
 // give a Result with nil speeds and the reasons in Unknown.
 func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Result, error) {
+	return (*Calibration)(nil).Estimate(m, r, s, ctxTokens)
+}
+
+// Estimate is the package's Estimate with this machine's fitted
+// parameters for the backends c calibrates, params.go's for the others.
+// A nil c calibrates nothing.
+func (c *Calibration) Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Result, error) {
 	res := Result{CtxTokens: ctxTokens}
 	if m == nil || r == nil || s == nil {
 		return res, errors.New("speed: model, plan and machine are all needed")
@@ -117,9 +129,10 @@ func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Res
 
 	var total, ceiling, prefill float64
 	decodeKnown, prefillKnown := true, true
+	prefillFitted, prefillPeak := false, false
 	res.Calibrated = true
 	for _, t := range traffic {
-		d, err := deviceResult(s, t)
+		d, cal, err := deviceResult(s, t, c)
 		if err != nil {
 			return res, err
 		}
@@ -146,22 +159,31 @@ func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Res
 			res.Calibrated = false
 		}
 		if busy && d.Calibrated {
-			res.ErrorLowPct = math.Min(res.ErrorLowPct, backends[d.Backend].ErrorLowPct)
-			res.ErrorHighPct = math.Max(res.ErrorHighPct, backends[d.Backend].ErrorHighPct)
+			p, _, _ := c.backend(d.Backend)
+			res.ErrorLowPct = math.Min(res.ErrorLowPct, p.ErrorLowPct)
+			res.ErrorHighPct = math.Max(res.ErrorHighPct, p.ErrorHighPct)
+			if cal != nil && !slices.Contains(res.CalibratedOn, p.Source) {
+				res.CalibratedOn = append(res.CalibratedOn, p.Source)
+			}
 		}
 		if d.ActiveParams > 0 {
-			if d.PeakTFLOPS > 0 {
+			switch {
+			case cal != nil && cal.PrefillGFLOPS > 0:
+				prefill += 2 * float64(d.ActiveParams) / (cal.PrefillGFLOPS * 1e9)
+				prefillFitted = true
+			case d.PeakTFLOPS > 0:
 				prefill += 2 * float64(d.ActiveParams) / (d.PeakTFLOPS * 1e12)
-			} else {
+				prefillPeak = true
+			default:
 				prefillKnown = false
-				res.Unknown = append(res.Unknown, fmt.Sprintf("%s: no published compute figure, so no prefill estimate", d.Device))
+				res.Unknown = append(res.Unknown, fmt.Sprintf("%s: no published compute figure and no prompt measured on this machine, so no prefill estimate", d.Device))
 			}
 		}
 		total += d.TimeMs
 		res.Devices = append(res.Devices, d)
 	}
 	for _, b := range usedBackends(res.Devices) {
-		p, ok := backends[b]
+		p, _, ok := c.backend(b)
 		if !ok {
 			continue
 		}
@@ -185,8 +207,14 @@ func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Res
 	if prefillKnown && prefill > 0 {
 		p := 1 / prefill
 		res.PrefillTPS = &p
-		res.Assumptions = append(res.Assumptions,
-			"prefill = 2 FLOPs per active weight per token at 100% of the dense FP16 tensor peak: an upper figure, with no efficiency fitted (no published prefill point pairs with a vendor FLOPS figure); attention FLOPs and CPU work are left out")
+		if prefillPeak {
+			res.Assumptions = append(res.Assumptions,
+				"prefill = 2 FLOPs per active weight per token at 100% of the dense FP16 tensor peak: an upper figure, with no efficiency fitted (no published prefill point pairs with a vendor FLOPS figure); attention FLOPs and CPU work are left out")
+		}
+		if prefillFitted {
+			res.Assumptions = append(res.Assumptions,
+				"prefill = 2 FLOPs per active weight per token at the rate llama-bench's prompt tests reached on this machine")
+		}
 	}
 	return res, nil
 }
@@ -198,13 +226,18 @@ func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Res
 // here and cost most of the time. A fill that cannot be estimated is left
 // out, and every fill when p cannot be placed.
 func EstimateProfile(m *arch.Model, p plan.Profile, cpu plan.Device, gpus []plan.Device, s *hw.Snapshot, fills ...int) []Result {
+	return (*Calibration)(nil).EstimateProfile(m, p, cpu, gpus, s, fills...)
+}
+
+// EstimateProfile is the package's EstimateProfile with c's parameters.
+func (c *Calibration) EstimateProfile(m *arch.Model, p plan.Profile, cpu plan.Device, gpus []plan.Device, s *hw.Snapshot, fills ...int) []Result {
 	out := []Result{}
 	r, err := plan.Place(m, p, cpu, gpus)
 	if err != nil {
 		return out
 	}
 	for _, filled := range fills {
-		if e, err := Estimate(m, r, s, filled); err == nil {
+		if e, err := c.Estimate(m, r, s, filled); err == nil {
 			out = append(out, e)
 		}
 	}
@@ -213,10 +246,10 @@ func EstimateProfile(m *arch.Model, p plan.Profile, cpu plan.Device, gpus []plan
 
 // deviceResult looks a device up in the snapshot and fills in its figures
 // and its backend's parameters.
-func deviceResult(s *hw.Snapshot, t *traffic) (DeviceResult, error) {
+func deviceResult(s *hw.Snapshot, t *traffic, c *Calibration) (DeviceResult, *Calibrated, error) {
 	dv := s.Device(t.device)
 	if dv == nil {
-		return DeviceResult{}, fmt.Errorf("speed: the plan uses device %s, which the machine does not have", t.device)
+		return DeviceResult{}, nil, fmt.Errorf("speed: the plan uses device %s, which the machine does not have", t.device)
 	}
 	d := DeviceResult{Device: dv.Name, Backend: dv.Backend, Domain: dv.Domain, Layers: t.layers,
 		WeightBytes: t.weights, GatherBytes: t.gather, KVBytes: t.kv, StateBytes: t.state,
@@ -229,10 +262,11 @@ func deviceResult(s *hw.Snapshot, t *traffic) (DeviceResult, error) {
 	}
 	// Without parameters the efficiency stays zero and the caller reports
 	// the device as unknown rather than borrowing another backend's.
-	if p, ok := backends[dv.Backend]; ok {
+	p, cal, ok := c.backend(dv.Backend)
+	if ok {
 		d.Efficiency, d.LayerOverheadMs, d.Calibrated = p.Efficiency, p.LayerOverheadMs, p.Calibrated
 	}
-	return d, nil
+	return d, cal, nil
 }
 
 // usedBackends lists the backends of the devices that do work, once each,

@@ -1,0 +1,263 @@
+package speed
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
+)
+
+// SampleSchema changes when what a Sample records, or how Estimate counts
+// the bytes a sample's figures were derived with, changes: samples of
+// another schema are not fitted.
+const SampleSchema = 1
+
+// Sample is one llama-bench measurement on this machine of a plan whose
+// work all ran on one backend, with the estimate's inputs for that plan:
+// what Fit needs to find the backend's parameters on this machine.
+type Sample struct {
+	Schema int `json:"schema"`
+	// Model says what was measured (a shape and quantization, or a file).
+	Model   string    `json:"model"`
+	Backend string    `json:"backend"`
+	Build   string    `json:"build"`
+	Args    []string  `json:"args"`
+	When    time.Time `json:"when"`
+	// FullBandwidthMs is Σ bytes/bandwidth over the devices, in ms: the
+	// time one token would take at every device's bandwidth figure, at
+	// the context filled halfway through the generation test.
+	FullBandwidthMs float64 `json:"full_bandwidth_ms"`
+	BytesPerToken   int64   `json:"bytes_per_token"`
+	Layers          int     `json:"layers"`
+	ActiveParams    int64   `json:"active_params"`
+	// The generation and prompt figures llama-bench measured (0 when a
+	// test did not run).
+	GenTokens     int     `json:"gen_tokens"`
+	DecodeTPS     float64 `json:"decode_tokens_per_s"`
+	DecodeStddev  float64 `json:"decode_stddev"`
+	PromptTokens  int     `json:"prompt_tokens"`
+	PrefillTPS    float64 `json:"prefill_tokens_per_s"`
+	PrefillStddev float64 `json:"prefill_stddev"`
+}
+
+// NewSample turns a llama-bench measurement of plan r of model m on
+// machine s into a Sample. It fails where the measurement cannot teach a
+// backend's parameters: work on more than one backend, a device whose
+// bandwidth is unknown, no generation figure at an empty context.
+func NewSample(name string, m *arch.Model, r *plan.Result, s *hw.Snapshot, meas *Measured) (Sample, error) {
+	tg := meas.Test("tg", 0)
+	if tg == nil || tg.MeanTPS <= 0 {
+		return Sample{}, errors.New("speed: the measurement has no generation figure at an empty context")
+	}
+	// tgN fills the context from 0 to N cells: its mean token reads N/2.
+	est, err := Estimate(m, r, s, tg.Tokens/2)
+	if err != nil {
+		return Sample{}, err
+	}
+	smp := Sample{Schema: SampleSchema, Model: name, Build: meas.Build, Args: meas.Args, When: time.Now().UTC().Truncate(time.Second),
+		GenTokens: tg.Tokens, DecodeTPS: tg.MeanTPS, DecodeStddev: tg.StddevTPS, BytesPerToken: est.BytesPerToken}
+	for _, d := range est.Devices {
+		if d.Layers == 0 && d.WeightBytes+d.KVBytes+d.StateBytes == 0 {
+			continue
+		}
+		if smp.Backend != "" && d.Backend != smp.Backend {
+			return Sample{}, fmt.Errorf("speed: the plan runs on %s and %s; a calibration sample needs one backend", smp.Backend, d.Backend)
+		}
+		if d.BandwidthGBps <= 0 {
+			return Sample{}, fmt.Errorf("speed: the bandwidth of %s's memory is unknown", d.Device)
+		}
+		smp.Backend = d.Backend
+		smp.FullBandwidthMs += float64(d.BytesPerToken) / (d.BandwidthGBps * 1e9) * 1e3
+		smp.Layers += d.Layers
+		smp.ActiveParams += d.ActiveParams
+	}
+	if smp.Backend == "" {
+		return Sample{}, errors.New("speed: the plan places no work on any device")
+	}
+	for _, t := range meas.Tests {
+		if t.Kind == "pp" && t.Depth == 0 && t.MeanTPS > 0 {
+			smp.PromptTokens, smp.PrefillTPS, smp.PrefillStddev = t.Tokens, t.MeanTPS, t.StddevTPS
+			break
+		}
+	}
+	return smp, nil
+}
+
+// Calibration is a machine's backend parameters fitted to llama-bench
+// measurements taken on it. The zero value and nil calibrate nothing:
+// Estimate then uses the published fits and priors of params.go.
+type Calibration struct {
+	// Build is the llama.cpp build whose measurements were fitted.
+	Build    string                `json:"build"`
+	Backends map[string]Calibrated `json:"backends"`
+}
+
+// Calibrated is one backend's parameters fitted on this machine.
+type Calibrated struct {
+	// Backend holds the fitted decode parameters; its error range is the
+	// leave-one-out range of this machine's samples (none with fewer
+	// than three).
+	Backend
+	// PrefillGFLOPS is the rate at which prompt tokens' 2 FLOPs per
+	// active weight were done, fitted to the prompt figures; 0 without
+	// any.
+	PrefillGFLOPS float64 `json:"prefill_gflops,omitempty"`
+	// Samples and PrefillSamples count the measurements fitted.
+	Samples        int `json:"samples"`
+	PrefillSamples int `json:"prefill_samples"`
+	// Models names what was measured.
+	Models []string `json:"models"`
+}
+
+// Fit fits each backend's parameters to the samples of one build: the
+// newest build among them unless build names one. Two parameters need two
+// samples whose bytes per layer differ; with one, or where the two-term
+// fit gives a negative per-layer cost, the per-layer cost is held at zero
+// and only the efficiency is fitted. Nil when no sample fits.
+func Fit(samples []Sample, build string) *Calibration {
+	if build == "" {
+		build = newestBuild(samples)
+	}
+	by := map[string][]Sample{}
+	for _, s := range samples {
+		if s.Schema == SampleSchema && s.Build == build && s.DecodeTPS > 0 && s.FullBandwidthMs > 0 {
+			by[s.Backend] = append(by[s.Backend], s)
+		}
+	}
+
+	c := &Calibration{Build: build, Backends: map[string]Calibrated{}}
+	for name, ss := range by {
+		models := modelsOf(ss)
+		if len(ss) < MinSamples || len(models) < 2 {
+			continue
+		}
+		e, k := fitDecode(ss)
+		cal := Calibrated{Backend: Backend{Name: name, Efficiency: e, LayerOverheadMs: k, Calibrated: true}, Samples: len(ss), Models: models}
+		cal.ErrorLowPct, cal.ErrorHighPct = machineLeftOut(ss)
+		cal.PrefillGFLOPS, cal.PrefillSamples = fitPrefill(ss)
+		cal.Source = fmt.Sprintf("fitted on this machine to %d llama-bench runs of build %s (%s)", len(ss), build, strings.Join(cal.Models, ", "))
+		c.Backends[name] = cal
+	}
+	if len(c.Backends) == 0 {
+		return nil
+	}
+	return c
+}
+
+// MinSamples is the fewest runs, of at least two models, that Fit fits a
+// backend to: fewer leave no run out to say how far the fit is off.
+const MinSamples = 3
+
+// machineLeftOut refits without each sample in turn and returns the lowest
+// and highest signed error on the one left out, in whole percent rounded
+// outward: how the fit does on a model it has not seen.
+func machineLeftOut(ss []Sample) (lo, hi float64) {
+	for i := range ss {
+		rest := append(append([]Sample{}, ss[:i]...), ss[i+1:]...)
+		e, k := fitDecode(rest)
+		got := 1000 / (ss[i].FullBandwidthMs/e + k*float64(ss[i].Layers))
+		err := (got/ss[i].DecodeTPS - 1) * 100
+		lo, hi = math.Min(lo, math.Floor(err)), math.Max(hi, math.Ceil(err))
+	}
+	return lo, hi
+}
+
+// modelsOf names the models the samples measured, sorted, once each.
+func modelsOf(ss []Sample) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s.Model) {
+			out = append(out, s.Model)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fitDecode minimizes Σ((x/e + k·L − t)/t)² over the samples, where x is
+// the token's time at full bandwidth, L its layers and t the measured
+// time per token: linear in u = 1/e and k.
+func fitDecode(ss []Sample) (eff, perLayerMs float64) {
+	var a, b, d, p, q float64
+	for _, s := range ss {
+		t := 1000 / s.DecodeTPS
+		X, Y := s.FullBandwidthMs/t, float64(s.Layers)/t
+		a, b, d = a+X*X, b+X*Y, d+Y*Y
+		p, q = p+X, q+Y
+	}
+	if det := a*d - b*b; len(ss) >= 2 && math.Abs(det) > 1e-12*a*d {
+		u, k := (p*d-b*q)/det, (a*q-b*p)/det
+		if u > 0 && k >= 0 {
+			return 1 / u, k
+		}
+	}
+	// One parameter: u = Σ X / Σ X².
+	return a / p, 0
+}
+
+// fitPrefill fits the rate of prompt processing, minimizing
+// Σ((2P/F − t)/t)² with P the active weights and t the time per prompt
+// token; F in GFLOP/s.
+func fitPrefill(ss []Sample) (gflops float64, n int) {
+	var num, den float64
+	for _, s := range ss {
+		if s.PrefillTPS <= 0 || s.ActiveParams <= 0 {
+			continue
+		}
+		t := 1 / s.PrefillTPS
+		w := 2 * float64(s.ActiveParams) / t // v = 1/F: minimize Σ(v·w − 1)²
+		num, den = num+w, den+w*w
+		n++
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return den / num / 1e9, n
+}
+
+// newestBuild is the build of the most recent sample.
+func newestBuild(samples []Sample) string {
+	var build string
+	var when time.Time
+	for _, s := range samples {
+		if s.Schema == SampleSchema && !s.When.Before(when) {
+			build, when = s.Build, s.When
+		}
+	}
+	return build
+}
+
+// Builds lists the builds the samples were taken with, newest first.
+func Builds(samples []Sample) []string {
+	last := map[string]time.Time{}
+	for _, s := range samples {
+		if s.When.After(last[s.Build]) || last[s.Build].IsZero() {
+			last[s.Build] = s.When
+		}
+	}
+	out := make([]string, 0, len(last))
+	for b := range last {
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(x, y string) int { return last[y].Compare(last[x]) })
+	return out
+}
+
+// backend returns the parameters Estimate uses for a backend: this
+// machine's fit where there is one, else params.go's.
+func (c *Calibration) backend(name string) (Backend, *Calibrated, bool) {
+	if c != nil {
+		if cal, ok := c.Backends[name]; ok {
+			return cal.Backend, &cal, true
+		}
+	}
+	b, ok := backends[name]
+	return b, nil, ok
+}
