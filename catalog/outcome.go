@@ -123,13 +123,13 @@ func shortest(cm *cachedModel, mc machine, so plan.SearchOptions) *Limit {
 // estimateSpeed is the speed package's estimate for a profile, one
 // sequence at an empty context. Nil when it cannot be placed.
 func estimateSpeed(m *arch.Model, p plan.Profile, mc machine) *Speed {
-	est := speed.EstimateProfile(m, p, mc.cpu, mc.gpus, mc.snap, 0)
+	est := mc.cal.EstimateProfile(m, p, mc.cpu, mc.gpus, mc.snap, 0)
 	if len(est) == 0 {
 		return nil
 	}
 	e := est[0]
 	return &Speed{DecodeTokensPerSec: e.DecodeTPS, PrefillTokensPerSec: e.PrefillTPS, Calibrated: e.Calibrated,
-		ErrorLowPct: e.ErrorLowPct, ErrorHighPct: e.ErrorHighPct}
+		ErrorLowPct: e.ErrorLowPct, ErrorHighPct: e.ErrorHighPct, CalibratedOn: e.CalibratedOn}
 }
 
 // modelKey names a variant's planner inputs: the locked package, or the
@@ -153,7 +153,7 @@ func (c *Catalog) modelKey(e *Entry, v Variant, lock *LockFile) string {
 // (free memory, processes, the desktop's share), nor its host name, time
 // or notes; a run judges the kept plans against the memory free then
 // (recheck).
-func cacheKey(build string, catalog [32]byte, snap *hw.Snapshot, so plan.SearchOptions) string {
+func cacheKey(build string, catalog [32]byte, snap *hw.Snapshot, so plan.SearchOptions, cal *speed.Calibration) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "headroom recommend outcomes v3\x00%s\x00%x\x00", build, catalog)
 	machine, _ := json.Marshal(capacityOf(snap))
@@ -168,6 +168,13 @@ func cacheKey(build string, catalog [32]byte, snap *hw.Snapshot, so plan.SearchO
 	h.Write(opts)
 	h.Write([]byte{0})
 	h.Write(rules)
+	if cal != nil {
+		// The outcomes carry speed estimates: a new calibration is a
+		// new answer.
+		c, _ := json.Marshal(cal)
+		h.Write([]byte{0})
+		h.Write(c)
+	}
 	return "recommend-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 

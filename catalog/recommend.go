@@ -10,6 +10,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/speed"
 	"github.com/headroom-llm/headroom/synth"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	// Rules are the llama.cpp build's the plans follow (engine.Note); nil
 	// is builds.Default().
 	Rules *builds.Rules
+	// Calibration is the machine's own speed parameters (headroom
+	// bench); nil estimates with the published fits and priors.
+	Calibration *speed.Calibration
 }
 
 // DefaultOptions ranks by balanced with plan.DefaultSearch's slots,
@@ -112,6 +116,9 @@ type Speed struct {
 	Calibrated   bool    `json:"calibrated"`
 	ErrorLowPct  float64 `json:"error_low_pct,omitempty"`
 	ErrorHighPct float64 `json:"error_high_pct,omitempty"`
+	// CalibratedOn names this machine's llama-bench runs where a backend
+	// was fitted to them rather than to published results.
+	CalibratedOn []string `json:"calibrated_on,omitempty"`
 }
 
 // RowPlan is the serving plan behind a verdict.
@@ -255,7 +262,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 	k := kept{Planned: now, Outcomes: map[string]outcome{}}
 	var file string
 	if o.Cache != nil {
-		file = cacheKey(o.Build, cat.ContentHash(), snap, so)
+		file = cacheKey(o.Build, cat.ContentHash(), snap, so, o.Calibration)
 		k = loadKept(o.Cache, file, now)
 	}
 	known := k.Outcomes
@@ -275,6 +282,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 	fresh := make([]outcome, len(todo))
 	errs := make([]error, len(todo))
 	mc := newMachine(snap, o.FitTarget)
+	mc.cal = o.Calibration
 	parallel(len(todo), runtime.GOMAXPROCS(0), func(k int) {
 		r := &rows[index[todo[k]]]
 		e := cat.Entry(r.Entry)

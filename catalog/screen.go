@@ -4,6 +4,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/speed"
 )
 
 // The screen is a closed-form estimate of a variant's best plan: weights,
@@ -26,6 +27,8 @@ type machine struct {
 	gpuID, sysID string
 	hasGPU       bool
 	unified      bool
+	// cal is the machine's own speed calibration, nil for none.
+	cal *speed.Calibration
 }
 
 func newMachine(s *hw.Snapshot, fitTarget int64) machine {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
@@ -28,7 +29,10 @@ func benchFlags(fs *flags) (bench *bool, budget *time.Duration) {
 // where it is local, else a sparse twin of its header (a Hub model's
 // header bytes, or the header synth writes for a catalog variant's
 // shape), whose weights read as zeros.
-func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, ctxPerSlot int, llamaServer string, budget time.Duration, quiet bool) (*speed.Measured, error) {
+//
+// A measurement whose work all ran on one backend is kept with this
+// machine's others (headroom bench), and so calibrates later estimates.
+func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap *hw.Snapshot, ctxPerSlot int, llamaServer string, budget time.Duration, quiet bool) (*speed.Measured, error) {
 	bin, err := engine.FindTool("llama-bench", llamaServer, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--bench: %w", err)
@@ -51,6 +55,7 @@ func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, ctxP
 	if err != nil {
 		return nil, fmt.Errorf("--bench: %w", err)
 	}
+	keepSample(env, in.Ref, in.Arch, p, snap, m)
 	if p.Parallel > 1 {
 		m.Notes = append(m.Notes, fmt.Sprintf("llama-bench runs one sequence; with all %d slots generating at once each gets less", p.Parallel))
 	}

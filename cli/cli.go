@@ -57,6 +57,7 @@ func commands() []command {
 		{"inspect", "read a model's GGUF header (local, URL or Hugging Face) and describe it", runInspect},
 		{"fit", "compute every buffer llama.cpp would allocate and say whether it fits", runFit},
 		{"plan", "find the best slots, context, GPU layers and cache type, as llama-server flags", runPlan},
+		{"bench", "measure this machine's speed with llama-bench on small reference models and calibrate the estimate to it", runBenchCmd},
 		{"synth", "write a sparse GGUF shaped like a real model, for tests and demos", runSynth},
 		{"hw", "show this machine's memory domains and llama.cpp devices, or a preset's", runHW},
 		{"recommend", "rank the catalog's models for this machine: what fits, how to run it, what does not and why", runRecommend},

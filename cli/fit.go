@@ -389,7 +389,7 @@ func (x planExtras) fit(ctx context.Context, env Env, in *modelInputs, a *plan.A
 		if a.Resolved != nil {
 			depth = a.Resolved.NCtxSeq
 		}
-		if m, err = measure(ctx, env, in, p, depth, x.llama, x.budget, x.quiet); err != nil {
+		if m, err = measure(ctx, env, in, p, snap, depth, x.llama, x.budget, x.quiet); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -213,7 +213,7 @@ func (x planExtras) add(ctx context.Context, env Env, out *planReport, in *model
 	cpu, gpus := plan.Devices(snap)
 	var err error
 	if in.Arch != nil { // a projected architecture has no model to estimate from
-		out.Speed = speed.EstimateProfile(in.Arch, c.Profile, cpu, gpus, snap, 0, c.CtxPerSlot)
+		out.Speed = machineCalibration(env, snap, env.Stderr).EstimateProfile(in.Arch, c.Profile, cpu, gpus, snap, 0, c.CtxPerSlot)
 		if out.Network, err = networkEstimate(in.Arch, c.Profile, cpu, gpus, snap, x.netGbps); err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (x planExtras) add(ctx context.Context, env Env, out *planReport, in *model
 		}
 	}
 	if x.bench {
-		out.Measured, err = measure(ctx, env, in, c.Profile, c.CtxPerSlot, x.llama, x.budget, x.quiet)
+		out.Measured, err = measure(ctx, env, in, c.Profile, snap, c.CtxPerSlot, x.llama, x.budget, x.quiet)
 	}
 	return err
 }
@@ -348,9 +348,12 @@ func speedLine(est []speed.Result) string {
 		return "decode speed: unknown (" + why[0] + ")"
 	}
 	line := fmt.Sprintf("decode about %.0f tokens/s per slot with an empty context, %.0f with a full one", *est[0].DecodeTPS, *est[1].DecodeTPS)
-	if est[0].Calibrated {
+	switch {
+	case est[0].Calibrated && len(est[0].CalibratedOn) > 0:
+		line += fmt.Sprintf(" (calibrated on this machine: %s off on its llama-bench runs, each left out of the fit; 'headroom bench --show')", errorRange(est[0].ErrorLowPct, est[0].ErrorHighPct))
+	case est[0].Calibrated:
 		line += fmt.Sprintf(" (off by %s on published llama-bench results of a 7B model it was not fitted on)", errorRange(est[0].ErrorLowPct, est[0].ErrorHighPct))
-	} else {
+	default:
 		line += " (uncalibrated backend: rough)"
 	}
 	return line

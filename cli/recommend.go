@@ -124,6 +124,7 @@ func runRecommend(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	o.Rules = &note.Rules
+	o.Calibration = machineCalibration(env, snap, env.Stderr)
 	rows, err := catalog.Recommend(cat, lock, snap, o)
 	if err != nil {
 		return err
@@ -233,7 +234,7 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, wrap("memory: GiB the plan needs, all memory domains together; download: GiB of files, "+
 		"~ derived from the public config and quant recipe, not read from the locked GGUF header.", "", "  ", textWidth))
-	fmt.Fprintln(w, wrap("tok/s: estimated decode speed of one sequence at an empty context; "+speedCalibration(rows)+" (docs/speed.md).", "", "  ", textWidth))
+	fmt.Fprintln(w, wrap("tok/s: estimated decode speed of one sequence at an empty context; "+speedCalibration(rows, snap.Hardware != "")+" (docs/speed.md).", "", "  ", textWidth))
 }
 
 // recommendTable lays the rows out in columns, with the reason under each
@@ -441,33 +442,49 @@ standard output); commit it as catalog/lock.json to ship it.`)
 	return f.Close()
 }
 
-// speedCalibration says how far the speed estimates of the rows shown
-// have been from published llama-bench results they were not fitted on,
-// and marks the uncalibrated ones.
-func speedCalibration(rows []catalog.Row) string {
-	lo, hi, calibrated, rough := 0.0, 0.0, false, false
+// speedCalibration says where the speed estimates of the rows shown come
+// from and how far they have been off: this machine's own llama-bench
+// runs, published results they were not fitted on, or a prior, marked
+// "?". On a probed machine with rough rows it offers headroom bench.
+func speedCalibration(rows []catalog.Row, probed bool) string {
+	lo, hi, published, rough := 0.0, 0.0, false, false
+	var here []string
 	for _, r := range rows {
 		if !r.Enabled || r.Speed == nil || r.Speed.DecodeTokensPerSec == nil {
 			continue
 		}
-		if !r.Speed.Calibrated {
+		switch {
+		case !r.Speed.Calibrated:
 			rough = true
-			continue
+		case len(r.Speed.CalibratedOn) > 0:
+			for _, on := range r.Speed.CalibratedOn {
+				if !slices.Contains(here, on) {
+					here = append(here, on)
+				}
+			}
+		default:
+			if !published || r.Speed.ErrorLowPct < lo {
+				lo = r.Speed.ErrorLowPct
+			}
+			if !published || r.Speed.ErrorHighPct > hi {
+				hi = r.Speed.ErrorHighPct
+			}
+			published = true
 		}
-		if !calibrated || r.Speed.ErrorLowPct < lo {
-			lo = r.Speed.ErrorLowPct
-		}
-		if !calibrated || r.Speed.ErrorHighPct > hi {
-			hi = r.Speed.ErrorHighPct
-		}
-		calibrated = true
 	}
 	var parts []string
-	if calibrated {
+	for _, on := range here {
+		parts = append(parts, "calibrated on "+on)
+	}
+	if published {
 		parts = append(parts, "calibrated figures were "+errorRange(lo, hi)+" off published results they were not fitted on")
 	}
 	if rough {
-		parts = append(parts, "? uncalibrated backend, a rough figure with no error bound")
+		s := "? uncalibrated backend, a rough figure with no error bound"
+		if probed {
+			s += "; 'headroom bench' measures this machine in about a minute and calibrates them"
+		}
+		parts = append(parts, s)
 	}
 	if len(parts) == 0 {
 		return "none estimated"

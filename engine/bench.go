@@ -180,6 +180,20 @@ func Bench(ctx context.Context, r BenchRequest) (*speed.Measured, error) {
 	return m, nil
 }
 
+// BenchOnce runs llama-bench once with pp prompt tokens, tg generated
+// and reps repetitions, without a probe or a budget: for a caller that
+// has sized the run itself, such as a machine's calibration on small
+// reference models. r.Depth and r.Budget are not used.
+func BenchOnce(ctx context.Context, r BenchRequest, pp, tg, reps int) (*speed.Measured, error) {
+	start := time.Now()
+	m, build, err := runBench(ctx, r, "-p", strconv.Itoa(pp), "-n", strconv.Itoa(tg), "-r", strconv.Itoa(reps))
+	if err != nil {
+		return nil, err
+	}
+	m.Tool, m.Build, m.Args, m.Twin, m.Seconds = r.Bin, build, r.Args, r.Twin, time.Since(start).Seconds()
+	return m, nil
+}
+
 // benchRow is the part of llama-bench's JSON output headroom reads.
 type benchRow struct {
 	BuildCommit string    `json:"build_commit"`

@@ -54,18 +54,18 @@ const (
 // byte figures as integers with a _bytes suffix) is what 'headroom hw --json'
 // prints and what --machine FILE reads.
 type Snapshot struct {
-	Schema  int       `json:"schema"`
-	Host    string    `json:"host,omitempty"`
-	Source  string    `json:"source"`           // probe, preset or file
-	Preset  string    `json:"preset,omitempty"` // the preset's name, for Source preset
-	Taken   time.Time `json:"taken,omitzero"`
+	Schema int       `json:"schema"`
+	Host   string    `json:"host,omitempty"`
+	Source string    `json:"source"`           // probe, preset or file
+	Preset string    `json:"preset,omitempty"` // the preset's name, for Source preset
+	Taken  time.Time `json:"taken,omitzero"`
 	// Hardware names the hardware a probe found: the CPU model, the size
 	// of system memory and each GPU's vendor, name and memory. Speed
 	// measurements of this machine are kept under it, so a new DIMM or
 	// another card starts afresh. Presets have none.
-	Hardware string `json:"hardware,omitempty"`
-	Domains []Domain  `json:"domains"`
-	Devices []Device  `json:"devices"`
+	Hardware string   `json:"hardware,omitempty"`
+	Domains  []Domain `json:"domains"`
+	Devices  []Device `json:"devices"`
 	// RPC lists the rpc-server endpoints (host:port) whose devices this
 	// machine uses, in the order llama-server's --rpc takes them; see Join.
 	RPC   []string `json:"rpc,omitempty"`

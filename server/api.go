@@ -170,7 +170,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 		// As the CLI's plan reports it: an empty context, and one slot's
 		// context full.
 		cpu, gpus := plan.Devices(m.snap)
-		out.Speed = speed.EstimateProfile(res.m, c.Profile, cpu, gpus, m.snap, 0, c.CtxPerSlot)
+		out.Speed = s.calibration(m.snap).EstimateProfile(res.m, c.Profile, cpu, gpus, m.snap, 0, c.CtxPerSlot)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -204,7 +204,7 @@ func (s *server) recommend(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	o.Cache, o.Build = &s.plans, "this server"
+	o.Cache, o.Build, o.Calibration = &s.plans, "this server", s.calibration(m.snap)
 	rows, err := catalog.Recommend(s.cfg.Catalog, s.cfg.Lock, m.snap, o)
 	if err != nil {
 		return fmt.Errorf("ranking the catalog: %w", err)

@@ -50,7 +50,7 @@ func (s *server) models(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o := catalog.DefaultOptions()
-	o.Cache, o.Build, o.Rules = &s.plans, "this server", s.cfg.Rules
+	o.Cache, o.Build, o.Rules, o.Calibration = &s.plans, "this server", s.cfg.Rules, s.calibration(m.snap)
 	rows, err := catalog.Recommend(s.cfg.Catalog, s.cfg.Lock, m.snap, o)
 	if err != nil {
 		return fmt.Errorf("ranking the catalog: %w", err)

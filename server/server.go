@@ -26,6 +26,7 @@ import (
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/speed"
 )
 
 // Config is what the server answers from.
@@ -70,6 +71,19 @@ type Config struct {
 	// Rules are the llama.cpp build's the plans follow (engine.Note: the
 	// build that loads models, else the newest one headroom measured).
 	Rules *builds.Rules
+	// Calibration, where set, gives a machine's own fitted speed
+	// parameters (headroom bench) for a snapshot, nil for none; nil
+	// Calibration estimates every machine with the published fits and
+	// priors.
+	Calibration func(*hw.Snapshot) *speed.Calibration
+}
+
+// calibration is the machine's own speed calibration, nil for none.
+func (s *server) calibration(snap *hw.Snapshot) *speed.Calibration {
+	if s.cfg.Calibration == nil {
+		return nil
+	}
+	return s.cfg.Calibration(snap)
 }
 
 // server holds the configuration; it is read-only after New, so handlers

@@ -142,7 +142,7 @@ func Fit(samples []Sample, build string) *Calibration {
 		cal := Calibrated{Backend: Backend{Name: name, Efficiency: e, LayerOverheadMs: k, Calibrated: true}, Samples: len(ss), Models: models}
 		cal.ErrorLowPct, cal.ErrorHighPct = machineLeftOut(ss)
 		cal.PrefillGFLOPS, cal.PrefillSamples = fitPrefill(ss)
-		cal.Source = fmt.Sprintf("fitted on this machine to %d llama-bench runs of build %s (%s)", len(ss), build, strings.Join(cal.Models, ", "))
+		cal.Source = fmt.Sprintf("this machine's %d llama-bench runs of build %s (%s)", len(ss), build, strings.Join(cal.Models, ", "))
 		c.Backends[name] = cal
 	}
 	if len(c.Backends) == 0 {

@@ -1,0 +1,297 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/internal/term"
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/speed"
+	"github.com/headroom-llm/headroom/synth"
+)
+
+// referenceModels are the shapes a machine is calibrated on: small
+// enough to load and run in seconds on two cores, different enough in
+// bytes per layer (a 0.5B model of 24 layers beside a 1.1B of 22) that
+// the per-layer cost and the bandwidth term can be told apart, and in
+// two quantizations. Names are synth shapes.
+var referenceModels = []struct{ shape, quant string }{
+	{"qwen2.5-0.5b", "Q4_K_M"},
+	{"qwen3-0.6b", "Q8_0"},
+	{"tinyllama-1.1b", "Q4_K_M"},
+}
+
+// bench sizes: short enough that three models take about a minute on a
+// 2-core machine, long enough that llama-bench's spread is a few percent.
+const (
+	benchPrompt = 128
+	benchGen    = 32
+)
+
+const benchHelp = `
+Measures this machine's speed with llama.cpp's own llama-bench, on a few small
+reference models, and fits headroom's speed estimate to it. The models are
+sparse twins: the real tensors in their real types, with weights that read as
+zeros (ggml takes as long on zeros as on real weights), so nothing is
+downloaded. Each backend of the machine is measured with all layers on it: the
+CPU with -ngl 0, each GPU backend with every layer offloaded where the model
+fits.
+
+The runs are kept in the user cache directory under this machine's hardware
+(CPU, memory size, GPUs; a new DIMM or card starts afresh), with the llama.cpp
+build that made them. From then on plan, fit and recommend estimate decode
+and prompt speed with the parameters fitted to them, and say "calibrated on
+this machine"; --bench on plan and fit adds its runs to the same set. What the
+fit is off by is said as the range of its errors on each run left out of it.
+
+Takes about a minute on a 2-core CPU; run it with nothing else busy, since
+other work on the same cores changes the figures severalfold.
+
+Examples:
+  headroom bench
+  headroom bench --llama-server ~/llama.cpp/build/bin/llama-server
+  headroom bench --show
+  headroom bench --json`
+
+func runBenchCmd(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "bench", "[flags]", benchHelp)
+	llama := llamaServerFlag(fs)
+	reps := fs.Int("reps", 3, "repetitions of each llama-bench test")
+	show := fs.Bool("show", false, "print the calibration kept for this machine without measuring")
+	forget := fs.Bool("forget", false, "delete this machine's kept measurements")
+	asJSON := fs.Bool("json", false, "print the runs and the fitted parameters as JSON")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("takes no arguments, got %q", strings.Join(pos, " "))
+	}
+	if *reps < 1 || *reps > 20 {
+		return usagef("--reps must be 1 to 20, not %d", *reps)
+	}
+	snap, err := env.probe(ctx, probeOptions(env, *llama, false))
+	if err != nil {
+		return err
+	}
+	st, ok := samplesFor(env, snap)
+	if !ok {
+		return errors.New("bench: no place to keep measurements: the probe named no hardware, or neither XDG_CACHE_HOME nor HOME is set")
+	}
+	switch {
+	case *forget:
+		if err := os.Remove(st.path); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "forgot this machine's speed measurements (%s)\n", st.path)
+		return nil
+	case *show:
+		samples, err := st.load()
+		if err != nil {
+			return err
+		}
+		return printCalibration(env.Stdout, *asJSON, samples, nil, snap)
+	}
+	bin, err := engine.FindTool("llama-bench", *llama, nil)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	runs, err := referenceRuns(snap)
+	if err != nil {
+		return err
+	}
+	fresh, err := benchReference(ctx, env, bin, snap, runs, *reps, *asJSON)
+	if err != nil {
+		return err
+	}
+	if err := st.add(fresh...); err != nil {
+		return fmt.Errorf("bench: keeping the runs: %w", err)
+	}
+	all, err := st.load()
+	if err != nil {
+		return err
+	}
+	return printCalibration(env.Stdout, *asJSON, all, fresh, snap)
+}
+
+// referenceRun is one reference model measured on one backend.
+type referenceRun struct {
+	name    string
+	shape   synth.Shape
+	quant   synth.Quant
+	model   *arch.Model
+	backend string
+	profile plan.Profile
+	result  *plan.Result
+}
+
+// referenceRuns lists the runs for this machine: every reference model
+// on the CPU, and on each GPU backend with every layer offloaded where
+// the plan says it fits.
+func referenceRuns(snap *hw.Snapshot) ([]referenceRun, error) {
+	cpu, gpus := plan.Devices(snap)
+	backends := []string{}
+	for _, g := range gpus {
+		if dv := snap.Device(g.Name); dv != nil && !slices.Contains(backends, dv.Backend) {
+			backends = append(backends, dv.Backend)
+		}
+	}
+	var out []referenceRun
+	for _, backend := range append([]string{"CPU"}, backends...) {
+		for _, rm := range referenceModels {
+			shape, ok := synth.Lookup(rm.shape)
+			if !ok {
+				return nil, fmt.Errorf("bench: no reference shape %s (a bug)", rm.shape)
+			}
+			m, err := synth.Model(shape, synth.Quant(rm.quant))
+			if err != nil {
+				return nil, err
+			}
+			p := plan.Defaults()
+			p.Ctx, p.Parallel, p.GPULayers = benchPrompt+benchGen, 1, 0
+			var devs []plan.Device
+			if backend != "CPU" {
+				p.GPULayers = m.NLayer + 1
+				for _, g := range gpus {
+					if dv := snap.Device(g.Name); dv != nil && dv.Backend == backend {
+						devs = append(devs, g)
+					}
+				}
+			}
+			r, err := plan.Account(m, p, cpu, devs)
+			if err != nil {
+				continue
+			}
+			if a, err := plan.Assess(m, nil, p, snap); err != nil || a.Verdict != plan.Fits {
+				continue
+			}
+			out = append(out, referenceRun{name: rm.shape + " " + rm.quant, shape: shape, quant: synth.Quant(rm.quant), model: m, backend: backend, profile: p, result: r})
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("bench: no reference model fits this machine's memory now")
+	}
+	return out, nil
+}
+
+// benchReference runs llama-bench on each reference run's twin and turns
+// the measurements into samples, printing progress on stderr.
+func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot, runs []referenceRun, reps int, quiet bool) ([]speed.Sample, error) {
+	dir, err := os.MkdirTemp("", "headroom-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var out []speed.Sample
+	start := time.Now()
+	for i, run := range runs {
+		say := func(format string, a ...any) {
+			fmt.Fprintf(env.Stderr, "%s %d/%d %s on %s: %s\n", bar(i, len(runs)), i+1, len(runs), run.name, run.backend, fmt.Sprintf(format, a...))
+		}
+		b, err := synth.Build(run.shape, run.quant)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, fmt.Sprintf("ref-%d.gguf", i))
+		if err := b.WriteFile(path); err != nil {
+			return nil, err
+		}
+		args := engine.BenchArgs(run.profile)
+		say("llama-bench pp%d tg%d x%d %s", benchPrompt, benchGen, reps, strings.Join(args, " "))
+		meas, err := engine.BenchOnce(ctx, engine.BenchRequest{Bin: bin, Model: path, Twin: "a sparse twin synth writes", Args: args, Env: os.Environ()}, benchPrompt, benchGen, reps)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s on %s: %w", run.name, run.backend, err)
+		}
+		os.Remove(path)
+		smp, err := speed.NewSample(run.name, run.model, run.result, snap, meas)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s on %s: %w", run.name, run.backend, err)
+		}
+		if !quiet {
+			say("generation %.1f ± %.1f tokens/s, prompt %.1f ± %.1f (%.0f s)", smp.DecodeTPS, smp.DecodeStddev, smp.PrefillTPS, smp.PrefillStddev, meas.Seconds)
+		}
+		out = append(out, smp)
+	}
+	fmt.Fprintf(env.Stderr, "%s %d runs in %.0f s\n", bar(len(runs), len(runs)), len(runs), time.Since(start).Seconds())
+	return out, nil
+}
+
+// bar draws done of n as a 20-column progress bar.
+func bar(done, n int) string {
+	full := 20 * done / max(n, 1)
+	return "[" + strings.Repeat("#", full) + strings.Repeat(".", 20-full) + "]"
+}
+
+// printCalibration prints what the kept runs fit, and each fresh run
+// beside the estimate before and after.
+func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap *hw.Snapshot) error {
+	cal := speed.Fit(all, "")
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Hardware    string             `json:"hardware"`
+			Runs        []speed.Sample     `json:"runs"`
+			Kept        int                `json:"kept_runs"`
+			Calibration *speed.Calibration `json:"calibration"`
+		}{snap.Hardware, fresh, len(all), cal})
+	}
+	fmt.Fprintf(w, "machine: %s\n", term.Text(snap.Hardware))
+	if cal == nil {
+		fmt.Fprintf(w, "not calibrated: %d runs kept; a backend needs %d runs of two models or more of one llama.cpp build ('headroom bench' makes them)\n", len(all), speed.MinSamples)
+		return nil
+	}
+	fmt.Fprintf(w, "calibrated from %d kept runs of llama.cpp %s\n", countBuild(all, cal.Build), term.Text(cal.Build))
+	names := make([]string, 0, len(cal.Backends))
+	for n := range cal.Backends {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		b := cal.Backends[n]
+		line := fmt.Sprintf("  %s: %.0f%% of the bandwidth figure, %.3f ms per layer per token", n, b.Efficiency*100, b.LayerOverheadMs)
+		if b.PrefillGFLOPS > 0 {
+			line += fmt.Sprintf(", prompt at %.0f GFLOP/s", b.PrefillGFLOPS)
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "    %d runs of %s; with each left out, its estimate was %s off\n", b.Samples, strings.Join(b.Models, ", "), errorRange(b.ErrorLowPct, b.ErrorHighPct))
+	}
+	if len(fresh) > 0 {
+		fmt.Fprintln(w, "this run (generation tokens/s):")
+		for _, s := range fresh {
+			b, ok := cal.Backends[s.Backend]
+			if !ok {
+				continue
+			}
+			fitted := 1000 / (s.FullBandwidthMs/b.Efficiency + b.LayerOverheadMs*float64(s.Layers))
+			line := fmt.Sprintf("  %-24s %-5s measured %6.1f ± %.1f, estimated %6.1f (%+.0f%%)", s.Model, s.Backend, s.DecodeTPS, s.DecodeStddev, fitted, (fitted/s.DecodeTPS-1)*100)
+			if p, ok := speed.BackendParams(s.Backend); ok && p.Efficiency > 0 {
+				prior := 1000 / (s.FullBandwidthMs/p.Efficiency + p.LayerOverheadMs*float64(s.Layers))
+				line += fmt.Sprintf("; before calibration %.1f (%+.0f%%)", prior, (prior/s.DecodeTPS-1)*100)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	return nil
+}
+
+func countBuild(all []speed.Sample, build string) int {
+	n := 0
+	for _, s := range all {
+		if s.Build == build && s.Schema == speed.SampleSchema {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/speed"
+)
+
+// sizedBench writes a stand-in llama-bench beside a llama-server path
+// that does not exist: it generates at 12e9 bytes per second of its
+// model file (plus 0.3 ms per token), and reads prompts at 20e9/size
+// tokens per second, as llama-bench's JSON.
+func sizedBench(t *testing.T) (llamaServer string) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in is a shell script")
+	}
+	dir := t.TempDir()
+	script := `#!/bin/sh
+m=""; p=512; n=128; r=5
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-m) m=$2; shift ;;
+	-p) p=$2; shift ;;
+	-n) n=$2; shift ;;
+	-r) r=$2; shift ;;
+	esac
+	shift
+done
+size=$(wc -c < "$m")
+tg=$(awk -v s="$size" 'BEGIN { printf "%.4f", 1000 / (s / 12e6 + 0.3) }')
+pp=$(awk -v s="$size" 'BEGIN { printf "%.4f", 20e9 / s }')
+echo "["
+echo "{\"build_commit\": \"abc1234\", \"build_number\": 7, \"n_prompt\": $p, \"n_gen\": 0, \"n_depth\": 0, \"avg_ts\": $pp, \"stddev_ts\": 0.5, \"samples_ts\": [$pp]},"
+echo "{\"build_commit\": \"abc1234\", \"build_number\": 7, \"n_prompt\": 0, \"n_gen\": $n, \"n_depth\": 0, \"avg_ts\": $tg, \"stddev_ts\": 0.1, \"samples_ts\": [$tg]}"
+echo "]"
+`
+	if err := os.WriteFile(filepath.Join(dir, "llama-bench"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "llama-server")
+}
+
+// benchHome runs headroom commands on one fake probed machine with one
+// home directory, so that what bench keeps, plan and recommend read.
+type benchHome struct {
+	t    *testing.T
+	home string
+	// hardware is the probe's key; "" makes it a machine the probe could
+	// not name.
+	hardware string
+}
+
+func (h benchHome) run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb,
+		Getenv: func(k string) string {
+			if k == "HOME" {
+				return h.home
+			}
+			return ""
+		},
+		Probe: func(ctx context.Context, o hw.ProbeOptions) (*hw.Snapshot, error) {
+			o.Root, o.Runner, o.GOOS, o.Host, o.LlamaServer = os.DirFS("../hw/testdata/probe/cpu-cgroup2/root"), noPrograms{}, "linux", "t", "-"
+			o.MeasureBandwidth = func(context.Context) (float64, string, error) { return 20, "measured here: fake", nil }
+			return hw.Probe(ctx, o)
+		}}
+	code := Main(context.Background(), args, env)
+	// Lines wrap at 100 columns: the checks read the words.
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	return code, flat(out.String()), flat(errb.String())
+}
+
+func TestBenchCalibrates(t *testing.T) {
+	llama := sizedBench(t)
+	h := benchHome{t: t, home: t.TempDir()}
+
+	// Before: a probed machine's rough figures offer bench in one line.
+	code, out, errOut := h.run("recommend")
+	if code != 0 || !strings.Contains(out, "'headroom bench' measures this machine") {
+		t.Fatalf("uncalibrated recommend: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, before, _ := h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1", "--json")
+
+	code, out, errOut = h.run("bench", "--llama-server", llama, "--reps", "2")
+	if code != 0 {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"[", "1/3", "3/3", "3 runs in"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("progress lacks %q:\n%s", want, errOut)
+		}
+	}
+	for _, want := range []string{"calibrated from 3 kept runs of llama.cpp b7 (abc1234)", "CPU: ", "ms per layer per token", "with each left out", "qwen3-0.6b Q8_0", "before calibration"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(h.home, ".cache", "headroom", "speed", "samples-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("kept files: %v", files)
+	}
+
+	// After: plan and recommend estimate with this machine's fit and say so.
+	code, after, errOut := h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1", "--json")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, errOut)
+	}
+	var b, a struct {
+		Speed []speed.Result `json:"speed"`
+	}
+	if json.Unmarshal([]byte(before), &b) != nil || json.Unmarshal([]byte(after), &a) != nil || len(a.Speed) == 0 || len(b.Speed) == 0 {
+		t.Fatalf("plan JSON:\n%s\n%s", before, after)
+	}
+	if b.Speed[0].Calibrated || !a.Speed[0].Calibrated || len(a.Speed[0].CalibratedOn) != 1 || a.Speed[0].PrefillTPS == nil || b.Speed[0].PrefillTPS != nil {
+		t.Errorf("before: calibrated %v prefill %v; after: calibrated %v on %v prefill %v",
+			b.Speed[0].Calibrated, b.Speed[0].PrefillTPS, a.Speed[0].Calibrated, a.Speed[0].CalibratedOn, a.Speed[0].PrefillTPS)
+	}
+	// The stand-in generates at 12 GB/s of file plus 0.3 ms: the fit
+	// must land near what it would measure for this model.
+	if e := *a.Speed[0].DecodeTPS; e < 15 || e > 30 {
+		t.Errorf("calibrated estimate %.1f tokens/s for a 0.6 GB file at 12 GB/s", e)
+	}
+	_, text, _ := h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1")
+	if !strings.Contains(text, "calibrated on this machine") {
+		t.Errorf("plan does not say it is calibrated here:\n%s", text)
+	}
+	_, rec, _ := h.run("recommend")
+	if !strings.Contains(rec, "calibrated on this machine's 3 llama-bench runs of build b7 (abc1234)") || strings.Contains(rec, "'headroom bench' measures") {
+		t.Errorf("recommend after bench:\n%s", rec)
+	}
+	_, shown, _ := h.run("bench", "--show")
+	if !strings.Contains(shown, "calibrated from 3 kept runs") {
+		t.Errorf("bench --show:\n%s", shown)
+	}
+	if code, _, _ := h.run("bench", "--forget"); code != 0 {
+		t.Fatal("bench --forget failed")
+	}
+	_, rec, _ = h.run("recommend")
+	if !strings.Contains(rec, "'headroom bench' measures") {
+		t.Errorf("recommend after --forget is still calibrated:\n%s", rec)
+	}
+	// A preset is not this machine: nothing to offer, nothing applied.
+	_, preset, _ := h.run("recommend", "--machine", "cpu-32")
+	if strings.Contains(preset, "headroom bench") || strings.Contains(preset, "calibrated on this machine") {
+		t.Errorf("a preset offered or used this machine's calibration:\n%s", preset)
+	}
+}
+
+func TestBenchRefusals(t *testing.T) {
+	h := benchHome{t: t, home: t.TempDir()}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bench", "extra"}, exitUsage, "takes no arguments"},
+		{[]string{"bench", "--reps", "0"}, exitUsage, "--reps must be 1 to 20"},
+		{[]string{"bench", "--llama-server", filepath.Join(t.TempDir(), "llama-server")}, exitError, "llama-bench not found"},
+	} {
+		code, out, errOut := h.run(tc.args...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s%s", tc.args, code, tc.code, tc.want, out, errOut)
+		}
+	}
+	// A damaged file is named, not silently replaced.
+	dir := filepath.Join(h.home, ".cache", "headroom", "speed")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _ = h.run("bench", "--show")
+	snap, _ := benchHome{t: t, home: h.home}.probe()
+	st, _ := samplesFor(Env{Getenv: func(k string) string {
+		if k == "HOME" {
+			return h.home
+		}
+		return ""
+	}}, snap)
+	if err := os.WriteFile(st.path, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := h.run("bench", "--show")
+	if code == 0 || !strings.Contains(errOut, st.path) || !strings.Contains(errOut, "remove the file") {
+		t.Errorf("damaged file: exit %d\n%s%s", code, out, errOut)
+	}
+	_, _, errOut = h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1")
+	if !strings.Contains(errOut, "speed estimates use their priors") {
+		t.Errorf("plan does not say the damaged file was ignored:\n%s", errOut)
+	}
+}
+
+// probe is the fake machine benchHome runs on.
+func (h benchHome) probe() (*hw.Snapshot, error) {
+	o := hw.ProbeOptions{Root: os.DirFS("../hw/testdata/probe/cpu-cgroup2/root"), Runner: noPrograms{}, GOOS: "linux", Host: "t", LlamaServer: "-",
+		MeasureBandwidth: func(context.Context) (float64, string, error) { return 20, "measured here: fake", nil }}
+	return hw.Probe(context.Background(), o)
+}
