@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/speed"
 )
 
 // sizedBench writes a stand-in llama-bench beside a llama-server path
-// that does not exist: it generates at 12e9 bytes per second of its
+// that does not exist: it generates at 30e9 bytes per second of its
 // model file (plus 0.3 ms per token), and reads prompts at 20e9/size
 // tokens per second, as llama-bench's JSON.
 func sizedBench(t *testing.T) (llamaServer string) {
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 size=$(wc -c < "$m")
-tg=$(awk -v s="$size" 'BEGIN { printf "%.4f", 1000 / (s / 12e6 + 0.3) }')
+tg=$(awk -v s="$size" 'BEGIN { printf "%.4f", 1000 / (s / 30e6 + 0.3) }')
 pp=$(awk -v s="$size" 'BEGIN { printf "%.4f", 20e9 / s }')
 echo "["
 echo "{\"build_commit\": \"abc1234\", \"build_number\": 7, \"n_prompt\": $p, \"n_gen\": 0, \"n_depth\": 0, \"avg_ts\": $pp, \"stddev_ts\": 0.5, \"samples_ts\": [$pp]},"
@@ -89,6 +90,7 @@ func TestBenchCalibrates(t *testing.T) {
 		t.Fatalf("uncalibrated recommend: exit %d\n%s\n%s", code, out, errOut)
 	}
 	_, before, _ := h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1", "--json")
+	before1 := recommendRows(t, h)[0]
 
 	code, out, errOut = h.run("bench", "--llama-server", llama, "--reps", "2")
 	if code != 0 {
@@ -124,14 +126,25 @@ func TestBenchCalibrates(t *testing.T) {
 		t.Errorf("before: calibrated %v prefill %v; after: calibrated %v on %v prefill %v",
 			b.Speed[0].Calibrated, b.Speed[0].PrefillTPS, a.Speed[0].Calibrated, a.Speed[0].CalibratedOn, a.Speed[0].PrefillTPS)
 	}
-	// The stand-in generates at 12 GB/s of file plus 0.3 ms: the fit
+	// The stand-in generates at 30 GB/s of file plus 0.3 ms: the fit
 	// must land near what it would measure for this model.
-	if e := *a.Speed[0].DecodeTPS; e < 15 || e > 30 {
-		t.Errorf("calibrated estimate %.1f tokens/s for a 0.6 GB file at 12 GB/s", e)
+	if e := *a.Speed[0].DecodeTPS; e < 35 || e > 60 {
+		t.Errorf("calibrated estimate %.1f tokens/s for a 0.6 GB file at 30 GB/s", e)
 	}
 	_, text, _ := h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1")
 	if !strings.Contains(text, "calibrated on this machine") {
 		t.Errorf("plan does not say it is calibrated here:\n%s", text)
+	}
+	// The ranking follows the calibrated figures: the machine reads
+	// about twice as fast as the prior said, so larger models reach the
+	// usable speed (10 tokens/s) and come first.
+	after1 := recommendRows(t, h)[0]
+	if after1.Entry+after1.Quant == before1.Entry+before1.Quant || *after1.Speed.DecodeTokensPerSec < 10 || before1.Speed.Calibrated || !after1.Speed.Calibrated {
+		t.Errorf("first row before bench %s %s at %.1f tokens/s, after %s %s at %.1f", before1.Entry, before1.Quant, *before1.Speed.DecodeTokensPerSec,
+			after1.Entry, after1.Quant, *after1.Speed.DecodeTokensPerSec)
+	}
+	if before1.ParamsB >= after1.ParamsB {
+		t.Errorf("the calibrated first row has %gB parameters, the uncalibrated one %gB: a faster machine should put a larger model first", after1.ParamsB, before1.ParamsB)
 	}
 	_, rec, _ := h.run("recommend")
 	if !strings.Contains(rec, "calibrated on this machine's 3 llama-bench runs of build b7 (abc1234)") || strings.Contains(rec, "'headroom bench' measures") {
@@ -195,6 +208,29 @@ func TestBenchRefusals(t *testing.T) {
 	if !strings.Contains(errOut, "speed estimates use their priors") {
 		t.Errorf("plan does not say the damaged file was ignored:\n%s", errOut)
 	}
+}
+
+// recommendRows is recommend --json's fitting rows on h's machine, in
+// rank order.
+func recommendRows(t *testing.T, h benchHome) []catalog.Row {
+	t.Helper()
+	_, out, errOut := h.run("recommend", "--json")
+	var rep struct {
+		Rows []catalog.Row `json:"configurations"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("recommend --json: %v\n%s", err, errOut)
+	}
+	var fit []catalog.Row
+	for _, r := range rep.Rows {
+		if r.Enabled && r.Speed != nil && r.Speed.DecodeTokensPerSec != nil {
+			fit = append(fit, r)
+		}
+	}
+	if len(fit) == 0 {
+		t.Fatalf("no fitting row with a speed:\n%s", out)
+	}
+	return fit
 }
 
 // probe is the fake machine benchHome runs on.
