@@ -268,19 +268,26 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 		fmt.Fprintf(w, "    %d runs of %s; with each left out, its estimate was %s off\n", b.Samples, strings.Join(b.Models, ", "), errorRange(b.ErrorLowPct, b.ErrorHighPct))
 	}
 	if len(fresh) > 0 {
-		fmt.Fprintln(w, "this run (generation tokens/s):")
+		fmt.Fprintln(w, "this run, tokens/s: measured by llama-bench, estimated by the fit, and by the prior before it")
+		fmt.Fprintf(w, "  %-22s %-4s %-19s %-12s %-13s %s\n", "model", "on", "generation", "fitted", "prior", "prompt (fitted)")
 		for _, s := range fresh {
 			b, ok := cal.Backends[s.Backend]
 			if !ok {
 				continue
 			}
 			fitted := 1000 / (s.FullBandwidthMs/b.Efficiency + b.LayerOverheadMs*float64(s.Layers))
-			line := fmt.Sprintf("  %-24s %-5s measured %6.1f ± %.1f, estimated %6.1f (%+.0f%%)", s.Model, s.Backend, s.DecodeTPS, s.DecodeStddev, fitted, (fitted/s.DecodeTPS-1)*100)
+			prior := "-"
 			if p, ok := speed.BackendParams(s.Backend); ok && p.Efficiency > 0 {
-				prior := 1000 / (s.FullBandwidthMs/p.Efficiency + p.LayerOverheadMs*float64(s.Layers))
-				line += fmt.Sprintf("; before calibration %.1f (%+.0f%%)", prior, (prior/s.DecodeTPS-1)*100)
+				v := 1000 / (s.FullBandwidthMs/p.Efficiency + p.LayerOverheadMs*float64(s.Layers))
+				prior = fmt.Sprintf("%.1f (%+.0f%%)", v, (v/s.DecodeTPS-1)*100)
 			}
-			fmt.Fprintln(w, line)
+			prompt := "-"
+			if b.PrefillGFLOPS > 0 && s.PrefillTPS > 0 {
+				pp := b.PrefillGFLOPS * 1e9 / (2 * float64(s.ActiveParams))
+				prompt = fmt.Sprintf("%.0f ± %.0f (%+.0f%%)", s.PrefillTPS, s.PrefillStddev, (pp/s.PrefillTPS-1)*100)
+			}
+			fmt.Fprintf(w, "  %-22s %-4s %-19s %-12s %-13s %s\n", s.Model, s.Backend, fmt.Sprintf("%.1f ± %.1f", s.DecodeTPS, s.DecodeStddev),
+				fmt.Sprintf("%.1f (%+.0f%%)", fitted, (fitted/s.DecodeTPS-1)*100), prior, prompt)
 		}
 	}
 	return nil

@@ -101,7 +101,7 @@ func TestBenchCalibrates(t *testing.T) {
 			t.Errorf("progress lacks %q:\n%s", want, errOut)
 		}
 	}
-	for _, want := range []string{"calibrated from 3 kept runs of llama.cpp b7 (abc1234)", "CPU: ", "ms per layer per token", "with each left out", "qwen3-0.6b Q8_0", "before calibration"} {
+	for _, want := range []string{"calibrated from 3 kept runs of llama.cpp b7 (abc1234)", "CPU: ", "ms per layer per token", "with each left out", "qwen3-0.6b Q8_0", "by the prior before it"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out)
 		}
