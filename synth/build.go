@@ -27,18 +27,25 @@ func BuildWith(s Shape, q Quant, r QuantRules) (*gguf.Builder, error) {
 	if err := tokenizer(b, s); err != nil {
 		return nil, err
 	}
+	list, types := typedTensors(s, q, r)
+	for i, typ := range types {
+		if err := b.AddTensor(list[i].name, typ, list[i].shape, nil); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// typedTensors lists the shape's tensors in file order with the type
+// recipe q gives each.
+func typedTensors(s Shape, q Quant, r QuantRules) ([]pending, []gguf.GGMLType) {
 	t := &tensors{}
 	blocks, ok := archBlocks[s.Arch]
 	if !ok {
 		blocks = denseBlocks
 	}
 	blocks(t, s)
-	for i, typ := range q.types(s, t.list, r) {
-		if err := b.AddTensor(t.list[i].name, typ, t.list[i].shape, nil); err != nil {
-			return nil, err
-		}
-	}
-	return b, nil
+	return t.list, q.types(s, t.list, r)
 }
 
 func (s Shape) validate() error {
