@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/synth"
 )
 
@@ -186,6 +187,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"synth", "--list"}, 0, "llama-3.1-70b", ""},
 		{[]string{"synth", "gpt-9", "/tmp/x.gguf"}, 2, "", `unknown shape "gpt-9"`},
 		{[]string{"synth", "--quant", "Q3", "llama-3.1-8b", "/tmp/x.gguf"}, 2, "", "unknown quantization"},
+		{[]string{"synth", "--weights", "ones", "llama-3.1-8b", "/tmp/x.gguf"}, 2, "", `unknown weights "ones"`},
+		{[]string{"synth", "--layers", "33", "llama-3.1-8b", "/tmp/x.gguf"}, 2, "", "has 32 layers, cannot keep 33"},
 	}
 	for _, tc := range tests {
 		code, out, errs := run(t, tc.args...)
@@ -204,6 +207,54 @@ func TestSynthCommand(t *testing.T) {
 	code, out, _ = run(t, "inspect", path, "--quiet")
 	if code != 0 || !strings.Contains(out, "qwen3") || !strings.Contains(out, "8.19 B, Q8_0") {
 		t.Errorf("inspect of synth output: %s", out)
+	}
+}
+
+// TestSynthWeights writes a routed twin of LFM2 cut to two layers: the
+// embedding and the norms hold data, the other matrices are still zero,
+// and inspect reads the file.
+func TestSynthWeights(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	code, out, errs := run(t, "synth", "--weights", "routed", "--layers", "2", "lfm2-350m", path)
+	if code != 0 || !strings.Contains(out, "(first 2 of 16 layers)") || !strings.Contains(out, "of routing weights, the rest sparse") {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	st, _ := r.Stat()
+	f, err := gguf.Read(r, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		filled bool
+	}{
+		{"token_embd.weight", true}, {"blk.1.ffn_norm.weight", true},
+		{"blk.1.ffn_up.weight", false}, {"blk.0.shortconv.in_proj.weight", false},
+	} {
+		var ti gguf.TensorInfo
+		for _, x := range f.Tensors {
+			if x.Name == c.name {
+				ti = x
+			}
+		}
+		if ti.Name == "" {
+			t.Fatalf("no tensor %s", c.name)
+		}
+		buf := make([]byte, ti.Size)
+		if _, err := r.ReadAt(buf, f.DataOffset+int64(ti.Offset)); err != nil {
+			t.Fatal(err)
+		}
+		if filled := !bytes.Equal(buf, make([]byte, len(buf))); filled != c.filled {
+			t.Errorf("%s filled %v, want %v", c.name, filled, c.filled)
+		}
+	}
+	if code, out, _ = run(t, "inspect", path, "--quiet"); code != 0 || !strings.Contains(out, "lfm2") {
+		t.Errorf("inspect of the routed twin: %s", out)
 	}
 }
 

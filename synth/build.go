@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/headroom-llm/headroom/gguf"
@@ -27,18 +28,25 @@ func BuildWith(s Shape, q Quant, r QuantRules) (*gguf.Builder, error) {
 	if err := tokenizer(b, s); err != nil {
 		return nil, err
 	}
+	list, types := typedTensors(s, q, r)
+	for i, typ := range types {
+		if err := b.AddTensor(list[i].name, typ, list[i].shape, nil); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// typedTensors lists the shape's tensors in file order with the type
+// recipe q gives each.
+func typedTensors(s Shape, q Quant, r QuantRules) ([]pending, []gguf.GGMLType) {
 	t := &tensors{}
 	blocks, ok := archBlocks[s.Arch]
 	if !ok {
 		blocks = denseBlocks
 	}
 	blocks(t, s)
-	for i, typ := range q.types(s, t.list, r) {
-		if err := b.AddTensor(t.list[i].name, typ, t.list[i].shape, nil); err != nil {
-			return nil, err
-		}
-	}
-	return b, nil
+	return t.list, q.types(s, t.list, r)
 }
 
 func (s Shape) validate() error {
@@ -63,8 +71,12 @@ func (s Shape) validate() error {
 	if a := s.AltUp; a != nil && (a.Inputs < 2 || a.PerLayerEmbd <= 0 || a.LaurelRank <= 0 || a.Period < 0) {
 		return fmt.Errorf("synth: shape %q has an invalid AltUp layout", s.Name)
 	}
-	if s.MoE != nil && (s.MoE.Experts <= 0 || s.MoE.Used <= 0 || s.MoE.Used > s.MoE.Experts || s.MoE.FF <= 0) {
+	if s.MoE != nil && (s.MoE.Experts <= 0 || s.MoE.Used <= 0 || s.MoE.Used > s.MoE.Experts || s.MoE.FF <= 0 ||
+		s.MoE.NextN >= s.Layers || s.MoE.LeadingDense > s.Layers) {
 		return fmt.Errorf("synth: shape %q has an invalid expert layout", s.Name)
+	}
+	if s.Conv != nil && slices.ContainsFunc(s.Conv.AttnLayers, func(il int) bool { return il < 0 || il >= s.Layers }) {
+		return fmt.Errorf("synth: shape %q names an attention layer beyond its %d layers", s.Name, s.Layers)
 	}
 	return nil
 }
