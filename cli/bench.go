@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/headroom-llm/headroom/gguf"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,7 +77,13 @@ func benchModel(ctx context.Context, env Env, in *modelInputs, dir string) (path
 		if err != nil {
 			return "", "", err
 		}
-		return paths[0], "a sparse twin of the Hub file: its header bytes, then zeros to its size", nil
+		what = "a sparse twin of the Hub file: its header bytes, then zeros to its size"
+		if routed, err := routeTwin(ctx, paths); err != nil {
+			return "", "", err
+		} else if routed {
+			what += routedSays
+		}
+		return paths[0], what, nil
 	case in.Shape != nil:
 		s, err := in.Shape.Resolve()
 		if err != nil {
@@ -89,7 +97,13 @@ func benchModel(ctx context.Context, env Env, in *modelInputs, dir string) (path
 		if err := b.WriteFile(path); err != nil {
 			return "", "", err
 		}
-		return path, "a sparse twin synth writes from the catalog's shape and quantization: the same tensors, zeros for weights", nil
+		what = "a sparse twin synth writes from the catalog's shape and quantization: the same tensors, zeros for weights"
+		if routed, err := routeTwin(ctx, []string{path}); err != nil {
+			return "", "", err
+		} else if routed {
+			what += routedSays
+		}
+		return path, what, nil
 	}
 	return "", "", fmt.Errorf("nothing to measure %s on", in.Ref)
 }
@@ -116,4 +130,45 @@ func printMeasured(w io.Writer, m *speed.Measured, est []speed.Result) {
 	for _, n := range m.Notes {
 		fmt.Fprintln(w, "  "+n)
 	}
+}
+
+// routedSays is what a twin with routing filled in adds to its
+// description.
+const routedSays = ", except the embedding, norms and expert routers, filled with pseudo-random values so that each token picks its own experts as a real model's do"
+
+// routeTwin fills the tensors that choose experts (synth.RoutingTensor)
+// in a mixture-of-experts twin's files with pseudo-random values: with
+// every weight zero the router's logits tie, every token picks the same
+// experts, and a batch reads a fraction of the expert weights a real
+// model's batch reads (docs/speed.md measures by how much). It reports
+// whether the twin has routers; a dense twin is left as it is.
+func routeTwin(ctx context.Context, paths []string) (bool, error) {
+	headers := make([]*gguf.File, len(paths))
+	routed := false
+	for i, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return false, err
+		}
+		st, err := f.Stat()
+		if err == nil {
+			headers[i], err = gguf.Read(f, st.Size())
+		}
+		f.Close()
+		if err != nil {
+			return false, fmt.Errorf("reading the twin's header %s: %w", p, err)
+		}
+		routed = routed || slices.ContainsFunc(headers[i].Tensors, func(t gguf.TensorInfo) bool { return strings.Contains(t.Name, "ffn_gate_inp") })
+	}
+	if !routed {
+		return false, nil
+	}
+	// Shards hold different tensors; the embedding and the routers may
+	// be in different ones, and each is filled where it lies.
+	for i, p := range paths {
+		if err := synth.FillFile(ctx, p, headers[i], synth.RoutingTensor, 1); err != nil {
+			return false, fmt.Errorf("filling the twin's routers: %w", err)
+		}
+	}
+	return true, nil
 }
