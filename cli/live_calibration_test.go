@@ -29,8 +29,15 @@ var heldOut = []struct{ shape, quant string }{
 // shapes it did not measure is within 15% of what llama-bench then
 // measures for the plan's own flags. The machine is the one the test
 // runs on (CI's), probed for real.
+//
+// Speed on two cores swings severalfold with other work on them, so the
+// test runs only where HEADROOM_LIVE_SPEED=1 says the machine is otherwise
+// idle: .ci/run runs it alone after the rest of the suite.
 func TestLiveCalibration(t *testing.T) {
 	llamaServer := liveEngine(t)
+	if os.Getenv("HEADROOM_LIVE_SPEED") != "1" {
+		t.Skip("speed is measured with nothing else running: set HEADROOM_LIVE_SPEED=1 on an idle machine")
+	}
 	bench, err := engine.FindTool("llama-bench", llamaServer, nil)
 	if err != nil {
 		t.Skipf("no llama-bench beside %s", llamaServer)
