@@ -249,7 +249,7 @@ func searchProjected(ctx context.Context, env Env, pr *projection, snap *hw.Snap
 func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
 	// The reference, device names and the explanation's sentences may
 	// quote a header or a machine file: term.Text escapes them.
-	args := append(append([]string{"llama-server"}, modelArgs(in)...), p.Chosen.Flags...)
+	args := p.Chosen.Command(modelArgs(in))
 	fmt.Fprintf(w, "%s\n\n", wrapCommand(args, textWidth))
 	line := func(s string) { fmt.Fprintln(w, wrap(term.Text(s), "  ", "    ", textWidth)) }
 	if note := in.inputsNote(); note != "" {
@@ -280,7 +280,14 @@ func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
 // file, -hf with the Hub file a catalog variant or reference reads.
 func modelArgs(in *modelInputs) []string {
 	if in.Header == nil {
-		return []string{"-hf", term.Text(strings.TrimPrefix(catalogSource(in.Ref), "hf:"))}
+		if _, lock, e, v, err := catalogVariant(in.Ref); err == nil && e != nil {
+			args := lock.ServerArgs(e, *v)
+			for i := range args {
+				args[i] = term.Text(args[i])
+			}
+			return args
+		}
+		return []string{"-hf", term.Text(strings.TrimPrefix(in.Ref, "hf:"))}
 	}
 	return []string{"-m", term.Text(in.Ref)}
 }
