@@ -54,10 +54,12 @@ searched there, and the plan says its figures are llama.cpp's.
 
 A llama-server command line can be pasted after "--" (headroom plan --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
--hf REPO:QUANT: flags that change nothing a load allocates (threads, the
-HTTP server, sampling, logging, templates) are accepted and listed as
-ignored; --mlock is accounted (the weights locked in RAM, RLIMIT_MEMLOCK
-checked); --embedding and --lora are refused with the reason.
+-hf REPO:QUANT (and -hff FILE): flags that change nothing a load
+allocates (threads, the HTTP server, sampling, logging, templates) are
+accepted and listed as ignored; --mlock is accounted (the weights locked in
+RAM, RLIMIT_MEMLOCK checked); --embedding, --lora, --spec-type, the
+router's (a line with no model, --models-dir) and VAR=VALUE before the
+program are refused with the reason.
 
 --bench measures the chosen flags with llama.cpp's own llama-bench
 (beside --llama-server, or on PATH) before any download: on the model's
