@@ -368,7 +368,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if a.Verdict != plan.Fits {
 		// The output above says why; the exit status says it to scripts,
 		// as plan's does.
-		return fmt.Errorf("%s", a.Reason)
+		return verdictError{a.Reason}
 	}
 	return nil
 }
@@ -505,7 +505,13 @@ func fitHeadline(in *modelInputs, a *plan.Assessment) string {
 			lim = &a.Domains[i]
 		}
 	}
-	name := truncate(filepath.Base(in.Ref), 40)
+	// A file by its name; a catalog variant whole: its quant alone
+	// (Q4_K_M) would not say which model.
+	name := filepath.Base(in.Ref)
+	if in.Header == nil {
+		name = in.Ref
+	}
+	name = truncate(name, 40)
 	switch {
 	case lim == nil || a.LoadStaging != nil:
 	case a.Verdict == plan.Fits && lim.Margin >= 0:

@@ -26,9 +26,8 @@ func serverOnlyFlags() map[string]bool {
 	}
 }
 
-// refusedServerFlags change memory in ways headroom does not account yet,
-// or are not llama-server's at all: they are refused with the reason
-// rather than ignored.
+// refusedServerFlags change memory in ways headroom does not account yet:
+// they are refused with the reason rather than ignored.
 func refusedServerFlags() map[string]string {
 	router := "starts llama-server's router, which loads each model in a process of its own as requests ask for it: " +
 		"fit one model at a time (-m FILE or -hf REPO:QUANT), or write the router's presets with headroom plan --router-preset"
@@ -47,8 +46,6 @@ func refusedServerFlags() map[string]string {
 		"spec-type": "--spec-type picks how drafts are made: the draft-eagle3, draft-dflash, draft-dspark and draft-mtp types " +
 			"take the target's hidden states into draft models of their own, and the n-gram types keep tables of their own, " +
 			"none of which headroom accounts yet; the default type, a draft model given with -md, is accounted",
-		// tools/server/README.md shows -ctx, which llama-server stops on.
-		"ctx": "-ctx is not a llama-server flag (llama-server stops on it: its context flag is -c, --ctx-size); write -c N",
 	}
 }
 

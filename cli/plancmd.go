@@ -187,7 +187,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	}
 	if out.Verdict != plan.Fits {
 		// The JSON above says why; the exit status says it to scripts.
-		return fmt.Errorf("%s", out.Reason)
+		return verdictError{out.Reason}
 	}
 	switch {
 	case *printArgs:
