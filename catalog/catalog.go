@@ -342,6 +342,12 @@ func (l *LockFile) Source(e *Entry, v Variant) string {
 	return v.Ref
 }
 
+// ServerArgs name a variant on a llama-server command line: -hf with the
+// reference its file is read from, so llama.cpp downloads the same file.
+func (l *LockFile) ServerArgs(e *Entry, v Variant) []string {
+	return []string{"-hf", strings.TrimPrefix(l.Source(e, v), "hf:")}
+}
+
 // Capabilities are the capabilities an entry may declare, and a filter
 // may ask for.
 func Capabilities() []string { return slices.Clone(knownCapabilities) }

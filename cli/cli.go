@@ -83,6 +83,13 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// verdictError is a verdict other than fits, said as a command's error
+// for its exit status: a sentence for a person, wrapped to the width of
+// the command's other output where an ordinary error stays on one line.
+type verdictError struct{ reason string }
+
+func (e verdictError) Error() string { return e.reason }
+
 // Main runs headroom with args (without the program name) and returns the
 // process exit status.
 func Main(ctx context.Context, args []string, env Env) int {
@@ -125,6 +132,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 		if errors.As(err, &ue) {
 			fmt.Fprintf(env.Stderr, "headroom %s: %v\nRun 'headroom %s --help' for usage.\n", c.name, err, c.name)
 			return exitUsage
+		}
+		if ve := (verdictError{}); errors.As(err, &ve) {
+			fmt.Fprintln(env.Stderr, wrap(term.Text(oneLine(ve.reason)), "headroom "+c.name+": ", "  ", textWidth))
+			return exitError
 		}
 		fmt.Fprintf(env.Stderr, "headroom %s: %s\n", c.name, term.Text(oneLine(err.Error())))
 		return exitError

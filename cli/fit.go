@@ -250,10 +250,12 @@ rounded up, plus llama-server's logits buffer; the output says so.
 
 A llama-server command line can be pasted after "--" (headroom fit --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
--hf REPO:QUANT: flags that change nothing a load allocates (threads, the
-HTTP server, sampling, logging, templates) are accepted and listed as
-ignored; --mlock is accounted (the weights locked in RAM, RLIMIT_MEMLOCK
-checked); --embedding and --lora are refused with the reason.
+-hf REPO:QUANT (and -hff FILE): flags that change nothing a load
+allocates (threads, the HTTP server, sampling, logging, templates) are
+accepted and listed as ignored; --mlock is accounted (the weights locked in
+RAM, RLIMIT_MEMLOCK checked); --embedding, --lora, --spec-type, the
+router's (a line with no model, --models-dir) and VAR=VALUE before the
+program are refused with the reason.
 
 The first line is the verdict (what needs how many GiB of how many, and
 what is left), the second, for a profile that fits, the llama-server
@@ -366,7 +368,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if a.Verdict != plan.Fits {
 		// The output above says why; the exit status says it to scripts,
 		// as plan's does.
-		return fmt.Errorf("%s", a.Reason)
+		return verdictError{a.Reason}
 	}
 	return nil
 }
@@ -503,7 +505,13 @@ func fitHeadline(in *modelInputs, a *plan.Assessment) string {
 			lim = &a.Domains[i]
 		}
 	}
-	name := truncate(filepath.Base(in.Ref), 40)
+	// A file by its name; a catalog variant whole: its quant alone
+	// (Q4_K_M) would not say which model.
+	name := filepath.Base(in.Ref)
+	if in.Header == nil {
+		name = in.Ref
+	}
+	name = truncate(name, 40)
 	switch {
 	case lim == nil || a.LoadStaging != nil:
 	case a.Verdict == plan.Fits && lim.Margin >= 0:

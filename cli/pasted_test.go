@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -24,6 +25,20 @@ func TestPasted(t *testing.T) {
 		{"-m m.gguf --mlock", "m.gguf --mlock", "", ""},        // fit's own flag since it is accounted
 		{"-m m.gguf --lora a.gguf", "", "", "--lora adds an adapter's weights"},
 		{"-m", "", "", "-m needs the model file"},
+		// -hff names a file of -hf's repository, overriding its quant.
+		{"-- llama-server -hf o/r-GGUF:Q4_K_M -hff r-IQ1_M.gguf -c 2048", "hf:o/r-GGUF/r-IQ1_M.gguf -c 2048", "", ""},
+		{"-- llama-server -hff r.gguf -hf o/r", "hf:o/r/r.gguf", "", ""},
+		{"-- llama-server -m m.gguf -hff r.gguf", "", "", "no -hf was given"},
+		// A value of headroom's own flag is taken whole, as llama-server
+		// takes it, even where it looks like a flag.
+		{"-- llama-server -c -m m.gguf", "-c -m m.gguf", "", ""},
+		{"-- llama-server --mlock -m m.gguf", "--mlock m.gguf", "", ""},
+		// The environment of a pasted line is not applied; a line with no
+		// model is llama-server's router.
+		{"-- CUDA_VISIBLE_DEVICES=1 llama-server -m m.gguf", "", "", "CUDA_VISIBLE_DEVICES=1 sets llama-server's environment"},
+		{"-- llama-server --port 8080", "", "", "llama-server with no model (-m, -hf) starts llama-server's router"},
+		{"-- llama-server --models-dir d", "", "", "--models-dir starts llama-server's router"},
+		{"m.gguf -- llama-server -c 2048", "m.gguf -c 2048", "", ""},
 	} {
 		out, ignored, err := fs.pasted(strings.Fields(tc.in))
 		if tc.err != "" {
@@ -73,4 +88,31 @@ func TestGPULayersWithoutGPU(t *testing.T) {
 			t.Errorf("%s: exit %d, said %v, want %v\n%s%s", machine, code, !said, said, out, errs)
 		}
 	}
+}
+
+// FuzzPasted: any pasted line is parsed or refused, never a panic, and
+// parsing only takes words out or rewrites them in place: what it returns
+// is never longer than what it was given.
+func FuzzPasted(f *testing.F) {
+	for _, seed := range []string{
+		"-- llama-server -m m.gguf -c 2048 --port 8080",
+		"-- A=1 B=2 ./llama-server -hf o/r:Q4_K_M -hff f.gguf",
+		"-- llama-server -fa -hf o/r --jinja",
+		"-- llama-server --models-dir d",
+		"--",
+		"-- llama-server -hff",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		fs := newFlags(Env{}, "fit", "", "")
+		fs.Int("c", 0, "")
+		fs.String("fa", "", "")
+		fs.Bool("mlock", false, "")
+		in := strings.Fields(line)
+		out, ignored, err := fs.pasted(slices.Clone(in))
+		if err == nil && len(out)+len(ignored) > len(in) {
+			t.Errorf("%q: %d words out and %d ignored from %d", line, len(out), len(ignored), len(in))
+		}
+	})
 }

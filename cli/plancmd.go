@@ -54,10 +54,12 @@ searched there, and the plan says its figures are llama.cpp's.
 
 A llama-server command line can be pasted after "--" (headroom plan --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
--hf REPO:QUANT: flags that change nothing a load allocates (threads, the
-HTTP server, sampling, logging, templates) are accepted and listed as
-ignored; --mlock is accounted (the weights locked in RAM, RLIMIT_MEMLOCK
-checked); --embedding and --lora are refused with the reason.
+-hf REPO:QUANT (and -hff FILE): flags that change nothing a load
+allocates (threads, the HTTP server, sampling, logging, templates) are
+accepted and listed as ignored; --mlock is accounted (the weights locked in
+RAM, RLIMIT_MEMLOCK checked); --embedding, --lora, --spec-type, the
+router's (a line with no model, --models-dir) and VAR=VALUE before the
+program are refused with the reason.
 
 --bench measures the chosen flags with llama.cpp's own llama-bench
 (beside --llama-server, or on PATH) before any download: on the model's
@@ -185,7 +187,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	}
 	if out.Verdict != plan.Fits {
 		// The JSON above says why; the exit status says it to scripts.
-		return fmt.Errorf("%s", out.Reason)
+		return verdictError{out.Reason}
 	}
 	switch {
 	case *printArgs:
@@ -249,7 +251,7 @@ func searchProjected(ctx context.Context, env Env, pr *projection, snap *hw.Snap
 func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
 	// The reference, device names and the explanation's sentences may
 	// quote a header or a machine file: term.Text escapes them.
-	args := append(append([]string{"llama-server"}, modelArgs(in)...), p.Chosen.Flags...)
+	args := p.Chosen.Command(modelArgs(in))
 	fmt.Fprintf(w, "%s\n\n", wrapCommand(args, textWidth))
 	line := func(s string) { fmt.Fprintln(w, wrap(term.Text(s), "  ", "    ", textWidth)) }
 	if note := in.inputsNote(); note != "" {
@@ -280,7 +282,14 @@ func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
 // file, -hf with the Hub file a catalog variant or reference reads.
 func modelArgs(in *modelInputs) []string {
 	if in.Header == nil {
-		return []string{"-hf", term.Text(strings.TrimPrefix(catalogSource(in.Ref), "hf:"))}
+		if _, lock, e, v, err := catalogVariant(in.Ref); err == nil && e != nil {
+			args := lock.ServerArgs(e, *v)
+			for i := range args {
+				args[i] = term.Text(args[i])
+			}
+			return args
+		}
+		return []string{"-hf", term.Text(strings.TrimPrefix(in.Ref, "hf:"))}
 	}
 	return []string{"-m", term.Text(in.Ref)}
 }

@@ -43,6 +43,8 @@ func TestProjectedWithoutLlamaCpp(t *testing.T) {
 		t.Errorf("fit without llama.cpp: %s, %q", f.Verdict, f.Reason)
 	}
 	code, _, errs := run(t, "plan", "--quiet", "--machine", "cpu-32", path)
+	// The verdict is wrapped for a terminal of 100 columns.
+	errs = strings.Join(strings.Fields(errs), " ")
 	if code != 1 || !strings.Contains(errs, "no llama.cpp was found to project it") {
 		t.Errorf("plan without llama.cpp: exit %d, %s", code, errs)
 	}

@@ -2,14 +2,22 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/server"
 )
 
 // TestServeAPIBeyondLoopback: every interface only when asked for, and
@@ -134,6 +142,48 @@ func TestServeAPIRefusesWeakTokens(t *testing.T) {
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%s: refused after %v; want at once", tc.name, d)
+		}
+	}
+}
+
+// TestPanelCommandIsPlans: the command line the panel shows (the API's
+// /api/plan command) is the one 'headroom plan' prints first, argument for
+// argument, so the two never tell a person different things to run.
+func TestPanelCommandIsPlans(t *testing.T) {
+	h, err := server.New(server.Config{Machine: func(context.Context) (*hw.Snapshot, error) {
+		return nil, errors.New("only presets are asked for here")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ model, machine string }{
+		{"qwen3-8b/Q4_K_M", "rtx-4090"},
+		{"gemma-3-27b-it/Q8_0", "rtx-4090"},
+		{"qwen3-30b-a3b/Q4_K_M", "cpu-32"},
+	} {
+		code, out, errs := run(t, "plan", tc.model, "--machine", tc.machine)
+		if code != 0 {
+			t.Fatalf("plan %s: exit %d\n%s%s", tc.model, code, out, errs)
+		}
+		// The command comes first, wrapped with shell continuations.
+		printed, _, _ := strings.Cut(out, "\n\n")
+		printed = strings.ReplaceAll(printed, "\\\n", "")
+		res, err := http.Get(srv.URL + "/api/plan?" + url.Values{"model": {tc.model}, "machine": {tc.machine}}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer struct {
+			Command []string `json:"command"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&answer)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := answer.Command, strings.Fields(printed); len(want) < 4 || !slices.Equal(got, want) {
+			t.Errorf("%s on %s: the API's command\n%q\nwant plan's\n%q", tc.model, tc.machine, got, want)
 		}
 	}
 }

@@ -97,6 +97,14 @@ type Candidate struct {
 	Result    *Assessment `json:"-"`
 }
 
+// Command is the llama-server command line that runs the candidate: the
+// program, the model as model names it (-m FILE, -hf REPO:QUANT), then
+// the candidate's flags. plan prints it and the panel shows it, so what
+// either shows can be pasted and run.
+func (c *Candidate) Command(model []string) []string {
+	return append(append([]string{"llama-server"}, model...), c.Flags...)
+}
+
 // Plan is the search's answer: the chosen profile, the flags for
 // llama-server, why, and the runner-up.
 type Plan struct {

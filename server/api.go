@@ -119,7 +119,10 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 // headroom does not model.
 type planJSON struct {
 	*plan.Plan
-	Speed []speed.Result `json:"speed"`
+	// Command is the chosen plan's llama-server command line, as 'headroom
+	// plan' prints it.
+	Command []string       `json:"command,omitempty"`
+	Speed   []speed.Result `json:"speed"`
 	// Projected says the plan's figures are llama.cpp's own projection,
 	// for an architecture headroom does not model.
 	Projected string `json:"projected,omitempty"`
@@ -153,7 +156,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return withStatus(http.StatusBadRequest, err, "llama.cpp's own projection of %s failed", ref)
 		}
-		writeJSON(w, http.StatusOK, planJSON{Plan: p, Speed: []speed.Result{}, Projected: engine.ProjectedSays(pr.Basics.Arch, pr.Bin)})
+		writeJSON(w, http.StatusOK, planJSON{Plan: p, Command: command(p, res), Speed: []speed.Result{}, Projected: engine.ProjectedSays(pr.Basics.Arch, pr.Bin)})
 		return nil
 	}
 	if res.archErr != nil {
@@ -165,7 +168,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Where nothing fits the CLI fails; the API answers the search
 	// itself (chosen null, explain saying why), which a client can show.
-	out := planJSON{Plan: p, Speed: []speed.Result{}}
+	out := planJSON{Plan: p, Command: command(p, res), Speed: []speed.Result{}}
 	if c := p.Chosen; c != nil {
 		// As the CLI's plan reports it: an empty context, and one slot's
 		// context full.
@@ -174,6 +177,15 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// command is the chosen plan's llama-server command line; nil where
+// nothing fits or the model has no name llama-server could load.
+func command(p *plan.Plan, res *resolved) []string {
+	if p.Chosen == nil || res.serverArgs == nil {
+		return nil
+	}
+	return p.Chosen.Command(res.serverArgs)
 }
 
 // recommendJSON is what 'headroom recommend --json' prints less the

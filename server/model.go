@@ -31,6 +31,10 @@ type resolved struct {
 	m        *arch.Model
 	archErr  error
 	artifact artifact
+	// serverArgs name the model on a llama-server command line; nil
+	// where this server knows no name llama-server could load it by (a
+	// model Config.Open found, named as the request named it).
+	serverArgs []string
 }
 
 // model resolves a request's model: a catalog variant offline, anything
@@ -70,7 +74,8 @@ func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
 func (s *server) catalogModel(e *catalog.Entry, v *catalog.Variant) (*resolved, error) {
 	m, prov, size, err := s.cfg.Catalog.Model(e, *v, s.cfg.Lock)
 	key := catalog.VariantKey(e.ID, v.Quant)
-	r := &resolved{m: m, artifact: artifact{Ref: v.Ref, Files: []source.ArtifactFile{}, SizeBytes: size, Variant: key, Provenance: prov}}
+	r := &resolved{m: m, artifact: artifact{Ref: v.Ref, Files: []source.ArtifactFile{}, SizeBytes: size, Variant: key, Provenance: prov},
+		serverArgs: s.cfg.Lock.ServerArgs(e, *v)}
 	switch {
 	case err != nil && arch.IsIncompatible(err):
 		r.m, r.archErr = nil, err

@@ -14,6 +14,7 @@ import (
 
 type planAnswer struct {
 	Chosen  *plan.Candidate `json:"chosen"`
+	Command []string        `json:"command"`
 	Explain []string        `json:"explain"`
 	Speed   []speed.Result  `json:"speed"`
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,6 +95,7 @@ var (
 	fitQuery   = regexp.MustCompile(`id="assessment" data-query="([^"]*)"`)
 	readyBody  = regexp.MustCompile(`<body[^>]*\bdata-ready="1"`)
 	recRow     = regexp.MustCompile(`<tr class="(fits|disabled)" data-model="`)
+	mibFigure  = regexp.MustCompile(`[0-9.]+ [MK]iB`)
 )
 
 // segments reads the drawn segments from the DOM: domain/kind -> bytes.
@@ -231,6 +233,7 @@ func TestPanel(t *testing.T) {
 			}
 			query := html.UnescapeString(m[1])
 			checkPreset(t, srv.URL, tt.model, query)
+			checkCommand(t, srv.URL, tt.model, dom)
 			a := getJSON[fitAnswer](t, srv.URL+"/api/fit?"+query)
 			if a.Verdict != tt.verdict {
 				t.Errorf("verdict %q, want %q (%s)", a.Verdict, tt.verdict, a.Reason)
@@ -282,6 +285,23 @@ func TestPanel(t *testing.T) {
 	}
 }
 
+// checkCommand pins that the panel shows the plan as a command that runs
+// when pasted (the API's, which is plan's), and says every size in GiB,
+// as fit and plan do, never in MiB beside them.
+func checkCommand(t *testing.T, base, model, dom string) {
+	t.Helper()
+	p := getJSON[planAnswer](t, base+"/api/plan?"+url.Values{"machine": {"rtx-4090"}, "model": {model}}.Encode())
+	if p.Chosen != nil {
+		want := `<code id="command">` + html.EscapeString(strings.Join(p.Command, " ")) + `</code>`
+		if len(p.Command) < 3 || p.Command[1] != "-hf" || !strings.Contains(dom, want) {
+			t.Errorf("the page lacks the plan's command %s", want)
+		}
+	}
+	if m := mibFigure.FindString(dom); m != "" {
+		t.Errorf("the page says %q: want every size in GiB", m)
+	}
+}
+
 // checkPreset pins that the panel's controls started from the plan: the
 // fit it drew asks for the plan's slots, context and GPU layers.
 func checkPreset(t *testing.T, base, model, query string) {
@@ -306,5 +326,44 @@ func checkPreset(t *testing.T, base, model, query string) {
 		if q.Get(k) != want.Get(k) {
 			t.Errorf("the panel's fit asked %s=%q, want %q from the plan (query %s)", k, q.Get(k), want.Get(k), query)
 		}
+	}
+}
+
+// TestPlanCommand pins the command line the panel shows: the whole
+// llama-server command, with the model named as llama.cpp downloads it
+// (-hf and the catalog's reference), then the chosen flags, so that it
+// runs as shown. Where nothing fits there is no command to show.
+func TestPlanCommand(t *testing.T) {
+	h := newTestHandler(t, nil)
+	tests := []struct {
+		model, machine, hf string // hf: the reference -hf must carry, none when nothing fits
+	}{
+		{"qwen3-8b/Q4_K_M", "rtx-4090", "unsloth/Qwen3-8B-GGUF:Q4_K_M"},
+		{"qwen3-8b/Q4_K_M", "cpu-32", "unsloth/Qwen3-8B-GGUF:Q4_K_M"},
+		{"gpt-oss-120b/MXFP4_MOE", "rtx-4090", "ggml-org/gpt-oss-120b-GGUF:MXFP4"},
+		{"qwen3-235b-a22b/Q8_0", "cpu-32", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model+"@"+tt.machine, func(t *testing.T) {
+			q := url.Values{"model": {tt.model}, "machine": {tt.machine}}.Encode()
+			status, _, body := do(t, h, "GET", "/api/plan?"+q, "", nil)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			got := decode[planAnswer](t, body)
+			if tt.hf == "" {
+				if got.Chosen != nil || got.Command != nil {
+					t.Errorf("chosen %v, command %q: want neither where nothing fits", got.Chosen, got.Command)
+				}
+				return
+			}
+			if got.Chosen == nil {
+				t.Fatalf("nothing chosen: %q", got.Explain)
+			}
+			want := append([]string{"llama-server", "-hf", tt.hf}, got.Chosen.Flags...)
+			if !slices.Equal(got.Command, want) {
+				t.Errorf("command %q, want %q", got.Command, want)
+			}
+		})
 	}
 }

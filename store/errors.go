@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -70,6 +71,37 @@ func (e *HTTPError) Error() string {
 	return fmt.Sprintf("downloading %s from %s: expected 200 or 206, got %d %s",
 		e.File, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
 }
+
+// ErrUnreachable is what an UnreachableError matches with errors.Is.
+var ErrUnreachable = errors.New("the network is unreachable")
+
+// UnreachableError means a file's server could not be reached at all:
+// its name did not resolve or no connection could be made. It is final,
+// not retried: a pull downloads files and cannot work offline.
+type UnreachableError struct {
+	File string
+	// URL is the address asked for, without its query string.
+	URL string
+	// Kept bytes of the file are on disk, resumed by the next pull.
+	Kept int64
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	kept := ""
+	if e.Kept > 0 {
+		kept = fmt.Sprintf("; the %s already downloaded are kept and resumed", formatBytes(e.Kept))
+	}
+	return fmt.Sprintf("downloading %s from %s: %v (%v); a pull downloads the model's files and cannot work offline "+
+		"(HF_HUB_OFFLINE=1 answers fit, plan and inspect from cached headers, never a pull): "+
+		"connect to the network, or check the address and any proxy, then run the pull again%s",
+		e.File, e.URL, ErrUnreachable, e.Err, kept)
+}
+
+// Is makes errors.Is(err, ErrUnreachable) hold.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // redactURL returns a URL fit for messages: without user information,
 // query or fragment, which may carry credentials or signatures.

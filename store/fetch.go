@@ -63,6 +63,10 @@ type dl struct {
 	// total is the size shown in progress: the expected size, or what
 	// the server announced when that is unknown.
 	total int64
+	// reached says a server answered this file's requests in this run:
+	// after that a failed connection is a network that dropped in the
+	// middle of a transfer, worth retrying, not one that is not there.
+	reached bool
 }
 
 // obtain makes sure one file's blob is present and verified, downloading
@@ -309,6 +313,7 @@ func (s *Store) attempt(ctx context.Context, d *dl) error {
 		return d.netError(ctx, actx, err)
 	}
 	defer resp.Body.Close()
+	d.reached = true
 	if complete, err := s.accept(d, resp); err != nil || complete {
 		return err
 	}
@@ -441,6 +446,11 @@ func (d *dl) netError(ctx, actx context.Context, err error) error {
 	var cert *tls.CertificateVerificationError
 	if errors.As(err, &cert) || httpretry.IsPermanent(err) {
 		return fmt.Errorf("downloading %s from %s: %w", d.j.file.Name, redactURL(d.j.file.URL), err)
+	}
+	// A name that does not resolve or a connection refused gives the same
+	// answer a minute later: say so now rather than after every backoff.
+	if !d.reached && httpretry.Unreachable(err) {
+		return &UnreachableError{File: d.j.file.Name, URL: redactURL(d.j.file.URL), Kept: d.n, Err: err}
 	}
 	return &transient{err: err}
 }

@@ -40,11 +40,16 @@ async function api(path, params = {}, signal) {
   return body;
 }
 
+// bytes says a size in GiB with two decimals, as fit and plan print
+// their verdicts: one unit across the page, so figures compare at a glance.
 function bytes(n) {
-  const a = Math.abs(n);
-  if (a >= 2 ** 30) return `${(n / 2 ** 30).toFixed(2)} GiB`;
-  if (a >= 2 ** 20) return `${(n / 2 ** 20).toFixed(0)} MiB`;
-  return `${(n / 2 ** 10).toFixed(0)} KiB`;
+  return `${(n / 2 ** 30).toFixed(2)} GiB`;
+}
+
+// inGiB rewrites the MiB figures of an API sentence (an assessment's
+// reason, a warning) in the page's unit.
+function inGiB(s) {
+  return s.replace(/(-?\d+(?:\.\d+)?) MiB\b/g, (_, n) => bytes(Number(n) * 2 ** 20));
 }
 
 function node(tag, attrs = {}, ...children) {
@@ -100,9 +105,9 @@ function renderMachine(snap) {
 function rowID(r) { return `${r.entry}/${r.quant}`; }
 
 function why(r) {
-  if (r.verdict === "incompatible") return `incompatible: ${r.reason}`;
+  if (r.verdict === "incompatible") return `incompatible: ${inGiB(r.reason)}`;
   if (r.limiting && r.limiting.shortfall_bytes > 0) return `${r.limiting.domain} short by ${bytes(r.limiting.shortfall_bytes)}`;
-  return r.reason;
+  return inGiB(r.reason);
 }
 
 function fillSelect(rows, want) {
@@ -173,7 +178,7 @@ function renderRecommend(rows) {
     if (r.speed && r.speed.decode_tokens_per_sec != null) {
       tps = r.speed.decode_tokens_per_sec.toFixed(0) + (r.speed.calibrated ? "" : "?");
     }
-    const tr = node("tr", { class: r.enabled ? "fits" : "disabled", "data-model": rowID(r), title: r.reason },
+    const tr = node("tr", { class: r.enabled ? "fits" : "disabled", "data-model": rowID(r), title: inGiB(r.reason) },
       node("td", { class: "num" }, r.enabled ? String(r.rank) : "–"),
       node("td", {}, r.name),
       node("td", {}, r.quant),
@@ -227,9 +232,13 @@ async function selectModel(id) {
       slots = c.profile.parallel;
       ngl = c.gpu_layers;
       state.profile = c.profile;
-      el("flags").textContent = `plan: llama-server ${c.flags.join(" ")}`;
+      // The whole command, model included, as headroom plan prints it,
+      // so that what is shown runs when pasted.
+      el("flags").replaceChildren("plan: ", p.command
+        ? node("code", { id: "command" }, p.command.join(" "))
+        : `flags (add -m with the model's file): ${c.flags.join(" ")}`);
     } else {
-      el("flags").textContent = p.explain.join("; ");
+      el("flags").textContent = inGiB(p.explain.join("; "));
     }
   } catch (err) {
     el("flags").textContent = `no plan: ${err.message}`;
@@ -277,7 +286,8 @@ async function refit() {
 function renderAssessment(a) {
   const v = el("verdict");
   v.className = a.verdict;
-  v.textContent = a.warnings && a.warnings.length ? `${a.reason} (warning: ${a.warnings.join("; ")})` : a.reason;
+  const reason = inGiB(a.reason);
+  v.textContent = a.warnings && a.warnings.length ? `${reason} (warning: ${a.warnings.map(inGiB).join("; ")})` : reason;
   const box = el("assessment");
   box.replaceChildren();
   for (const d of a.domains) {
