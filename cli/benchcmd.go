@@ -22,14 +22,16 @@ import (
 )
 
 // referenceModels are the shapes a machine is calibrated on: small
-// enough to load and run in seconds on two cores, different enough in
-// bytes per layer (a 0.5B model of 24 layers beside a 1.1B of 22) that
-// the per-layer cost and the bandwidth term can be told apart, and in
-// two quantizations. Names are synth shapes.
+// enough to load and run in seconds on two cores, in two quantizations
+// (Q8_0 and Q4_K, whose kernels differ), and different enough in bytes
+// per layer (a 0.5B model of 24 layers beside a 1.2B of 16) that the
+// bandwidth term and the per-layer cost can be told apart. Names are
+// synth shapes.
 var referenceModels = []struct{ shape, quant string }{
-	{"qwen2.5-0.5b", "Q4_K_M"},
-	{"qwen3-0.6b", "Q8_0"},
-	{"tinyllama-1.1b", "Q4_K_M"},
+	{"qwen2.5-0.5b", "Q8_0"},
+	{"qwen3-0.6b", "Q4_K_M"},
+	{"tinyllama-1.1b", "Q8_0"},
+	{"llama-3.2-1b", "Q4_K_M"},
 }
 
 // bench sizes: short enough that three models take about a minute on a
@@ -71,6 +73,7 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	show := fs.Bool("show", false, "print the calibration kept for this machine without measuring")
 	forget := fs.Bool("forget", false, "delete this machine's kept measurements")
 	asJSON := fs.Bool("json", false, "print the runs and the fitted parameters as JSON")
+	weights := fs.String("weights", string(synth.WeightsRandom), "the reference twins' weights: random (every tensor written, as fast as a real model's; about 3 GB of temporary files), routed or zero (sparse files, faster to write, and faster to run than real weights: docs/speed.md)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -81,7 +84,14 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	if *reps < 1 || *reps > 20 {
 		return usagef("--reps must be 1 to 20, not %d", *reps)
 	}
-	snap, err := env.probe(ctx, probeOptions(env, *llama, false))
+	w, err := synth.ParseWeights(*weights)
+	if err != nil {
+		return usagef("--weights: %v", err)
+	}
+	// The bandwidth is measured again here, where the machine is idle,
+	// and kept if higher: a first figure taken while the cores were busy
+	// is low, and the efficiency is fitted against it.
+	snap, err := env.probe(ctx, probeOptions(env, *llama, !*show && !*forget))
 	if err != nil {
 		return err
 	}
@@ -111,7 +121,7 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fresh, err := benchReference(ctx, env, bin, snap, runs, *reps, *asJSON)
+	fresh, err := benchReference(ctx, env, bin, snap, runs, w, *reps, *asJSON)
 	if err != nil {
 		return err
 	}
@@ -187,7 +197,7 @@ func referenceRuns(snap *hw.Snapshot) ([]referenceRun, error) {
 
 // benchReference runs llama-bench on each reference run's twin and turns
 // the measurements into samples, printing progress on stderr.
-func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot, runs []referenceRun, reps int, quiet bool) ([]speed.Sample, error) {
+func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot, runs []referenceRun, w synth.Weights, reps int, quiet bool) ([]speed.Sample, error) {
 	dir, err := os.MkdirTemp("", "headroom-bench-")
 	if err != nil {
 		return nil, err
@@ -207,14 +217,25 @@ func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot,
 		if err := b.WriteFile(path); err != nil {
 			return nil, err
 		}
+		if w != synth.WeightsZero {
+			f, err := b.Layout()
+			if err != nil {
+				return nil, err
+			}
+			say("writing %s weights", w)
+			if err := synth.FillFile(ctx, path, f, w.Selects, 1); err != nil {
+				return nil, err
+			}
+		}
 		args := engine.BenchArgs(run.profile)
 		say("llama-bench pp%d tg%d x%d %s", benchPrompt, benchGen, reps, strings.Join(args, " "))
-		meas, err := engine.BenchOnce(ctx, engine.BenchRequest{Bin: bin, Model: path, Twin: "a sparse twin synth writes", Args: args, Env: os.Environ()}, benchPrompt, benchGen, reps)
+		meas, err := engine.BenchOnce(ctx, engine.BenchRequest{Bin: bin, Model: path, Twin: fmt.Sprintf("a twin synth writes, %s weights", w), Args: args, Env: os.Environ()}, benchPrompt, benchGen, reps)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s on %s: %w", run.name, run.backend, err)
 		}
 		os.Remove(path)
 		smp, err := speed.NewSample(run.name, run.model, run.result, snap, meas)
+		smp.Weights = string(w)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s on %s: %w", run.name, run.backend, err)
 		}
@@ -236,7 +257,8 @@ func bar(done, n int) string {
 // printCalibration prints what the kept runs fit, and each fresh run
 // beside the estimate before and after.
 func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap *hw.Snapshot) error {
-	cal := speed.Fit(all, "")
+	current := speed.Current(all, snap)
+	cal := speed.Fit(current, "")
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -248,11 +270,19 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 		}{snap.Hardware, fresh, len(all), cal})
 	}
 	fmt.Fprintf(w, "machine: %s\n", term.Text(snap.Hardware))
+	for _, d := range snap.Domains {
+		if d.BandwidthGBps > 0 {
+			fmt.Fprintf(w, "  %s: %.1f GB/s (%s)\n", d.ID, d.BandwidthGBps, term.Text(d.BandwidthSource))
+		}
+	}
+	if stale := len(all) - len(current); stale > 0 {
+		fmt.Fprintf(w, "%d kept runs were fitted against another bandwidth figure and are left out\n", stale)
+	}
 	if cal == nil {
 		fmt.Fprintf(w, "not calibrated: %d runs kept; a backend needs %d runs of two models or more of one llama.cpp build ('headroom bench' makes them)\n", len(all), speed.MinSamples)
 		return nil
 	}
-	fmt.Fprintf(w, "calibrated from %d kept runs of llama.cpp %s\n", countBuild(all, cal.Build), term.Text(cal.Build))
+	fmt.Fprintf(w, "calibrated from %d kept runs of llama.cpp %s\n", countBuild(current, cal.Build), term.Text(cal.Build))
 	names := make([]string, 0, len(cal.Backends))
 	for n := range cal.Backends {
 		names = append(names, n)
@@ -275,10 +305,10 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 			if !ok {
 				continue
 			}
-			fitted := 1000 / (s.FullBandwidthMs/b.Efficiency + b.LayerOverheadMs*float64(s.Layers))
+			fitted := 1000 / b.TimeMs(s.FullBandwidthMs, s.Layers)
 			prior := "-"
 			if p, ok := speed.BackendParams(s.Backend); ok && p.Efficiency > 0 {
-				v := 1000 / (s.FullBandwidthMs/p.Efficiency + p.LayerOverheadMs*float64(s.Layers))
+				v := 1000 / p.TimeMs(s.FullBandwidthMs, s.Layers)
 				prior = fmt.Sprintf("%.1f (%+.0f%%)", v, (v/s.DecodeTPS-1)*100)
 			}
 			prompt := "-"

@@ -117,7 +117,7 @@ func machineCalibration(env Env, s *hw.Snapshot, w io.Writer) *speed.Calibration
 		}
 		return nil
 	}
-	return speed.Fit(samples, "")
+	return speed.Fit(speed.Current(samples, s), "")
 }
 
 // keepSample adds a --bench measurement of plan p of model m to this

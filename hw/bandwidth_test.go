@@ -68,3 +68,28 @@ func TestBandwidthKept(t *testing.T) {
 		}
 	}
 }
+
+// A measurement taken while the machine was busy is low: measuring again
+// keeps the higher figure, whichever came first.
+func TestBandwidthKeepsHigher(t *testing.T) {
+	store := mapStore{}
+	dir := filepath.Join("testdata", "probe", "cpu-cgroup2")
+	for _, tt := range []struct {
+		measured, want float64
+	}{{17.9, 17.9}, {40.2, 40.2}, {25, 40.2}, {41, 41}} {
+		s, err := Probe(context.Background(), ProbeOptions{
+			Root: os.DirFS(filepath.Join(dir, "root")), Runner: fakeRunner{filepath.Join(dir, "cmd")}, GOOS: "linux", Host: "t",
+			Now:              time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
+			MeasureBandwidth: func(context.Context) (float64, string, error) { return tt.measured, "measured here: test", nil },
+			Bandwidth:        store, Remeasure: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range s.Domains {
+			if d.Kind == KindSystem && d.BandwidthGBps != tt.want {
+				t.Errorf("measured %g: kept %g GB/s, want %g", tt.measured, d.BandwidthGBps, tt.want)
+			}
+		}
+	}
+}

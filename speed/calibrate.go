@@ -24,8 +24,12 @@ const SampleSchema = 1
 // what Fit needs to find the backend's parameters on this machine.
 type Sample struct {
 	Schema int `json:"schema"`
-	// Model says what was measured (a shape and quantization, or a file).
+	// Model says what was measured (a shape and quantization, or a file);
+	// Weights what its weights were: random, routed or zero for a twin
+	// (docs/speed.md measures how each runs against real data), "" for
+	// the model's own file.
 	Model   string    `json:"model"`
+	Weights string    `json:"weights,omitempty"`
 	Backend string    `json:"backend"`
 	Build   string    `json:"build"`
 	Args    []string  `json:"args"`
@@ -34,9 +38,13 @@ type Sample struct {
 	// time one token would take at every device's bandwidth figure, at
 	// the context filled halfway through the generation test.
 	FullBandwidthMs float64 `json:"full_bandwidth_ms"`
-	BytesPerToken   int64   `json:"bytes_per_token"`
-	Layers          int     `json:"layers"`
-	ActiveParams    int64   `json:"active_params"`
+	// Bandwidths are the figures FullBandwidthMs was computed with, by
+	// memory domain: a sample fits the efficiency against these, and is
+	// of no use once a domain's figure changes (Current).
+	Bandwidths    map[string]float64 `json:"bandwidths_gbps"`
+	BytesPerToken int64              `json:"bytes_per_token"`
+	Layers        int                `json:"layers"`
+	ActiveParams  int64              `json:"active_params"`
 	// The generation and prompt figures llama-bench measured (0 when a
 	// test did not run).
 	GenTokens     int     `json:"gen_tokens"`
@@ -75,6 +83,10 @@ func NewSample(name string, m *arch.Model, r *plan.Result, s *hw.Snapshot, meas 
 		}
 		smp.Backend = d.Backend
 		smp.FullBandwidthMs += float64(d.BytesPerToken) / (d.BandwidthGBps * 1e9) * 1e3
+		if smp.Bandwidths == nil {
+			smp.Bandwidths = map[string]float64{}
+		}
+		smp.Bandwidths[d.Domain] = d.BandwidthGBps
 		smp.Layers += d.Layers
 		smp.ActiveParams += d.ActiveParams
 	}
@@ -162,7 +174,7 @@ func machineLeftOut(ss []Sample) (lo, hi float64) {
 	for i := range ss {
 		rest := append(append([]Sample{}, ss[:i]...), ss[i+1:]...)
 		e, k := fitDecode(rest)
-		got := 1000 / (ss[i].FullBandwidthMs/e + k*float64(ss[i].Layers))
+		got := 1000 / Backend{Efficiency: e, LayerOverheadMs: k}.TimeMs(ss[i].FullBandwidthMs, ss[i].Layers)
 		err := (got/ss[i].DecodeTPS - 1) * 100
 		lo, hi = math.Min(lo, math.Floor(err)), math.Max(hi, math.Ceil(err))
 	}
@@ -220,6 +232,25 @@ func fitPrefill(ss []Sample) (gflops float64, n int) {
 		return 0, 0
 	}
 	return den / num / 1e9, n
+}
+
+// Current keeps the samples whose bandwidth figures are the machine's
+// figures now: an efficiency fitted against one figure means nothing
+// against another (a bandwidth measured again, higher).
+func Current(samples []Sample, s *hw.Snapshot) []Sample {
+	var out []Sample
+	for _, smp := range samples {
+		ok := len(smp.Bandwidths) > 0
+		for dom, gbps := range smp.Bandwidths {
+			if d := s.Domain(dom); d == nil || d.BandwidthGBps != gbps {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, smp)
+		}
+	}
+	return out
 }
 
 // newestBuild is the build of the most recent sample.

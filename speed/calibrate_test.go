@@ -165,6 +165,16 @@ func TestNewSample(t *testing.T) {
 		math.Abs(smp.FullBandwidthMs-float64(d.BytesPerToken)/(d.BandwidthGBps*1e9)*1e3) > 1e-12 {
 		t.Errorf("sample %+v from device %+v", smp, d)
 	}
+	if len(Current([]Sample{smp}, cpu)) != 1 {
+		t.Errorf("a sample of this machine's figures %v is not current", smp.Bandwidths)
+	}
+	faster := preset(t, "cpu-32")
+	for i := range faster.Domains {
+		faster.Domains[i].BandwidthGBps *= 2
+	}
+	if len(Current([]Sample{smp}, faster)) != 0 {
+		t.Error("a sample fitted against another bandwidth figure is current")
+	}
 	gpu := preset(t, "rtx-4090")
 	if _, err := NewSample("split", m, account(t, m, profile(4096, 10), gpu), gpu, meas); err == nil {
 		t.Error("a plan on CPU and CUDA gave a sample")

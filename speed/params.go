@@ -32,6 +32,12 @@ type Backend struct {
 	Source string `json:"source"`
 }
 
+// TimeMs is the backend's time for one token that reads fullBandwidthMs
+// worth of bytes at the bandwidth figures and runs layers layers.
+func (b Backend) TimeMs(fullBandwidthMs float64, layers int) float64 {
+	return fullBandwidthMs/b.Efficiency + float64(layers)*b.LayerOverheadMs
+}
+
 // backends are the decode parameters per backend. The Metal and CUDA rows
 // are least-squares fits (relative error) of t = bytes/(e*BW) + c*layers
 // to speed/testdata/llamabench.json; TestFittedParameters re-derives them
