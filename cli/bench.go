@@ -56,7 +56,11 @@ func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap
 	if err != nil {
 		return nil, fmt.Errorf("--bench: %w", err)
 	}
-	keepSample(env, in.Ref, in.Arch, p, snap, m)
+	weights := string(synth.WeightsRouted)
+	if twin == ownFile {
+		weights = ""
+	}
+	keepSample(env, in.Ref, weights, in.Arch, p, snap, m)
 	if p.Parallel > 1 {
 		m.Notes = append(m.Notes, fmt.Sprintf("llama-bench runs one sequence; with all %d slots generating at once each gets less", p.Parallel))
 	}
@@ -66,11 +70,14 @@ func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap
 	return m, nil
 }
 
+// ownFile says a measurement ran on the model's own file.
+const ownFile = "the model file itself"
+
 // benchModel is the file llama-bench loads and what it is.
 func benchModel(ctx context.Context, env Env, in *modelInputs, dir string) (path, what string, err error) {
 	switch {
 	case in.Header != nil && in.Header.Artifact != nil && len(in.Header.Artifact.Files) > 0 && in.Header.Artifact.Files[0].Path != "":
-		return in.Header.Artifact.Files[0].Path, "the model file itself", nil
+		return in.Header.Artifact.Files[0].Path, ownFile, nil
 	case in.Header != nil:
 		paths, err := source.NewClient(env.Getenv).WriteTwin(ctx, in.Header, dir)
 		if err != nil {

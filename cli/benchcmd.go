@@ -27,11 +27,31 @@ import (
 // per layer (a 0.5B model of 24 layers beside a 1.2B of 16) that the
 // bandwidth term and the per-layer cost can be told apart. Names are
 // synth shapes.
-var referenceModels = []struct{ shape, quant string }{
-	{"qwen2.5-0.5b", "Q8_0"},
-	{"qwen3-0.6b", "Q4_K_M"},
-	{"tinyllama-1.1b", "Q8_0"},
-	{"llama-3.2-1b", "Q4_K_M"},
+const referenceModels = "qwen2.5-0.5b/Q8_0,qwen3-0.6b/Q4_K_M,tinyllama-1.1b/Q8_0,llama-3.2-1b/Q4_K_M"
+
+// reference is one model bench measures: a synth shape in a quantization.
+type reference struct{ shape, quant string }
+
+// parseReferences reads --models: SHAPE/QUANT, comma-separated.
+func parseReferences(list string) ([]reference, error) {
+	var out []reference
+	for _, item := range splitList(list) {
+		shape, quant, ok := strings.Cut(item, "/")
+		if !ok {
+			return nil, usagef("--models: %q is not SHAPE/QUANT (e.g. qwen3-0.6b/Q4_K_M)", item)
+		}
+		if _, found := synth.Lookup(shape); !found {
+			return nil, usagef("--models: no shape %q (headroom synth --help lists them)", shape)
+		}
+		if _, err := synth.ParseQuant(quant); err != nil {
+			return nil, usagef("--models: %v", err)
+		}
+		out = append(out, reference{shape, quant})
+	}
+	if len(out) < 2 {
+		return nil, usagef("--models: a calibration needs two models or more, got %d", len(out))
+	}
+	return out, nil
 }
 
 // bench sizes: short enough that three models take about a minute on a
@@ -73,6 +93,7 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	show := fs.Bool("show", false, "print the calibration kept for this machine without measuring")
 	forget := fs.Bool("forget", false, "delete this machine's kept measurements")
 	asJSON := fs.Bool("json", false, "print the runs and the fitted parameters as JSON")
+	models := fs.String("models", referenceModels, "the reference models, SHAPE/QUANT comma-separated (synth shapes: headroom synth --help)")
 	weights := fs.String("weights", string(synth.WeightsRandom), "the reference twins' weights: random (every tensor written, as fast as a real model's; about 3 GB of temporary files), routed or zero (sparse files, faster to write, and faster to run than real weights: docs/speed.md)")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -87,6 +108,10 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	w, err := synth.ParseWeights(*weights)
 	if err != nil {
 		return usagef("--weights: %v", err)
+	}
+	refs, err := parseReferences(*models)
+	if err != nil {
+		return err
 	}
 	// The bandwidth is measured again here, where the machine is idle,
 	// and kept if higher: a first figure taken while the cores were busy
@@ -117,7 +142,7 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	runs, err := referenceRuns(snap)
+	runs, err := referenceRuns(snap, refs)
 	if err != nil {
 		return err
 	}
@@ -149,7 +174,7 @@ type referenceRun struct {
 // referenceRuns lists the runs for this machine: every reference model
 // on the CPU, and on each GPU backend with every layer offloaded where
 // the plan says it fits.
-func referenceRuns(snap *hw.Snapshot) ([]referenceRun, error) {
+func referenceRuns(snap *hw.Snapshot, refs []reference) ([]referenceRun, error) {
 	cpu, gpus := plan.Devices(snap)
 	backends := []string{}
 	for _, g := range gpus {
@@ -159,7 +184,7 @@ func referenceRuns(snap *hw.Snapshot) ([]referenceRun, error) {
 	}
 	var out []referenceRun
 	for _, backend := range append([]string{"CPU"}, backends...) {
-		for _, rm := range referenceModels {
+		for _, rm := range refs {
 			shape, ok := synth.Lookup(rm.shape)
 			if !ok {
 				return nil, fmt.Errorf("bench: no reference shape %s (a bug)", rm.shape)

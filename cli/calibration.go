@@ -122,9 +122,10 @@ func machineCalibration(env Env, s *hw.Snapshot, w io.Writer) *speed.Calibration
 
 // keepSample adds a --bench measurement of plan p of model m to this
 // machine's samples when it can teach a backend's parameters (all its
-// work on one backend). It says nothing when it cannot: most plans that
+// work on one backend). weights is the twin's kind, "" for the model's
+// own file: Fit uses real and random weights only. It says nothing when it cannot: most plans that
 // split layers between a GPU and the CPU cannot.
-func keepSample(env Env, name string, m *arch.Model, p plan.Profile, s *hw.Snapshot, meas *speed.Measured) {
+func keepSample(env Env, name, weights string, m *arch.Model, p plan.Profile, s *hw.Snapshot, meas *speed.Measured) {
 	st, ok := samplesFor(env, s)
 	if !ok || m == nil || meas == nil {
 		return
@@ -138,6 +139,7 @@ func keepSample(env Env, name string, m *arch.Model, p plan.Profile, s *hw.Snaps
 	if err != nil {
 		return
 	}
+	smp.Weights = weights
 	if err := st.add(smp); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom: keeping the measurement: %v\n", err)
 	}

@@ -65,7 +65,11 @@ func TestLiveCalibration(t *testing.T) {
 		if _, ok := synth.Lookup(h.shape); !ok {
 			t.Fatalf("no shape %s", h.shape)
 		}
-		for _, r := range referenceModels {
+		refs, err := parseReferences(referenceModels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range refs {
 			if r.shape == h.shape {
 				t.Fatalf("%s is a reference model; the check needs one bench did not measure", h.shape)
 			}

@@ -128,7 +128,8 @@ type Calibrated struct {
 	Models []string `json:"models"`
 }
 
-// Fit fits each backend's parameters to the samples of one build: the
+// Fit fits each backend's parameters to the samples of one build whose
+// weights were real or random (realWeights): the
 // newest build among them unless build names one. Two parameters need two
 // samples whose bytes per layer differ; with one, or where the two-term
 // fit gives a negative per-layer cost, the per-layer cost is held at zero
@@ -139,7 +140,7 @@ func Fit(samples []Sample, build string) *Calibration {
 	}
 	by := map[string][]Sample{}
 	for _, s := range samples {
-		if s.Schema == SampleSchema && s.Build == build && s.DecodeTPS > 0 && s.FullBandwidthMs > 0 {
+		if s.Schema == SampleSchema && s.Build == build && s.DecodeTPS > 0 && s.FullBandwidthMs > 0 && realWeights(s.Weights) {
 			by[s.Backend] = append(by[s.Backend], s)
 		}
 	}
@@ -162,6 +163,13 @@ func Fit(samples []Sample, build string) *Calibration {
 	}
 	return c
 }
+
+// realWeights reports whether a sample ran on weights that run as fast as
+// a real model's: the model's own file ("") or a twin with every weight
+// written. Zero and routed twins run faster in generation (docs/speed.md:
+// up to 50% and 28% on this project's machine), so they are kept but
+// not fitted.
+func realWeights(w string) bool { return w == "" || w == "random" }
 
 // MinSamples is the fewest runs, of at least two models, that Fit fits a
 // backend to: fewer leave no run out to say how far the fit is off.

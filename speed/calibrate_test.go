@@ -60,6 +60,17 @@ func TestFitRefusesThinData(t *testing.T) {
 	if c := Fit([]Sample{one, made("b", 45, 17, 1e9, 0.8, 0.05, 100, t0)}, ""); c != nil {
 		t.Errorf("two runs fitted: %+v", c)
 	}
+	var twins []Sample
+	for _, w := range []string{"zero", "routed"} {
+		for _, m := range []string{"a", "b", "c"} {
+			smp := made(m, 20+float64(len(m)), 29, 6e8, 0.8, 0.05, 100, t0)
+			smp.Weights = w
+			twins = append(twins, smp)
+		}
+	}
+	if c := Fit(twins, ""); c != nil {
+		t.Errorf("zero and routed twins, which run faster than real weights, were fitted: %+v", c)
+	}
 	old := one
 	old.Schema = SampleSchema - 1
 	if c := Fit([]Sample{old, old, made("b", 45, 17, 1e9, 0.8, 0.05, 100, t0), made("c", 90, 17, 1e9, 0.8, 0.05, 100, t0)}, ""); c != nil {
