@@ -126,13 +126,14 @@ func printMeasured(w io.Writer, m *speed.Measured, est []speed.Result) {
 		}
 		parts = append(parts, fmt.Sprintf("%s %.1f ± %.1f tokens/s (%s%d%s, %d runs)", what, t.MeanTPS, t.StddevTPS, t.Kind, t.Tokens, at, t.Repetitions))
 	}
-	fmt.Fprintf(w, "  measured by llama-bench %s in %.0f s: %s\n", m.Build, m.Seconds, strings.Join(parts, "; "))
+	say := func(s string) { fmt.Fprintln(w, wrap(s, "  ", "    ", textWidth)) }
+	say(fmt.Sprintf("measured by llama-bench %s in %.0f s: %s", m.Build, m.Seconds, strings.Join(parts, "; ")))
 	if tg := m.Test("tg", 0); tg != nil && len(est) > 0 && est[0].DecodeTPS != nil {
-		fmt.Fprintf(w, "  the estimate of %.1f tokens/s is %+.0f%% off the measured generation\n", *est[0].DecodeTPS, (*est[0].DecodeTPS/tg.MeanTPS-1)*100)
+		say(fmt.Sprintf("the estimate of %.1f tokens/s is %+.0f%% off the measured generation", *est[0].DecodeTPS, (*est[0].DecodeTPS/tg.MeanTPS-1)*100))
 	}
-	fmt.Fprintf(w, "  measured on %s\n", m.Twin)
+	say("measured on " + m.Twin)
 	for _, n := range m.Notes {
-		fmt.Fprintln(w, "  "+n)
+		say(n)
 	}
 }
 

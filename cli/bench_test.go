@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/headroom-llm/headroom/engine/enginetest"
 	"github.com/headroom-llm/headroom/speed"
@@ -58,6 +59,17 @@ func TestBench(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "llama-bench: probing") {
 		t.Errorf("no progress said:\n%s", errOut)
+	}
+	if !strings.Contains(m.Twin, "embedding, norms and expert routers") {
+		t.Errorf("the twin is not said to be routed: %q", m.Twin)
+	}
+	// The text beside the plan keeps to 100 columns, the twin's long
+	// description and the budget's notes wrapped.
+	_, text, _ := run(t, "plan", "qwen3-0.6b/Q8_0", "--machine", "cpu-32", "--llama-server", llamaServer, "--bench", "--bench-budget", "10m")
+	for _, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > textWidth && !strings.Contains(line, " \\") {
+			t.Errorf("a line of %d columns:\n%s", n, line)
+		}
 	}
 
 	os.Remove(calls)
