@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/engine/enginetest"
 	"github.com/headroom-llm/headroom/speed"
 )
@@ -104,5 +105,23 @@ func TestBenchWithoutLlamaBench(t *testing.T) {
 	code, _, errOut := run(t, "plan", "qwen3-0.6b/Q8_0", "--machine", "cpu-32", "--llama-server", llamaServer, "--bench", "--quiet")
 	if code == 0 || !strings.Contains(errOut, "llama-bench not found beside") {
 		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// The engine check's heading wraps at 100 columns whatever the path of
+// llama-fit-params and whether it agrees.
+func TestPrintCheckWidth(t *testing.T) {
+	for _, agrees := range []bool{true, false} {
+		var b strings.Builder
+		printCheck(&b, &engine.Check{Engine: "/home/someone/src/llama.cpp/build/bin/llama-fit-params", Agrees: agrees,
+			Cells: []engine.CheckCell{{Row: "CPU", Part: "model", Engine: 400, Headroom: 401, Agrees: agrees}}})
+		for _, line := range strings.Split(b.String(), "\n") {
+			if n := utf8.RuneCountInString(line); n > textWidth {
+				t.Errorf("agrees %v: a line of %d columns:\n%s", agrees, n, line)
+			}
+		}
+		if !strings.Contains(b.String(), "engine check:") || agrees == strings.Contains(b.String(), "DIFFERS") {
+			t.Errorf("agrees %v:\n%s", agrees, b.String())
+		}
 	}
 }
