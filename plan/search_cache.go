@@ -213,6 +213,17 @@ func (r *cacheRun) mostLayers() int {
 // bisectMost is the largest n in (lo, hi] for which ok holds, ok holding
 // for every n below one it holds for; lo if none.
 func bisectMost(lo, hi int, ok func(int) bool) int {
+	// The most is often the ceiling itself (a small model on a large
+	// machine gets its whole trained context): one evaluation then, not
+	// a bisection's eight or more. Where it fails, the replay at the
+	// ceiling is the largest compute buffer, an upper bound the memo
+	// answers later evaluations from without replaying.
+	if lo < hi {
+		if ok(hi) {
+			return hi
+		}
+		hi--
+	}
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		if ok(mid) {
