@@ -148,13 +148,19 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	fs.BoolVar(&cpuMoE, "cmoe", false, "keep every layer's routed experts in system memory (MoE models)")
 	fs.alias("cmoe", "cpu-moe")
 	ot := overrideFlags(fs)
-	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers")
+	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers (a library context's default: --swa-full=false turns it off)")
+	program := programFlag(fs)
 	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
 	for _, names := range [][]string{{"sm", "split-mode"}, {"fitt", "fit-target"}} {
 		fs.Var(refused{"-" + names[0]}, names[0], "not modeled yet (refused rather than ignored)")
 		fs.alias(names[0], names[1:]...)
 	}
 	return func() (plan.Profile, error) {
+		pr, err := plan.ParseProgram(*program)
+		if err != nil {
+			return p, usagef("--program: %v", err)
+		}
+		p.Program = pr
 		switch plan.FlashAttn(fa) {
 		case plan.FlashOn, plan.FlashOff, plan.FlashAuto:
 			p.FlashAttn = plan.FlashAttn(fa)
@@ -162,6 +168,10 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 			return p, usagef("-fa, --flash-attn %q: want on, off or auto", fa)
 		}
 		switch {
+		case np == -1 && !pr.IsServer():
+			// The other programs' -np is 1 (common.h), not auto.
+			d := pr.Defaults()
+			p.Parallel, p.KVUnified = d.Parallel, kvu
 		case np == -1:
 			// llama-server's -np auto, as ServerDefaults has it.
 		case np < 1 || np > maxSlots:
@@ -183,6 +193,9 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 		}
 		p.Mmap = !noMmap
 		p.NoKVOffload = nkvo
+		if !fs.isSet("swa-full") {
+			p.SWAFull = pr.Defaults().SWAFull
+		}
 		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", p.CacheK}, {"-ctv, --cache-type-v", p.CacheV}} {
 			if !slices.Contains(engine.CacheTypes(), c.v) {
 				return p, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
@@ -195,6 +208,9 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 			return p, usagef("-b, --batch-size %d: want 1 or more", p.Batch)
 		case p.UBatch <= 0:
 			return p, usagef("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
+		}
+		if err := p.Check(); err != nil {
+			return p, usagef("--program %s: %v", pr, err)
 		}
 		return p, nil
 	}
@@ -257,6 +273,19 @@ RAM, RLIMIT_MEMLOCK checked); --embedding, --lora, --spec-type, the
 router's (a line with no model, --models-dir) and VAR=VALUE before the
 program are refused with the reason.
 
+--program says which llama.cpp program will run the model: llama-server
+(the default), llama-cli, llama-completion, or library (a context made
+with llama_context_default_params, as node-llama-cpp makes one). They
+differ in memory: llama-server and llama-cli reserve one logits row per
+slot where llama-completion and a library context keep -b of them, so
+their compute buffers are larger; only llama-server defaults to 4 slots
+sharing one cache (the others: one sequence, and no -kvu for llama-cli
+and llama-completion); a library context's sliding-window caches are
+full-size unless --swa-full=false (node-llama-cpp passes false). The
+verdict names the program, and the command printed is that program's, or
+for a library the llama_model_params and llama_context_params to give
+it. --verify and --bench are llama-server's only.
+
 The first line is the verdict (what needs how many GiB of how many, and
 what is left), the second, for a profile that fits, the llama-server
 command that runs it; the exact MiB per domain and buffer follow, within
@@ -275,7 +304,8 @@ Examples:
   headroom fit model.gguf --mmproj mmproj.gguf -md draft.gguf -c 16384
   headroom fit hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 -ngl all
   headroom fit model.gguf --machine snapshot.json --json
-  headroom fit model.gguf -c 8192 --bench`
+  headroom fit model.gguf -c 8192 --bench
+  headroom fit model.gguf -c 8192 --program library --swa-full=false`
 
 func runFit(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "fit", "[flags] MODEL", fitHelp)
@@ -296,6 +326,9 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := serverOnly(p.Program, *verify, *bench); err != nil {
+		return err
+	}
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
@@ -314,6 +347,9 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if p.Companions, err = companions(ctx, env, *quiet, in.header()); err != nil {
 		return err
 	}
+	if err := p.Check(); err != nil {
+		return usagef("--program %s: %v", p.Program, err)
+	}
 	p.Rules = &note.Rules
 	if p.Mlock && note.Rules.MlockLoads && !fs.isSet("mmap") {
 		// These builds take --mlock as --load-mode mlock: loaded, not
@@ -321,7 +357,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 		p.Mmap = false
 	}
 	var a *plan.Assessment
-	pr, why := openProjection(ctx, env, in, *llama)
+	pr, why := openProjection(ctx, env, in, *llama, p.Program)
 	if pr != nil {
 		defer pr.cleanup()
 		if p.Companions != nil {
@@ -409,8 +445,10 @@ type fitArtifact struct {
 }
 
 type fitJSON struct {
-	Artifact fitArtifact  `json:"artifact"`
-	Profile  plan.Profile `json:"profile"`
+	Artifact fitArtifact `json:"artifact"`
+	// Program is the llama.cpp program the profile is for.
+	Program plan.Program `json:"program"`
+	Profile plan.Profile `json:"profile"`
 	*plan.Assessment
 	// EngineCheck is --verify's comparison with llama.cpp's own
 	// projection of the load.
@@ -429,20 +467,19 @@ func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {
 	if h := in.Header; h != nil {
 		art.Commit, art.Files = h.Artifact.Commit, h.Artifact.Files
 	}
-	return fitJSON{Artifact: art, Profile: p, Assessment: a}
+	return fitJSON{Artifact: art, Program: p.Program.OrServer(), Profile: p, Assessment: a}
 }
 
 func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) {
 	// The architecture, device and domain names come from a header or
 	// a machine file, and the sentences quote them: term.Text escapes.
-	headline := fitHeadline(in, a)
+	headline := fitHeadline(in, a, p.Program)
 	fmt.Fprintln(w, wrap(term.Text(headline), "", "  ", textWidth))
 	if a.Verdict == plan.Fits {
 		if a.Resolved != nil {
 			p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
 		}
-		args := append(append([]string{"llama-server"}, modelArgs(in)...), p.Args()...)
-		fmt.Fprintln(w, wrapCommand(args, textWidth))
+		fmt.Fprintln(w, wrapCommand(p.Command(modelArgs(in)), textWidth))
 	}
 	fmt.Fprintln(w)
 	field := func(label, value string) {
@@ -498,7 +535,7 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 // domain table below has the exact MiB. A verdict the domains do not
 // explain (the load's staging, an incompatible model) is said as the
 // assessment says it.
-func fitHeadline(in *modelInputs, a *plan.Assessment) string {
+func fitHeadline(in *modelInputs, a *plan.Assessment, pr plan.Program) string {
 	var lim *hw.DomainUse
 	for i, d := range a.Domains {
 		if a.Limiting != nil && d.ID == *a.Limiting {
@@ -512,17 +549,21 @@ func fitHeadline(in *modelInputs, a *plan.Assessment) string {
 		name = in.Ref
 	}
 	name = truncate(name, 40)
+	who := programLabel(pr)
 	switch {
 	case lim == nil || a.LoadStaging != nil:
 	case a.Verdict == plan.Fits && lim.Margin >= 0:
-		return fmt.Sprintf("fits: %s needs %s of %s GiB %s, %s GiB spare",
-			name, gib1(lim.Required), gib1(lim.Available), domainWords(lim), gib1(lim.Margin))
+		return fmt.Sprintf("fits%s: %s needs %s of %s GiB %s, %s GiB spare",
+			who, name, gib1(lim.Required), gib1(lim.Available), domainWords(lim), gib1(lim.Margin))
 	case a.Verdict == plan.DoesNotFit && lim.Margin < 0:
-		return fmt.Sprintf("does not fit: %s needs %s GiB %s, which has %s GiB: %s GiB short",
-			name, gib1(lim.Required), domainWords(lim), gib1(lim.Available), gib1(-lim.Margin))
+		return fmt.Sprintf("does not fit%s: %s needs %s GiB %s, which has %s GiB: %s GiB short",
+			who, name, gib1(lim.Required), domainWords(lim), gib1(lim.Available), gib1(-lim.Margin))
 	}
 	if a.Verdict == plan.Incompatible && !strings.HasPrefix(a.Reason, "incompatible") {
-		return "incompatible: " + a.Reason
+		return "incompatible" + who + ": " + a.Reason
+	}
+	if who != "" {
+		return strings.TrimPrefix(who, " ") + ": " + a.Reason
 	}
 	return a.Reason
 }

@@ -88,6 +88,13 @@ the same inputs as its recommend row, with no download. An entry alone
 smallest, said on standard error. Where nothing fits, --json still prints
 the verdict and why.
 
+--program plans for another llama.cpp program than llama-server:
+llama-cli, llama-completion or library (a llama_context_default_params
+context, as node-llama-cpp makes one), as 'headroom fit --help' says: one
+sequence unless --parallel says more, and the command printed is that
+program's (a library's parameters, name=value). --router-preset, --verify
+and --bench are llama-server's only.
+
 The exit status is 0 when a plan fits, 1 when nothing fits or the model
 is incompatible, 2 for a command line that is wrong.
 
@@ -97,6 +104,7 @@ Examples:
   headroom plan hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --machine rtx-4090 --parallel 4
   headroom plan model.gguf --goal context --json
   headroom plan model.gguf -ngl all --parallel 1
+  headroom plan model.gguf --program llama-cli
   headroom plan model.gguf --mmproj mmproj.gguf -md draft.gguf --print-args
   headroom plan qwen3-8b/Q4_K_M --bench --llama-server ~/llama.cpp/build/bin/llama-server
   headroom plan --router-preset models.ini a.gguf b.gguf qwen3-8b/Q4_K_M`
@@ -114,6 +122,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	verify := fs.Bool("verify", false, "also ask llama.cpp itself about the chosen flags: llama-fit-params (beside --llama-server, or on PATH) projects the load of the model file without allocating; its memory breakdown is compared with headroom's, row by row")
 	bench, budget := benchFlags(fs)
 	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
+	program := programFlag(fs)
 	routerPreset := fs.String("router-preset", "", "write to this file a llama-server router presets INI (--models-preset) for every MODEL given, one section each with its planned flags, and the --models-max safe for that set on this machine")
 	refs, err := fs.parseModels(args)
 	if err != nil {
@@ -122,6 +131,21 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	opts, err := search()
 	if err != nil {
 		return err
+	}
+	if opts.Base.Program, err = plan.ParseProgram(*program); err != nil {
+		return usagef("--program: %v", err)
+	}
+	if err := serverOnly(opts.Base.Program, *verify, *bench); err != nil {
+		return err
+	}
+	if pr := opts.Base.Program; !pr.IsServer() {
+		if *routerPreset != "" {
+			return usagef("--router-preset writes llama-server's presets; --program %s has none", pr)
+		}
+		if !fs.isSet("np", "parallel") {
+			opts.Parallel = pr.Defaults().Parallel
+		}
+		opts.Base.SWAFull = pr.Defaults().SWAFull
 	}
 	if *routerPreset == "" && len(refs) != 1 {
 		return usagef("need exactly one MODEL, got %d arguments (several are for --router-preset)", len(refs))
@@ -153,9 +177,9 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	_, gpus := plan.Devices(snap)
-	out := planReport{Model: in.Ref, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note, Backends: plan.Backends(gpus)}
+	out := planReport{Model: in.Ref, Program: opts.Base.Program, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note, Backends: plan.Backends(gpus)}
 	var p *plan.Plan
-	pr, why := openProjection(ctx, env, in, *llama)
+	pr, why := openProjection(ctx, env, in, *llama, opts.Base.Program)
 	if pr != nil {
 		defer pr.cleanup()
 		if c, err := companions(ctx, env, true, in.header()); err != nil {
@@ -168,6 +192,9 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	if in.ArchErr == nil {
 		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs, in.header()); err != nil {
 			return err
+		}
+		if err := opts.Base.Check(); err != nil {
+			return usagef("--program %s: %v", opts.Base.Program, err)
 		}
 		if p, err = plan.Search(in.Arch, snap, opts); err != nil {
 			return err
@@ -298,6 +325,8 @@ func modelArgs(in *modelInputs) []string {
 // whether or not anything fits, and the search behind it.
 type planReport struct {
 	Model string `json:"model"`
+	// Program is the llama.cpp program the plan is for.
+	Program plan.Program `json:"program"`
 	// Inputs is a catalog variant's provenance (derived or inspected);
 	// empty for a file or Hub reference, read from its own header.
 	Inputs  string `json:"inputs,omitempty"`

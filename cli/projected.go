@@ -7,6 +7,7 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 
 	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/source"
 )
 
@@ -26,9 +27,13 @@ type projection struct {
 // refused on purpose, or no llama-fit-params was found; the reason then
 // replaces the incompatible verdict's, saying the one thing that fixes
 // it.
-func openProjection(ctx context.Context, env Env, in *modelInputs, llamaServer string) (*projection, string) {
+func openProjection(ctx context.Context, env Env, in *modelInputs, llamaServer string, program plan.Program) (*projection, string) {
 	if in.ArchErr == nil {
 		return nil, ""
+	}
+	if !program.IsServer() {
+		// llama-fit-params projects llama-server's context, not this one.
+		return nil, incompatibleReason(in.ArchErr) + "; llama.cpp's own projection is taken for llama-server only, not " + program.Words()
 	}
 	bin, _ := engine.FindFitParams(llamaServer, nil)
 	pr, cleanup, err := engine.OpenProjector(ctx, source.NewClient(env.Getenv), in.Header, in.ArchErr, bin)

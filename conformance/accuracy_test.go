@@ -240,7 +240,12 @@ var goldenSets = []struct{ name, dir, doc, about string }{
 			"(node-llama-cpp 3.21.1, CPU backend and Vulkan on Mesa llvmpipe) of a sparse GGUF written\n" +
 			"by `synth`. A library context keeps n_batch output rows where llama-server keeps\n" +
 			"one per slot, so its compute buffers are larger; llama-server's own loads are in\n" +
-			"[accuracy.md](accuracy.md). Figures are MiB as llama.cpp prints them.\n\n"},
+			"[accuracy.md](accuracy.md). Figures are MiB as llama.cpp prints them.\n\n" +
+			"Every case is also held through the command line: `TestFitProgramLibrary` runs\n" +
+			"`headroom fit --program library` on the case's synth file with its profile as flags\n" +
+			"(`-c -np -b -ub -fa -ctk -ctv -ngl --swa-full`, `--no-mmap`) and a machine file of its\n" +
+			"devices, and requires every buffer group below from it, the output rows following from\n" +
+			"the program alone: {held}.\n\n"},
 }
 
 // TestAccuracy compares headroom with every golden case. Model, KV,
@@ -357,7 +362,7 @@ func checkAccuracy(t *testing.T, dir, doc, about string) {
 		return
 	}
 	path := filepath.Join("..", "docs", doc)
-	want := report(about, cases, all, incompatible, exact, total)
+	want := report(strings.ReplaceAll(about, "{held}", heldThroughFit(cases)), cases, all, incompatible, exact, total)
 	if *updateAccuracy {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
@@ -365,6 +370,21 @@ func checkAccuracy(t *testing.T, dir, doc, about string) {
 	} else if got, err := os.ReadFile(path); err != nil || string(got) != want {
 		t.Errorf("docs/%s is not what the golden cases give now (%v); rerun with -args -update-accuracy", doc, err)
 	}
+}
+
+// heldThroughFit says how many of the cases TestFitProgramLibrary runs,
+// and names those it cannot (libraryFitSkips).
+func heldThroughFit(cases []conformance.Case) string {
+	var left []string
+	for _, c := range cases {
+		if why, ok := libraryFitSkips[c.ID]; ok {
+			left = append(left, c.ID+" ("+why+")")
+		}
+	}
+	if len(left) == 0 {
+		return fmt.Sprintf("all %d cases", len(cases))
+	}
+	return fmt.Sprintf("%d of %d cases; not %s", len(cases)-len(left), len(cases), strings.Join(left, ", "))
 }
 
 func report(about string, cases []conformance.Case, rows []row, incompatible map[string]int, exact, total int) string {

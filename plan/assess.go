@@ -148,6 +148,9 @@ func Assess(m *arch.Model, archErr error, p Profile, s *hw.Snapshot) (*Assessmen
 		}
 		return nil, archErr
 	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
 	cpu, gpus := Devices(s)
 	a, err := assessOnce(m, p, s, cpu, gpus)
 	if err != nil {

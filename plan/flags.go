@@ -25,11 +25,16 @@ func explainHeadless(c, h *Candidate, reserve int64) string {
 	}
 }
 
-// Args renders the profile as llama-server arguments, the model aside.
+// Args renders the profile as llama-server arguments, the model aside
+// (llama-cli and llama-completion take the same), or as a library
+// context's parameters.
 // They always name the GPU layers (-ngl 0 too) and turn llama.cpp's own fit
 // off (--fit off): llama-server's defaults are -ngl auto with --fit on,
 // which would rewrite the placement the accounting was done for.
 func (p Profile) Args() []string {
+	if p.Program.OrServer() == ProgramLibrary {
+		return p.libraryArgs()
+	}
 	f := []string{"-c", strconv.Itoa(p.Ctx), "-np", strconv.Itoa(p.Parallel)}
 	if p.GPULayers == GPULayersAuto {
 		f = append(f, "-ngl", "all")

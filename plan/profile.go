@@ -62,9 +62,14 @@ type Profile struct {
 	Companions *Companions `json:"companions,omitempty"`
 	// OutputsMax is llama.cpp's n_outputs_max: the most logit rows one
 	// micro-batch yields, which sizes the compute graph's output rows.
-	// 0 means llama-server's rule (ServerOutputsMax); a library context
-	// made with llama_context_default_params has n_batch.
+	// 0 means the Program's rule: llama-server's and llama-cli's
+	// (ServerOutputsMax), or n_batch for llama-completion and a library
+	// context made with llama_context_default_params.
 	OutputsMax int `json:"outputs_max,omitempty"`
+	// Program is the llama.cpp program the profile is for; "" is
+	// llama-server. It decides the output rows when OutputsMax is 0, and
+	// the command line Command prints.
+	Program Program `json:"-"`
 	// Rules are the llama.cpp build's rules; nil is builds.Default(), the
 	// newest build headroom measured.
 	Rules *builds.Rules `json:"-"`
@@ -156,7 +161,7 @@ func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLT
 	c.NOutputsMax = p.OutputsMax
 	switch {
 	case c.NOutputsMax > 0:
-	case !p.rules().ReserveOutputsMax:
+	case !p.rules().ReserveOutputsMax || p.Program.BatchOutputs():
 		c.NOutputsMax = c.NBatch
 	default:
 		c.NOutputsMax = p.ServerOutputsMax(c.NBatch)

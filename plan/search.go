@@ -97,12 +97,16 @@ type Candidate struct {
 	Result    *Assessment `json:"-"`
 }
 
-// Command is the llama-server command line that runs the candidate: the
-// program, the model as model names it (-m FILE, -hf REPO:QUANT), then
-// the candidate's flags. plan prints it and the panel shows it, so what
-// either shows can be pasted and run.
+// Command is the command line that runs the candidate: the program
+// (llama-server unless the profile names another), the model as model
+// names it (-m FILE, -hf REPO:QUANT), then the candidate's flags. plan
+// prints it and the panel shows it, so what either shows can be pasted
+// and run. A library context's is its parameters.
 func (c *Candidate) Command(model []string) []string {
-	return append(append([]string{"llama-server"}, model...), c.Flags...)
+	if c.Profile.Program.OrServer() == ProgramLibrary {
+		return append([]string{"library:"}, c.Flags...)
+	}
+	return append(append([]string{string(c.Profile.Program.OrServer())}, model...), c.Flags...)
 }
 
 // Plan is the search's answer: the chosen profile, the flags for
@@ -125,6 +129,9 @@ func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	// Every candidate copies Base: its rules are worked out here once, not
 	// by each of the hundreds of accountings.
 	o.Base = o.Base.withRules()
+	if err := o.Base.Check(); err != nil {
+		return nil, err
+	}
 	for _, c := range []struct{ flag, name string }{{"-ctk", o.Fixed.CacheK}, {"-ctv", o.Fixed.CacheV}} {
 		if _, ok := CacheType(c.name); !ok {
 			return nil, fmt.Errorf("%s %q: not a cache type llama.cpp accepts (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)", c.flag, c.name)

@@ -41,13 +41,15 @@ func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
 // --verify's engine check, which the API does not run; its artifact names
 // a catalog variant's inputs as variant and provenance.
 type fitJSON struct {
-	Artifact artifact     `json:"artifact"`
-	Profile  plan.Profile `json:"profile"`
+	Artifact artifact `json:"artifact"`
+	// Program is the llama.cpp program the profile is for.
+	Program plan.Program `json:"program"`
+	Profile plan.Profile `json:"profile"`
 	*plan.Assessment
 }
 
 func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa", "ts", "ncmoe")
+	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa", "ts", "ncmoe", "program")
 	if err != nil {
 		return err
 	}
@@ -61,6 +63,9 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
+	if pr != nil && !p.Program.IsServer() {
+		return withStatus(http.StatusBadRequest, res.archErr, "llama.cpp's own projection of %s is taken for llama-server only", ref)
+	}
 	var a *plan.Assessment
 	if pr != nil {
 		a, err = pr.Assess(r.Context(), p, m.snap)
@@ -73,15 +78,19 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 	if a.Resolved != nil {
 		p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
 	}
-	writeJSON(w, http.StatusOK, fitJSON{Artifact: res.artifact, Profile: p, Assessment: a})
+	writeJSON(w, http.StatusOK, fitJSON{Artifact: res.artifact, Program: p.Program, Profile: p, Assessment: a})
 	return nil
 }
 
 // fitProfile reads the model and the serving profile, with the CLI's
 // defaults (engine.ServerDefaults): what is not given is what
-// llama-server would run.
+// llama-server would run, or the program that program names.
 func fitProfile(q *query) (string, plan.Profile, error) {
 	p := engine.ServerDefaults()
+	p.Program = program(q)
+	if !p.Program.IsServer() {
+		p = p.Program.Defaults()
+	}
 	ref, ok := q.str("model")
 	if !ok && q.err == nil {
 		q.fail("model is required: a catalog variant such as qwen3-8b/Q4_K_M")
@@ -110,7 +119,20 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 		}
 		p.TensorSplit = split
 	}
+	if err := p.Check(); err != nil && q.err == nil {
+		q.fail("program %s: %v", p.Program, err)
+	}
 	return ref, p, q.err
+}
+
+// program reads the program parameter; llama-server when it is absent.
+func program(q *query) plan.Program {
+	names := make([]string, 0, 4)
+	for _, p := range plan.Programs() {
+		names = append(names, string(p))
+	}
+	pr, _ := plan.ParseProgram(q.oneOf("program", string(plan.ProgramServer), names...))
+	return pr
 }
 
 // planJSON is the part of 'headroom plan --json' the API answers: the
@@ -118,6 +140,8 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 // speed estimates, and whose projection it is for an architecture
 // headroom does not model.
 type planJSON struct {
+	// Program is the llama.cpp program the plan is for.
+	Program plan.Program `json:"program"`
 	*plan.Plan
 	// Command is the chosen plan's llama-server command line, as 'headroom
 	// plan' prints it.
@@ -129,7 +153,7 @@ type planJSON struct {
 }
 
 func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "model", "machine", "parallel", "min_ctx", "goal", "headless")
+	q, err := parseQuery(r, "model", "machine", "parallel", "min_ctx", "goal", "headless", "program")
 	if err != nil {
 		return err
 	}
@@ -138,6 +162,10 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	ref, ok := q.str("model")
 	if !ok && q.err == nil {
 		q.fail("model is required: a catalog variant such as qwen3-8b/Q4_K_M")
+	}
+	o.Base.Program = program(q)
+	if d := o.Base.Program.Defaults(); !o.Base.Program.IsServer() {
+		o.Parallel, o.Base.SWAFull = d.Parallel, d.SWAFull
 	}
 	o.Parallel = q.intIn("parallel", o.Parallel, 1, 256)
 	o.MinCtx = q.intIn("min_ctx", o.MinCtx, 256, maxCtx)
@@ -151,12 +179,15 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
+	if pr != nil && !o.Base.Program.IsServer() {
+		return withStatus(http.StatusBadRequest, res.archErr, "llama.cpp's own projection of %s is taken for llama-server only", ref)
+	}
 	if pr != nil {
 		p, err := engine.SearchProjected(r.Context(), *pr, m.snap, o, nil)
 		if err != nil {
 			return withStatus(http.StatusBadRequest, err, "llama.cpp's own projection of %s failed", ref)
 		}
-		writeJSON(w, http.StatusOK, planJSON{Plan: p, Command: command(p, res), Speed: []speed.Result{}, Projected: engine.ProjectedSays(pr.Basics.Arch, pr.Bin)})
+		writeJSON(w, http.StatusOK, planJSON{Program: o.Base.Program, Plan: p, Command: command(p, res), Speed: []speed.Result{}, Projected: engine.ProjectedSays(pr.Basics.Arch, pr.Bin)})
 		return nil
 	}
 	if res.archErr != nil {
@@ -168,7 +199,7 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Where nothing fits the CLI fails; the API answers the search
 	// itself (chosen null, explain saying why), which a client can show.
-	out := planJSON{Plan: p, Command: command(p, res), Speed: []speed.Result{}}
+	out := planJSON{Program: o.Base.Program, Plan: p, Command: command(p, res), Speed: []speed.Result{}}
 	if c := p.Chosen; c != nil {
 		// As the CLI's plan reports it: an empty context, and one slot's
 		// context full.
