@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -140,6 +141,12 @@ func TestFailures(t *testing.T) {
 			t.Parallel()
 			var states stateLog
 			s := startFake(t, Options{OnState: states.add}, tt.mode)
+			if tt.mode == "never-ready" {
+				// The short timeout is the point of the case; a stand-in
+				// that has not started listening within it (a loaded CI
+				// machine) would test the start, not the 503s.
+				waitListening(t, s.URL()+"/health")
+			}
 			start := time.Now()
 			err := s.WaitReady(context.Background(), tt.timeout)
 			var f *Failure
@@ -365,4 +372,19 @@ func TestSetsVerbosity(t *testing.T) {
 			t.Errorf("setsVerbosity(%q) = %v, want %v", tt.args, got, tt.want)
 		}
 	}
+}
+
+// waitListening waits until url answers any HTTP status.
+func waitListening(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered", url)
 }
