@@ -301,6 +301,9 @@ func (c *Catalog) Find(ref string) (*Entry, *Variant, error) {
 		for _, v := range e.Variants {
 			have = append(have, v.Quant)
 		}
+		if s := suggest.Closest(strings.ToUpper(quant), have); s != "" {
+			return nil, nil, fmt.Errorf("%s: the catalog has no %s variant of %s (did you mean %s/%s? it has %s)", ref, quant, entry, entry, s, strings.Join(have, ", "))
+		}
 		return nil, nil, fmt.Errorf("%s: the catalog has no %s variant of %s (it has %s)", ref, quant, entry, strings.Join(have, ", "))
 	}
 	return e, v, nil

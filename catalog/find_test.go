@@ -35,7 +35,7 @@ func TestFind(t *testing.T) {
 		{ref: "hf:Qwen/Qwen3-8B-GGUF:Q4_K_M"},
 		{ref: "qwen3-8b/Q4_K_M/x"},
 		{ref: "model.gguf"},
-		{ref: "qwen3-8b/Q9_K", err: "the catalog has no Q9_K variant of qwen3-8b (it has "},
+		{ref: "qwen3-8b/Q9_K", err: "the catalog has no Q9_K variant of qwen3-8b (did you mean qwen3-8b/Q6_K? it has "},
 	} {
 		for _, f := range []struct {
 			name string

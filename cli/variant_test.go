@@ -23,7 +23,7 @@ func TestCatalogNames(t *testing.T) {
 		{"plan json", []string{"plan", "qwen3-8b/Q4_K_M", "--machine", "cpu-32", "--json"}, 0, `"inputs": "derived"`},
 		{"fit", []string{"fit", "qwen3-8b/Q4_K_M", "--machine", "rtx-4090", "-c", "8192"}, 0, "verdict  fits"},
 		{"fit json", []string{"fit", "qwen3-8b/q4_k_m", "--machine", "rtx-4090", "--json"}, 0, `"verdict": "fits"`},
-		{"unknown quant", []string{"plan", "qwen3-8b/Q9_K", "--machine", "cpu-32"}, 1, "the catalog has no Q9_K variant of qwen3-8b (it has Q4_K_M"},
+		{"unknown quant", []string{"plan", "qwen3-8b/Q9_K", "--machine", "cpu-32"}, 1, "the catalog has no Q9_K variant of qwen3-8b (did you mean qwen3-8b/Q6_K? it has Q4_K_M"},
 		// Offline with an empty cache, inspect reads the header fit and
 		// plan read (TestInspectCatalogOffline).
 		{"inspect", []string{"inspect", "qwen3-8b/Q4_K_M"}, 0, "Qwen3-8B"},

@@ -59,7 +59,7 @@ func TestErrors(t *testing.T) {
 		{"unknown model", bare, "GET", "/api/fit?model=nope/Q4_K_M&machine=rtx-4090", "", "", false, 404, "not_found", "not a catalog variant"},
 		{"bad split", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&ts=3,x", "", "", false, 400, "invalid_request_error", "ts: want up to 64 comma-separated non-negative numbers"},
 		{"bad expert layers", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&ncmoe=-2", "", "", false, 400, "invalid_request_error", "ncmoe"},
-		{"unknown quant", bare, "GET", "/api/fit?model=qwen3-8b/Q3_K_S&machine=rtx-4090", "", "", false, 404, "not_found", "the catalog has no Q3_K_S variant of qwen3-8b (it has "},
+		{"unknown quant", bare, "GET", "/api/fit?model=qwen3-8b/Q3_K_S&machine=rtx-4090", "", "", false, 404, "not_found", "the catalog has no Q3_K_S variant of qwen3-8b (did you mean qwen3-8b/Q4_K_M? it has "},
 		{"unknown model for plan", bare, "GET", "/api/plan?model=nope", "", "", false, 404, "not_found", "not a catalog variant"},
 		{"open: outside the store", withRuntime, "GET", "/api/fit?model=/etc/passwd", "", "", false, 403, "forbidden", "only files inside the store"},
 		{"open: not in store", withRuntime, "GET", "/api/fit?model=hf:example/missing", "", "", false, 404, "not_found", "hf:example/missing"},
