@@ -139,7 +139,7 @@ func printMeasured(w io.Writer, m *speed.Measured, est []speed.Result) {
 
 // routedSays is what a twin with routing filled in adds to its
 // description.
-const routedSays = ", except the embedding, norms and expert routers, filled with pseudo-random values: each token's hidden state is its own and, in a mixture of experts, so are its experts (docs/speed.md: such twins ran 4-28% faster in generation than fully random copies here, zero ones 6-50%)"
+const routedSays = ", except the embedding, norms and expert routers, filled with pseudo-random values: each token's hidden state is its own and, in a mixture of experts, so are its experts (docs/speed.md: in generation such twins ran from 4% slower to 28% faster than fully random copies here, zero ones 6-50% faster)"
 
 // routeTwin fills the tensors that make each token's computation its own
 // (synth.RoutingTensor: the embedding, the norms, the expert routers) in
