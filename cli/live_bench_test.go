@@ -18,8 +18,16 @@ import (
 // combined standard deviations plus 15% for the load of a shared machine
 // between the two runs (two cores under load vary threefold; CI's run
 // alone is the figure to trust).
+//
+// Two busy cores slow llama.cpp's threads tenfold (2.48 against 29.64
+// tokens/s once in CI, with other packages' tests running beside it), so
+// the test runs only where HEADROOM_LIVE_SPEED=1 says nothing else runs:
+// .ci/run runs it alone after the suite.
 func TestLiveBench(t *testing.T) {
 	llamaServer := liveEngine(t)
+	if os.Getenv("HEADROOM_LIVE_SPEED") != "1" {
+		t.Skip("speed is measured with nothing else running: set HEADROOM_LIVE_SPEED=1 on an idle machine")
+	}
 	bench, err := engine.FindTool("llama-bench", llamaServer, nil)
 	if err != nil {
 		t.Skipf("no llama-bench beside %s", llamaServer)
