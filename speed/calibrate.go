@@ -114,8 +114,7 @@ type Calibration struct {
 // Calibrated is one backend's parameters fitted on this machine.
 type Calibrated struct {
 	// Backend holds the fitted decode parameters; its error range is the
-	// leave-one-out range of this machine's samples (none with fewer
-	// than three).
+	// leave-one-out range of this machine's samples.
 	Backend
 	// PrefillGFLOPS is the rate at which prompt tokens' 2 FLOPs per
 	// active weight were done, fitted to the prompt figures; 0 without
@@ -129,11 +128,11 @@ type Calibrated struct {
 }
 
 // Fit fits each backend's parameters to the samples of one build whose
-// weights were real or random (realWeights): the
-// newest build among them unless build names one. Two parameters need two
-// samples whose bytes per layer differ; with one, or where the two-term
-// fit gives a negative per-layer cost, the per-layer cost is held at zero
-// and only the efficiency is fitted. Nil when no sample fits.
+// weights were real or random (realWeights): the newest build among them
+// unless build names one. A backend needs MinSamples runs of two models;
+// where the two-term fit gives a negative per-layer cost, that cost is
+// held at zero and only the efficiency is fitted. Nil when no backend
+// has enough.
 func Fit(samples []Sample, build string) *Calibration {
 	if build == "" {
 		build = newestBuild(samples)
@@ -261,12 +260,14 @@ func Current(samples []Sample, s *hw.Snapshot) []Sample {
 	return out
 }
 
-// newestBuild is the build of the most recent sample.
+// newestBuild is the build of the most recent sample Fit can use: a
+// routed --bench run of a new build does not hide an older build's
+// calibration.
 func newestBuild(samples []Sample) string {
 	var build string
 	var when time.Time
 	for _, s := range samples {
-		if s.Schema == SampleSchema && !s.When.Before(when) {
+		if s.Schema == SampleSchema && realWeights(s.Weights) && !s.When.Before(when) {
 			build, when = s.Build, s.When
 		}
 	}

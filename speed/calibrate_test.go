@@ -112,6 +112,12 @@ func TestFitPicksBuild(t *testing.T) {
 	if c := Fit(ss, "old"); c == nil || math.Abs(c.Backends["CPU"].Efficiency-0.5) > 1e-9 {
 		t.Errorf("named old build: %+v", c)
 	}
+	// A newer build's routed --bench run does not hide b1's calibration.
+	routed := made("x", 20, 20, 1e9, 0.9, 0, 100, t0.Add(2*time.Hour))
+	routed.Build, routed.Weights = "b2", "routed"
+	if c := Fit(append(ss, routed), ""); c == nil || c.Build != "b1" {
+		t.Errorf("a routed run of a newer build: %+v", c)
+	}
 	if got := Builds(ss); len(got) != 2 || got[0] != "b1" {
 		t.Errorf("Builds = %v, want b1 first", got)
 	}
