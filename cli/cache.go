@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,16 +55,7 @@ func (c dirCache) Get(key string) ([]byte, bool) {
 }
 
 func (c dirCache) Put(key string, data []byte) {
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return
-	}
-	f, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err != nil {
-		return
-	}
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), c.path(key)) != nil {
-		os.Remove(f.Name())
+	if atomicfile.WriteFile(c.path(key), data) != nil {
 		return
 	}
 	if c.maxAge > 0 {

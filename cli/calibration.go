@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -66,9 +66,9 @@ func (st sampleStore) load() ([]speed.Sample, error) {
 	return f.Samples, nil
 }
 
-// add appends samples, keeping the newest maxSamples, and writes the file
-// through a temporary one renamed into place. Two processes adding at
-// once can lose one's runs, never damage the file.
+// add appends samples, keeping the newest maxSamples, and replaces the
+// file whole (atomicfile). Two processes adding at once can lose one's
+// runs, never damage the file.
 func (st sampleStore) add(more ...speed.Sample) error {
 	old, err := st.load()
 	if err != nil {
@@ -82,23 +82,7 @@ func (st sampleStore) add(more ...speed.Sample) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(st.path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(st.path), ".samples-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr != nil || cerr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", st.path, errors.Join(werr, cerr))
-	}
-	if err := os.Rename(tmp.Name(), st.path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return atomicfile.WriteFile(st.path, data)
 }
 
 // machineCalibration is this machine's fitted speed parameters, nil when

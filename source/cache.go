@@ -9,10 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/atomicfile"
 	"io"
 	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -79,7 +79,7 @@ func (hc headerCache) storeHeader(k cacheKey, f *gguf.File, header []byte) error
 	binary.Write(&b, binary.LittleEndian, uint64(len(header)))
 	b.Write(sum[:])
 	b.Write(header)
-	return writeAtomic(hc.headerPath(k), b.Bytes())
+	return atomicfile.WriteFile(hc.headerPath(k), b.Bytes())
 }
 
 // loadHeader parses a cached header. A missing entry gives an error wrapping
@@ -201,7 +201,7 @@ func (hc headerCache) storeListing(l *listing) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(hc.listingPath(l.Repo, l.Commit), data)
+	return atomicfile.WriteFile(hc.listingPath(l.Repo, l.Commit), data)
 }
 
 func (hc headerCache) refPath(repo, rev string) string {
@@ -209,7 +209,7 @@ func (hc headerCache) refPath(repo, rev string) string {
 }
 
 func (hc headerCache) storeRef(repo, rev, commit string) error {
-	return writeAtomic(hc.refPath(repo, rev), []byte(commit+"\n"))
+	return atomicfile.WriteFile(hc.refPath(repo, rev), []byte(commit+"\n"))
 }
 
 func (hc headerCache) loadRef(repo, rev string) (string, error) {
@@ -234,33 +234,6 @@ func (hc headerCache) loadRef(repo, rev string) (string, error) {
 		return "", fmt.Errorf("cache entry %s: expected a 40-hex commit, found %q", p, commit)
 	}
 	return strings.ToLower(commit), nil
-}
-
-// writeAtomic writes data to path through a temporary file and a rename,
-// so that readers, including concurrent headroom runs, see the old entry or
-// the new one, never part of one.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // isMiss tells a missing cache entry from an unusable one.

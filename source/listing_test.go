@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/atomicfile"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -111,7 +112,7 @@ func TestCachedListingIsCheckedAgain(t *testing.T) {
 			t.Cleanup(c.HTTP.CloseIdleConnections)
 			hc := headerCache{dir: c.CacheDir, maxHeader: DefaultMaxHeader}
 			p := hc.listingPath("good/repo", listingCommit)
-			if err := writeAtomic(p, tc.entry()); err != nil {
+			if err := atomicfile.WriteFile(p, tc.entry()); err != nil {
 				t.Fatal(err)
 			}
 			var logs []string
@@ -149,7 +150,7 @@ func TestCachedListingOffline(t *testing.T) {
 	hc := headerCache{dir: dir, maxHeader: DefaultMaxHeader}
 	p := hc.listingPath("good/repo", listingCommit)
 	entry := `{"repo":"good/repo","commit":"` + listingCommit + `","files":[{"path":"../../../evil-Q4_K_M.gguf","size":100}]}`
-	if err := writeAtomic(p, []byte(entry)); err != nil {
+	if err := atomicfile.WriteFile(p, []byte(entry)); err != nil {
 		t.Fatal(err)
 	}
 	c := NewClient(func(k string) string {
