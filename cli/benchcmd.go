@@ -54,8 +54,9 @@ func parseReferences(list string) ([]reference, error) {
 	return out, nil
 }
 
-// bench sizes: short enough that three models take about a minute on a
-// 2-core machine, long enough that llama-bench's spread is a few percent.
+// bench sizes: short enough that the four reference models take about a
+// minute on a 2-core machine (38.8 s in CI, writing them included), long
+// enough that one llama-bench run's spread is a few percent.
 const (
 	benchPrompt = 128
 	benchGen    = 32
@@ -64,9 +65,9 @@ const (
 const benchHelp = `
 Measures this machine's speed with llama.cpp's own llama-bench, on a few small
 reference models, and fits headroom's speed estimate to it. The models are
-sparse twins: the real tensors in their real types, with weights that read as
-zeros (ggml takes as long on zeros as on real weights), so nothing is
-downloaded. Each backend of the machine is measured with all layers on it: the
+twins synth writes: the real tensors in their real types, every weight filled
+with pseudo-random values (zero weights run faster than real ones:
+docs/speed.md), so nothing is downloaded. Each backend of the machine is measured with all layers on it: the
 CPU with -ngl 0, each GPU backend with every layer offloaded where the model
 fits.
 
@@ -260,10 +261,10 @@ func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot,
 		}
 		os.Remove(path)
 		smp, err := speed.NewSample(run.name, run.model, run.result, snap, meas)
-		smp.Weights = string(w)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s on %s: %w", run.name, run.backend, err)
 		}
+		smp.Weights = string(w)
 		if !quiet {
 			say("generation %.1f ± %.1f tokens/s, prompt %.1f ± %.1f (%.0f s)", smp.DecodeTPS, smp.DecodeStddev, smp.PrefillTPS, smp.PrefillStddev, meas.Seconds)
 		}
@@ -307,7 +308,11 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 		fmt.Fprintf(w, "not calibrated: %d runs kept; a backend needs %d runs of two models or more of one llama.cpp build ('headroom bench' makes them)\n", len(all), speed.MinSamples)
 		return nil
 	}
-	fmt.Fprintf(w, "calibrated from %d kept runs of llama.cpp %s\n", countBuild(current, cal.Build), term.Text(cal.Build))
+	fitted := 0
+	for _, b := range cal.Backends {
+		fitted += b.Samples
+	}
+	fmt.Fprintf(w, "calibrated from %d kept runs of llama.cpp %s\n", fitted, term.Text(cal.Build))
 	names := make([]string, 0, len(cal.Backends))
 	for n := range cal.Backends {
 		names = append(names, n)
@@ -346,14 +351,4 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 		}
 	}
 	return nil
-}
-
-func countBuild(all []speed.Sample, build string) int {
-	n := 0
-	for _, s := range all {
-		if s.Build == build && s.Schema == speed.SampleSchema {
-			n++
-		}
-	}
-	return n
 }
