@@ -244,3 +244,44 @@ func (h benchHome) probe() (*hw.Snapshot, error) {
 		MeasureBandwidth: func(context.Context) (float64, string, error) { return 20, "measured here: fake", nil }}
 	return hw.Probe(context.Background(), o)
 }
+
+// The server's calibration is fitted again only when the kept runs
+// change, and then at once.
+func TestCalibrationMemo(t *testing.T) {
+	h := benchHome{t: t, home: t.TempDir()}
+	snap, err := h.probe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Getenv: func(k string) string {
+		if k == "HOME" {
+			return h.home
+		}
+		return ""
+	}}
+	memo := &calibrationMemo{env: env}
+	if c := memo.get(snap); c != nil {
+		t.Fatalf("calibrated with nothing kept: %+v", c)
+	}
+	st, _ := samplesFor(env, snap)
+	run := func(model string, tps float64, layers int) speed.Sample {
+		return speed.Sample{Schema: speed.SampleSchema, Model: model, Backend: "CPU", Build: "b1", Weights: "random",
+			FullBandwidthMs: 1000 / tps / 2, Bandwidths: map[string]float64{"ram": 20}, Layers: layers, ActiveParams: 1e9, DecodeTPS: tps}
+	}
+	if err := st.add(run("a", 50, 20), run("b", 30, 30), run("c", 20, 16)); err != nil {
+		t.Fatal(err)
+	}
+	first := memo.get(snap)
+	if first == nil || first.Backends["CPU"].Samples != 3 {
+		t.Fatalf("after three runs: %+v", first)
+	}
+	if again := memo.get(snap); again != first {
+		t.Error("fitted again with nothing changed")
+	}
+	if err := st.add(run("d", 40, 24)); err != nil {
+		t.Fatal(err)
+	}
+	if c := memo.get(snap); c == nil || c.Backends["CPU"].Samples != 4 {
+		t.Errorf("a fourth run kept, the memo still has %+v", c)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
@@ -102,6 +103,37 @@ func machineCalibration(env Env, s *hw.Snapshot, w io.Writer) *speed.Calibration
 		return nil
 	}
 	return speed.Fit(speed.Current(samples, s), "")
+}
+
+// calibrationMemo is machineCalibration for a long-running server: the
+// fit is done again only when the kept file changes (its size or time),
+// not on every request that lists or ranks models.
+type calibrationMemo struct {
+	env  Env
+	mu   sync.Mutex
+	key  string
+	last *speed.Calibration
+}
+
+func (c *calibrationMemo) get(s *hw.Snapshot) *speed.Calibration {
+	st, ok := samplesFor(c.env, s)
+	if !ok {
+		return nil
+	}
+	key := st.path + "\x00missing"
+	if fi, err := os.Stat(st.path); err == nil {
+		key = fmt.Sprintf("%s\x00%d\x00%d", st.path, fi.Size(), fi.ModTime().UnixNano())
+	}
+	// The bandwidth figures decide which runs count (speed.Current).
+	for _, d := range s.Domains {
+		key += fmt.Sprintf("\x00%s=%g", d.ID, d.BandwidthGBps)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if key != c.key {
+		c.key, c.last = key, machineCalibration(c.env, s, nil)
+	}
+	return c.last
 }
 
 // keepSample adds a --bench measurement of plan p of model m to this

@@ -18,7 +18,6 @@ import (
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/server"
-	"github.com/headroom-llm/headroom/speed"
 )
 
 // serveAPIHelp is the help of 'headroom serve-api'.
@@ -164,7 +163,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: "+format+"\n", args...)
 	})
 	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Pool: pool, Rules: &note.Rules,
-		Calibration: func(s *hw.Snapshot) *speed.Calibration { return machineCalibration(env, s, nil) }}
+		Calibration: (&calibrationMemo{env: env}).get}
 	ln, h, banner, err := listenAPI(env, cfg, apiListen{addr: *addr, remote: *remote, token: tok, tokenOnCLI: *token != "", tokenGiven: *token != "" || *tokenFile != ""})
 	if err != nil {
 		pool.Close(ctx)

@@ -186,9 +186,10 @@ func measure(ctx context.Context, opts ProbeOptions, hardware string) (Measured,
 		return got, nil
 	}
 	// Other work on the machine can only slow a measurement down: a
-	// figure taken while the cores were busy (17.9 GB/s on a machine that
-	// reads 40 idle) is low, never high. So a new measurement replaces
-	// the kept one only when it is higher.
+	// figure taken while the cores were busy is low, never high (14.7 to
+	// 18.5 GB/s kept on 2-core VMs of the kind that read 36 to 53 idle:
+	// docs/speed.md). So a new measurement replaces the kept one only
+	// when it is higher.
 	if old.GBps >= got.GBps {
 		got = old
 	}
