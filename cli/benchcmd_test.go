@@ -62,13 +62,7 @@ type benchHome struct {
 
 func (h benchHome) run(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb,
-		Getenv: func(k string) string {
-			if k == "HOME" {
-				return h.home
-			}
-			return ""
-		},
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: homeGetenv(h.home, nil),
 		Probe: func(ctx context.Context, o hw.ProbeOptions) (*hw.Snapshot, error) {
 			o.Root, o.Runner, o.GOOS, o.Host, o.LlamaServer = os.DirFS("../hw/testdata/probe/cpu-cgroup2/root"), noPrograms{}, "linux", "t", "-"
 			o.MeasureBandwidth = func(context.Context) (float64, string, error) { return 20, "measured here: fake", nil }
@@ -196,12 +190,7 @@ func TestBenchRefusals(t *testing.T) {
 	}
 	_, _, _ = h.run("bench", "--show")
 	snap, _ := benchHome{t: t, home: h.home}.probe()
-	st, _ := samplesFor(Env{Getenv: func(k string) string {
-		if k == "HOME" {
-			return h.home
-		}
-		return ""
-	}}, snap)
+	st, _ := samplesFor(Env{Getenv: homeGetenv(h.home, nil)}, snap)
 	if err := os.WriteFile(st.path, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -253,12 +242,7 @@ func TestCalibrationMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := Env{Getenv: func(k string) string {
-		if k == "HOME" {
-			return h.home
-		}
-		return ""
-	}}
+	env := Env{Getenv: homeGetenv(h.home, nil)}
 	memo := &calibrationMemo{env: env}
 	if c := memo.get(snap); c != nil {
 		t.Fatalf("calibrated with nothing kept: %+v", c)

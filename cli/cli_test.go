@@ -24,16 +24,26 @@ func run(t testing.TB, args ...string) (code int, stdout, stderr string) {
 // given environment variables.
 func runEnv(t testing.TB, vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runIn(t.TempDir(), vars, args...)
+}
+
+// runIn runs headroom with home as its home directory, so that what one
+// run keeps in the user cache the next one reads.
+func runIn(home string, vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	home := t.TempDir()
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: homeGetenv(home, vars)}
+	code = Main(context.Background(), args, env)
+	return code, out.String(), errb.String()
+}
+
+// homeGetenv is an environment of home as HOME and vars.
+func homeGetenv(home string, vars map[string]string) func(string) string {
+	return func(k string) string {
 		if k == "HOME" {
 			return home
 		}
 		return vars[k]
-	}}
-	code = Main(context.Background(), args, env)
-	return code, out.String(), errb.String()
+	}
 }
 
 func synthFile(t testing.TB, shape string) string {

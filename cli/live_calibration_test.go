@@ -46,16 +46,7 @@ func TestLiveCalibration(t *testing.T) {
 		t.Skipf("no llama-bench beside %s", llamaServer)
 	}
 	home := t.TempDir()
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-			if k == "HOME" {
-				return home
-			}
-			return ""
-		}}
-		return Main(context.Background(), args, env), out.String(), errb.String()
-	}
+	run := func(args ...string) (int, string, string) { return runIn(home, nil, args...) }
 	code, out, errOut := run("bench", "--llama-server", llamaServer)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out, errOut)
@@ -147,12 +138,7 @@ func BenchmarkBench(b *testing.B) {
 	home := b.TempDir()
 	for b.Loop() {
 		var out bytes.Buffer
-		env := Env{Stdout: &out, Stderr: &out, Getenv: func(k string) string {
-			if k == "HOME" {
-				return home
-			}
-			return ""
-		}}
+		env := Env{Stdout: &out, Stderr: &out, Getenv: homeGetenv(home, nil)}
 		if code := Main(context.Background(), []string{"bench", "--llama-server", llamaServer}, env); code != 0 {
 			b.Fatalf("exit %d\n%s", code, out.String())
 		}
