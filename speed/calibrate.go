@@ -274,22 +274,6 @@ func newestBuild(samples []Sample) string {
 	return build
 }
 
-// Builds lists the builds the samples were taken with, newest first.
-func Builds(samples []Sample) []string {
-	last := map[string]time.Time{}
-	for _, s := range samples {
-		if s.When.After(last[s.Build]) || last[s.Build].IsZero() {
-			last[s.Build] = s.When
-		}
-	}
-	out := make([]string, 0, len(last))
-	for b := range last {
-		out = append(out, b)
-	}
-	slices.SortFunc(out, func(x, y string) int { return last[y].Compare(last[x]) })
-	return out
-}
-
 // backend returns the parameters Estimate uses for a backend: this
 // machine's fit where there is one, else params.go's.
 func (c *Calibration) backend(name string) (Backend, *Calibrated, bool) {
