@@ -57,7 +57,7 @@ type Loader interface {
 // Room is what a load may do about the pool's other models.
 type Room struct {
 	// Reclaimable reports whether the ledger booking with this id is a
-	// model the pool would stop for this load (loaded, idle, unpinned):
+	// model the pool would stop for this load (loaded and unpinned, busy or not):
 	// the Loader plans as if its memory were free, so that a model that
 	// fits once it is stopped gets its whole plan.
 	Reclaimable func(bookingID string) bool
@@ -310,7 +310,8 @@ func (p *Pool) startLoad(e *entry) {
 }
 
 // reclaimable reports whether booking id is a model other than loading
-// that evictFor may choose: loaded, unpinned, with no request in flight.
+// that evictFor may choose: loaded and unpinned. One with requests in
+// flight counts: evictFor stops it once they are answered.
 func (p *Pool) reclaimable(loading, id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -318,7 +319,7 @@ func (p *Pool) reclaimable(loading, id string) bool {
 		if e.Name == loading || e.state != StateLoaded || e.child == nil || e.child.Booking().ID != id {
 			continue
 		}
-		return Resident{Pinned: e.Pinned, InFlight: e.inFlight}.evictable()
+		return Resident{Pinned: e.Pinned}.evictable()
 	}
 	return false
 }
@@ -345,6 +346,21 @@ func (p *Pool) evictFor(ctx context.Context, loading string, r *admission.Refusa
 		residents = append(residents, res)
 	}
 	chosen, err := ChooseEvictions(loading, short, residents)
+	if err != nil {
+		// Models answering requests are chosen only when the idle ones do
+		// not make room: a load then waits for their answers (stop waits
+		// for them; no new request starts on a model stopping) rather than
+		// being refused for memory that is about to be free. A request
+		// that has had its answer may still count as in flight for the
+		// moment its handler takes to return, so refusing here would turn
+		// one client's back-to-back requests into a 503 now and then.
+		busy := make([]Resident, len(residents))
+		for i, r := range residents {
+			r.InFlight = 0
+			busy[i] = r
+		}
+		chosen, err = ChooseEvictions(loading, short, busy)
+	}
 	if err != nil {
 		p.mu.Unlock()
 		return err

@@ -319,6 +319,70 @@ func TestProviderPinnedNeverEvicted(t *testing.T) {
 	}
 }
 
+// A model answering a request is stopped for a load only when idle ones
+// do not make room, and only after its answer is complete: the load waits
+// for it rather than refusing.
+func TestProviderLoadWaitsForBusy(t *testing.T) {
+	l := newFakeLoader(t, 250*mib, map[string]int64{"a": 100 * mib, "c": 200 * mib})
+	l.gate = make(chan struct{})
+	// Opened on every way out, so that a failure does not leave the
+	// stream (and the test server's Close) waiting for ever.
+	open := sync.OnceFunc(func() { close(l.gate) })
+	defer open()
+	srv, pool := providerServer(t, l, PoolConfig{})
+	resp, err := chat(srv.URL, "a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if line, _ := br.ReadString('\n'); !strings.Contains(line, `"t0"`) {
+		t.Fatalf("first event %q", line)
+	}
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := chat(srv.URL, "c", false)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- answer{status: resp.StatusCode, body: string(b)}
+	}()
+	// c waits while a streams: a is stopping, not stopped, and c is not
+	// refused.
+	deadline := time.Now().Add(5 * time.Second)
+	for states(pool)["a"] != StateStopping {
+		if time.Now().After(deadline) {
+			t.Fatalf("a never began stopping for c: %v", states(pool))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case a := <-done:
+		t.Fatalf("c answered %d %s %v while a was still streaming", a.status, a.body, a.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	open()
+	rest, err := io.ReadAll(br)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(rest), "[DONE]") {
+		t.Errorf("a's stream was cut by the eviction: %q %v", rest, err)
+	}
+	a := <-done
+	if a.err != nil || a.status != 200 || !strings.Contains(a.body, `"content":"hello"`) {
+		t.Fatalf("c: %d %s %v", a.status, a.body, a.err)
+	}
+	if s := states(pool); s["a"] != StateUnloaded || s["c"] != StateLoaded {
+		t.Errorf("states %v, want a stopped for c", s)
+	}
+}
+
 func TestProviderClientGoneCancelsUpstream(t *testing.T) {
 	l := newFakeLoader(t, 250*mib, map[string]int64{"a": 100 * mib})
 	l.gate = make(chan struct{})
