@@ -48,8 +48,8 @@ func parseReferences(list string) ([]reference, error) {
 		}
 		out = append(out, reference{shape, quant})
 	}
-	if len(out) < 2 {
-		return nil, usagef("--models: a calibration needs two models or more, got %d", len(out))
+	if len(out) < speed.MinSamples {
+		return nil, usagef("--models: a calibration needs %d models or more, got %d", speed.MinSamples, len(out))
 	}
 	return out, nil
 }
@@ -67,9 +67,9 @@ Measures this machine's speed with llama.cpp's own llama-bench, on a few small
 reference models, and fits headroom's speed estimate to it. The models are
 twins synth writes: the real tensors in their real types, every weight filled
 with pseudo-random values (zero weights run faster than real ones:
-docs/speed.md), so nothing is downloaded. Each backend of the machine is measured with all layers on it: the
-CPU with -ngl 0, each GPU backend with every layer offloaded where the model
-fits.
+docs/speed.md), so nothing is downloaded. Each backend of the machine is
+measured with all layers on it: the CPU with -ngl 0, each GPU backend with
+every layer offloaded where the model fits.
 
 The runs are kept in the user cache directory under this machine's hardware
 (CPU, memory size, GPUs; a new DIMM or card starts afresh), with the llama.cpp
@@ -90,12 +90,12 @@ Examples:
 func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "bench", "[flags]", benchHelp)
 	llama := llamaServerFlag(fs)
-	reps := fs.Int("reps", 3, "repetitions of each llama-bench test")
+	reps := fs.Int("reps", 2, "repetitions of each llama-bench test in each of the two passes")
 	show := fs.Bool("show", false, "print the calibration kept for this machine without measuring")
 	forget := fs.Bool("forget", false, "delete this machine's kept measurements")
 	asJSON := fs.Bool("json", false, "print the runs and the fitted parameters as JSON")
 	models := fs.String("models", referenceModels, "the reference models, SHAPE/QUANT comma-separated (synth shapes: headroom synth --help)")
-	weights := fs.String("weights", string(synth.WeightsRandom), "the reference twins' weights: random (every tensor written, as fast as a real model's; one temporary file at a time, 1.2 GB at most for the default models), routed or zero (sparse files, faster to write, and faster to run than real weights: docs/speed.md)")
+	weights := fs.String("weights", string(synth.WeightsRandom), "the reference twins' weights: random (every tensor written, as fast as a real model's; temporary files, 2.8 GB for the default models, kept until both passes are done), routed or zero (sparse files, faster to write, and faster to run than real weights: docs/speed.md)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -222,36 +222,43 @@ func referenceRuns(snap *hw.Snapshot, refs []reference) ([]referenceRun, error) 
 }
 
 // benchReference runs llama-bench on each reference run's twin and turns
-// the measurements into samples, printing progress on stderr.
+// the measurements into samples, printing progress on stderr. The runs
+// are measured twice, in order and then in reverse (A B C D D C B A): a
+// machine whose speed drifts while it works (this project's VM lost 30%
+// over 90 s of back-to-back runs of one file, docs/speed.md) then slows
+// each model's pair of runs alike, instead of making the models measured
+// first look faster than the rest.
 func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot, runs []referenceRun, w synth.Weights, reps int, quiet bool) ([]speed.Sample, error) {
 	dir, err := os.MkdirTemp("", "headroom-bench-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	order := make([]int, 0, 2*len(runs))
+	for i := range runs {
+		order = append(order, i)
+	}
+	for i := range runs {
+		order = append(order, len(runs)-1-i)
+	}
+	paths := map[string]string{}
 	var out []speed.Sample
 	start := time.Now()
-	for i, run := range runs {
+	for step, i := range order {
+		run := runs[i]
 		say := func(format string, a ...any) {
-			fmt.Fprintf(env.Stderr, "%s %d/%d %s on %s: %s\n", bar(i, len(runs)), i+1, len(runs), run.name, run.backend, fmt.Sprintf(format, a...))
+			fmt.Fprintf(env.Stderr, "%s %d/%d %s on %s: %s\n", bar(step, len(order)), step+1, len(order), run.name, run.backend, fmt.Sprintf(format, a...))
 		}
-		b, err := synth.Build(run.shape, run.quant)
-		if err != nil {
-			return nil, err
-		}
-		path := filepath.Join(dir, fmt.Sprintf("ref-%d.gguf", i))
-		if err := b.WriteFile(path); err != nil {
-			return nil, err
-		}
-		if w != synth.WeightsZero {
-			f, err := b.Layout()
-			if err != nil {
+		path, ok := paths[run.name]
+		if !ok {
+			path = filepath.Join(dir, fmt.Sprintf("ref-%d.gguf", len(paths)))
+			if w != synth.WeightsZero {
+				say("writing %s weights", w)
+			}
+			if err := writeTwin(ctx, path, run, w); err != nil {
 				return nil, err
 			}
-			say("writing %s weights", w)
-			if err := synth.FillFile(ctx, path, f, w.Selects, 1); err != nil {
-				return nil, err
-			}
+			paths[run.name] = path
 		}
 		args := engine.BenchArgs(run.profile)
 		say("llama-bench pp%d tg%d x%d %s", benchPrompt, benchGen, reps, strings.Join(args, " "))
@@ -259,7 +266,6 @@ func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot,
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s on %s: %w", run.name, run.backend, err)
 		}
-		os.Remove(path)
 		smp, err := speed.NewSample(run.name, run.model, run.result, snap, meas)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s on %s: %w", run.name, run.backend, err)
@@ -270,8 +276,27 @@ func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot,
 		}
 		out = append(out, smp)
 	}
-	fmt.Fprintf(env.Stderr, "%s %d runs in %.0f s\n", bar(len(runs), len(runs)), len(runs), time.Since(start).Seconds())
+	fmt.Fprintf(env.Stderr, "%s %d runs in %.0f s\n", bar(len(order), len(order)), len(order), time.Since(start).Seconds())
 	return out, nil
+}
+
+// writeTwin writes run's twin to path with weights w.
+func writeTwin(ctx context.Context, path string, run referenceRun, w synth.Weights) error {
+	b, err := synth.Build(run.shape, run.quant)
+	if err != nil {
+		return err
+	}
+	if err := b.WriteFile(path); err != nil {
+		return err
+	}
+	if w == synth.WeightsZero {
+		return nil
+	}
+	f, err := b.Layout()
+	if err != nil {
+		return err
+	}
+	return synth.FillFile(ctx, path, f, w.Selects, 1)
 }
 
 // bar draws done of n as a 20-column progress bar.
@@ -305,7 +330,7 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 		fmt.Fprintf(w, "%d kept runs were fitted against another bandwidth figure and are left out\n", stale)
 	}
 	if cal == nil {
-		fmt.Fprintf(w, "not calibrated: %d runs kept; a backend needs %d runs of two models or more of one llama.cpp build ('headroom bench' makes them)\n", len(all), speed.MinSamples)
+		fmt.Fprintf(w, "not calibrated: %d runs kept; a backend needs runs of %d models or more of one llama.cpp build ('headroom bench' makes them)\n", len(all), speed.MinSamples)
 		return nil
 	}
 	fitted := 0
@@ -320,7 +345,7 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 	slices.Sort(names)
 	for _, n := range names {
 		b := cal.Backends[n]
-		line := fmt.Sprintf("  %s: %.0f%% of the bandwidth figure, %.3f ms per layer per token", n, b.Efficiency*100, b.LayerOverheadMs)
+		line := fmt.Sprintf("  %s: %.0f%% of the bandwidth figure, %.4f ms per one-dimensional weight per token", n, b.Efficiency*100, b.VectorOverheadMs)
 		if b.PrefillGFLOPS > 0 {
 			line += fmt.Sprintf(", prompt at %.0f GFLOP/s", b.PrefillGFLOPS)
 		}
@@ -328,25 +353,34 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 		fmt.Fprintf(w, "    %d runs of %s; with each left out, its estimate was %s off\n", b.Samples, strings.Join(b.Models, ", "), errorRange(b.ErrorLowPct, b.ErrorHighPct))
 	}
 	if len(fresh) > 0 {
-		fmt.Fprintln(w, "this run, tokens/s: measured by llama-bench, estimated by the fit, and by the prior before it")
+		fmt.Fprintln(w, "this run, tokens/s: measured by llama-bench (the mean of the passes, each in brackets), estimated by the fit, and by the prior before it")
 		fmt.Fprintf(w, "  %-22s %-4s %-19s %-12s %-13s %s\n", "model", "on", "generation", "fitted", "prior", "prompt (fitted)")
+		passes := map[string][]string{}
 		for _, s := range fresh {
+			k := s.Model + "\x00" + s.Backend
+			passes[k] = append(passes[k], fmt.Sprintf("%.1f", s.DecodeTPS))
+		}
+		for _, s := range speed.Pooled(fresh) {
 			b, ok := cal.Backends[s.Backend]
 			if !ok {
 				continue
 			}
-			fitted := 1000 / b.TimeMs(s.FullBandwidthMs, s.Layers)
+			fitted := 1000 / b.TimeMs(s.FullBandwidthMs, s.Layers, s.VectorOps)
 			prior := "-"
 			if p, ok := speed.BackendParams(s.Backend); ok && p.Efficiency > 0 {
-				v := 1000 / p.TimeMs(s.FullBandwidthMs, s.Layers)
+				v := 1000 / p.TimeMs(s.FullBandwidthMs, s.Layers, s.VectorOps)
 				prior = fmt.Sprintf("%.1f (%+.0f%%)", v, (v/s.DecodeTPS-1)*100)
 			}
 			prompt := "-"
 			if b.PrefillGFLOPS > 0 && s.PrefillTPS > 0 {
 				pp := b.PrefillGFLOPS * 1e9 / (2 * float64(s.ActiveParams))
-				prompt = fmt.Sprintf("%.0f ± %.0f (%+.0f%%)", s.PrefillTPS, s.PrefillStddev, (pp/s.PrefillTPS-1)*100)
+				prompt = fmt.Sprintf("%.0f (%+.0f%%)", s.PrefillTPS, (pp/s.PrefillTPS-1)*100)
 			}
-			fmt.Fprintf(w, "  %-22s %-4s %-19s %-12s %-13s %s\n", s.Model, s.Backend, fmt.Sprintf("%.1f ± %.1f", s.DecodeTPS, s.DecodeStddev),
+			gen := fmt.Sprintf("%.1f", s.DecodeTPS)
+			if p := passes[s.Model+"\x00"+s.Backend]; len(p) > 1 {
+				gen += " (" + strings.Join(p, "/") + ")"
+			}
+			fmt.Fprintf(w, "  %-22s %-4s %-19s %-12s %-13s %s\n", s.Model, s.Backend, gen,
 				fmt.Sprintf("%.1f (%+.0f%%)", fitted, (fitted/s.DecodeTPS-1)*100), prior, prompt)
 		}
 	}

@@ -90,12 +90,16 @@ func TestBenchCalibrates(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"[", "1/3", "3/3", "3 runs in", "writing random weights"} {
+	// Two passes, the second in reverse; each twin written once.
+	for _, want := range []string{"[", "1/6 qwen2.5-0.5b Q4_K_M", "3/6 lfm2-350m Q8_0", "4/6 lfm2-350m Q8_0", "6/6 qwen2.5-0.5b Q4_K_M", "6 runs in", "writing random weights"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("progress lacks %q:\n%s", want, errOut)
 		}
 	}
-	for _, want := range []string{"calibrated from 3 kept runs of llama.cpp b7 (abc1234)", "CPU: ", "ms per layer per token", "with each left out", "mamba2-130m Q8_0", "by the prior before it"} {
+	if n := strings.Count(errOut, "writing random weights"); n != 3 {
+		t.Errorf("%d twins written for three models:\n%s", n, errOut)
+	}
+	for _, want := range []string{"calibrated from 6 kept runs of llama.cpp b7 (abc1234)", "CPU: ", "ms per one-dimensional weight per token", "with each left out", "mamba2-130m Q8_0", "by the prior before it"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out)
 		}
@@ -141,11 +145,11 @@ func TestBenchCalibrates(t *testing.T) {
 		t.Errorf("the calibrated first row has %gB parameters, the uncalibrated one %gB: a faster machine should put a larger model first", after1.ParamsB, before1.ParamsB)
 	}
 	_, rec, _ := h.run("recommend")
-	if !strings.Contains(rec, "calibrated on this machine's 3 llama-bench runs of build b7 (abc1234)") || strings.Contains(rec, "'headroom bench' measures") {
+	if !strings.Contains(rec, "calibrated on this machine's 6 llama-bench runs of build b7 (abc1234)") || strings.Contains(rec, "'headroom bench' measures") {
 		t.Errorf("recommend after bench:\n%s", rec)
 	}
 	_, shown, _ := h.run("bench", "--show")
-	if !strings.Contains(shown, "calibrated from 3 kept runs") {
+	if !strings.Contains(shown, "calibrated from 6 kept runs") {
 		t.Errorf("bench --show:\n%s", shown)
 	}
 	if code, _, _ := h.run("bench", "--forget"); code != 0 {
@@ -175,7 +179,7 @@ func TestBenchRefusals(t *testing.T) {
 		{[]string{"bench", "--models", "qwen3-0.6b"}, exitUsage, "is not SHAPE/QUANT"},
 		{[]string{"bench", "--models", "nosuch/Q8_0,qwen3-0.6b/Q8_0"}, exitUsage, "no shape"},
 		{[]string{"bench", "--models", "qwen3-0.6b/Q9_9,qwen3-0.6b/Q8_0"}, exitUsage, "--models"},
-		{[]string{"bench", "--models", "qwen3-0.6b/Q8_0"}, exitUsage, "two models or more"},
+		{[]string{"bench", "--models", "qwen3-0.6b/Q8_0"}, exitUsage, "3 models or more"},
 		{[]string{"bench", "--llama-server", filepath.Join(t.TempDir(), "llama-server")}, exitError, "llama-bench not found"},
 	} {
 		code, out, errOut := h.run(tc.args...)

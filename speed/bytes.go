@@ -21,6 +21,9 @@ type traffic struct {
 	// params are the weight elements a token multiplies, the experts at
 	// their routed share: a decode step does 2 FLOPs per element.
 	params int64
+	// vectors counts the one-dimensional weights applied here (norm
+	// scales, biases): one element-wise op each.
+	vectors int
 }
 
 func (t *traffic) bytes() int64 { return t.weights + t.kv + t.state + t.gather }
@@ -80,6 +83,8 @@ func perDevice(m *arch.Model, r *plan.Result, filled int, notes *[]string) []*tr
 			d.weights += size
 			if len(t.Shape) >= 2 {
 				d.params += elems
+			} else {
+				d.vectors++
 			}
 		}
 	}

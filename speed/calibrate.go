@@ -17,7 +17,8 @@ import (
 // SampleSchema changes when what a Sample records, or how Estimate counts
 // the bytes a sample's figures were derived with, changes: samples of
 // another schema are not fitted.
-const SampleSchema = 1
+// Schema 2 added VectorOps, the count the per-op term is fitted to.
+const SampleSchema = 2
 
 // Sample is one llama-bench measurement on this machine of a plan whose
 // work all ran on one backend, with the estimate's inputs for that plan:
@@ -44,6 +45,7 @@ type Sample struct {
 	Bandwidths    map[string]float64 `json:"bandwidths_gbps"`
 	BytesPerToken int64              `json:"bytes_per_token"`
 	Layers        int                `json:"layers"`
+	VectorOps     int                `json:"vector_ops"`
 	ActiveParams  int64              `json:"active_params"`
 	// The generation and prompt figures llama-bench measured (0 when a
 	// test did not run).
@@ -88,6 +90,7 @@ func NewSample(name string, m *arch.Model, r *plan.Result, s *hw.Snapshot, meas 
 		}
 		smp.Bandwidths[d.Domain] = d.BandwidthGBps
 		smp.Layers += d.Layers
+		smp.VectorOps += d.VectorOps
 		smp.ActiveParams += d.ActiveParams
 	}
 	if smp.Backend == "" {
@@ -129,10 +132,14 @@ type Calibrated struct {
 
 // Fit fits each backend's parameters to the samples of one build whose
 // weights were real or random (realWeights): the newest build among them
-// unless build names one. A backend needs MinSamples runs of two models;
-// where the two-term fit gives a negative per-layer cost, that cost is
-// held at zero and only the efficiency is fitted. Nil when no backend
-// has enough.
+// unless build names one. A backend needs MinSamples runs of two models.
+// The fit's two terms are the efficiency and a cost per one-dimensional
+// weight (VectorOverheadMs); where the fit gives that cost negative, it is
+// held at zero and only the efficiency is fitted. The per-layer cost of
+// params.go's published fits is not fitted here: on this project's CPU
+// machine, a cost per small op predicted shapes outside the fit better
+// than one per layer, and a fit of both gave the layer a negative cost
+// (docs/speed.md). Nil when no backend has enough.
 func Fit(samples []Sample, build string) *Calibration {
 	if build == "" {
 		build = newestBuild(samples)
@@ -145,16 +152,17 @@ func Fit(samples []Sample, build string) *Calibration {
 	}
 
 	c := &Calibration{Build: build, Backends: map[string]Calibrated{}}
-	for name, ss := range by {
-		models := modelsOf(ss)
-		if len(ss) < MinSamples || len(models) < 2 {
+	for name, runs := range by {
+		models := modelsOf(runs)
+		ss := Pooled(runs)
+		if len(ss) < MinSamples {
 			continue
 		}
-		e, k := fitDecode(ss)
-		cal := Calibrated{Backend: Backend{Name: name, Efficiency: e, LayerOverheadMs: k, Calibrated: true}, Samples: len(ss), Models: models}
+		e, v := fitDecode(ss)
+		cal := Calibrated{Backend: Backend{Name: name, Efficiency: e, VectorOverheadMs: v, Calibrated: true}, Samples: len(runs), Models: models}
 		cal.ErrorLowPct, cal.ErrorHighPct = machineLeftOut(ss)
-		cal.PrefillGFLOPS, cal.PrefillSamples = fitPrefill(ss)
-		cal.Source = fmt.Sprintf("this machine's %d llama-bench runs of build %s (%s)", len(ss), build, strings.Join(cal.Models, ", "))
+		cal.PrefillGFLOPS, cal.PrefillSamples = fitPrefill(runs)
+		cal.Source = fmt.Sprintf("this machine's %d llama-bench runs of build %s (%s)", len(runs), build, strings.Join(cal.Models, ", "))
 		c.Backends[name] = cal
 	}
 	if len(c.Backends) == 0 {
@@ -170,9 +178,47 @@ func Fit(samples []Sample, build string) *Calibration {
 // not fitted.
 func realWeights(w string) bool { return w == "" || w == "random" }
 
-// MinSamples is the fewest runs, of at least two models, that Fit fits a
-// backend to: fewer leave no run out to say how far the fit is off.
+// MinSamples is the fewest models (or, for one model, runs with
+// different flags) whose runs Fit fits a backend to: two parameters from
+// fewer leave none out to say how far the fit is off.
 const MinSamples = 3
+
+// Pooled makes one sample of each model's runs with the same flags and
+// the same bytes: the time per token, and per prompt token, averaged over
+// them. A model
+// measured twice (bench's second pass) then weighs once in the fit, and
+// the error range leaves a whole model out, never one of its runs with
+// the other still in.
+func Pooled(runs []Sample) []Sample {
+	type key struct {
+		model, args string
+		ms          float64
+	}
+	var out []Sample
+	index := map[key]int{}
+	times, prompt := map[key]float64{}, map[key]float64{}
+	count, prompts := map[key]int{}, map[key]int{}
+	for _, s := range runs {
+		k := key{s.Model, strings.Join(s.Args, " "), s.FullBandwidthMs}
+		if _, ok := index[k]; !ok {
+			index[k] = len(out)
+			out = append(out, s)
+		}
+		times[k] += 1000 / s.DecodeTPS
+		count[k]++
+		if s.PrefillTPS > 0 {
+			prompt[k] += 1 / s.PrefillTPS
+			prompts[k]++
+		}
+	}
+	for k, i := range index {
+		out[i].DecodeTPS = 1000 / (times[k] / float64(count[k]))
+		if prompts[k] > 0 {
+			out[i].PrefillTPS = 1 / (prompt[k] / float64(prompts[k]))
+		}
+	}
+	return out
+}
 
 // machineLeftOut refits without each sample in turn and returns the lowest
 // and highest signed error on the one left out, in whole percent rounded
@@ -180,8 +226,8 @@ const MinSamples = 3
 func machineLeftOut(ss []Sample) (lo, hi float64) {
 	for i := range ss {
 		rest := append(append([]Sample{}, ss[:i]...), ss[i+1:]...)
-		e, k := fitDecode(rest)
-		got := 1000 / Backend{Efficiency: e, LayerOverheadMs: k}.TimeMs(ss[i].FullBandwidthMs, ss[i].Layers)
+		e, v := fitDecode(rest)
+		got := 1000 / Backend{Efficiency: e, VectorOverheadMs: v}.TimeMs(ss[i].FullBandwidthMs, ss[i].Layers, ss[i].VectorOps)
 		err := (got/ss[i].DecodeTPS - 1) * 100
 		lo, hi = math.Min(lo, math.Floor(err)), math.Max(hi, math.Ceil(err))
 	}
@@ -200,14 +246,14 @@ func modelsOf(ss []Sample) []string {
 	return out
 }
 
-// fitDecode minimizes Σ((x/e + k·L − t)/t)² over the samples, where x is
-// the token's time at full bandwidth, L its layers and t the measured
-// time per token: linear in u = 1/e and k.
-func fitDecode(ss []Sample) (eff, perLayerMs float64) {
+// fitDecode minimizes Σ((x/e + v·V − t)/t)² over the samples, where x is
+// the token's time at full bandwidth, V its one-dimensional weights and t
+// the measured time per token: linear in u = 1/e and v.
+func fitDecode(ss []Sample) (eff, perVectorMs float64) {
 	var a, b, d, p, q float64
 	for _, s := range ss {
 		t := 1000 / s.DecodeTPS
-		X, Y := s.FullBandwidthMs/t, float64(s.Layers)/t
+		X, Y := s.FullBandwidthMs/t, float64(s.VectorOps)/t
 		a, b, d = a+X*X, b+X*Y, d+Y*Y
 		p, q = p+X, q+Y
 	}

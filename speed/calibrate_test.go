@@ -9,11 +9,12 @@ import (
 )
 
 // made builds a sample whose decode and prefill times follow the model
-// exactly: x/e + k·L ms per token, and 2P/F per prompt token.
-func made(model string, fullMs float64, layers int, params int64, e, k, gflops float64, when time.Time) Sample {
+// exactly: x/e + k·V ms per token, with V one-dimensional weights, and
+// 2P/F per prompt token.
+func made(model string, fullMs float64, vectors int, params int64, e, k, gflops float64, when time.Time) Sample {
 	return Sample{Schema: SampleSchema, Model: model, Backend: "CPU", Build: "b1", When: when,
-		FullBandwidthMs: fullMs, Layers: layers, ActiveParams: params,
-		GenTokens: 32, DecodeTPS: 1000 / (fullMs/e + k*float64(layers)),
+		FullBandwidthMs: fullMs, VectorOps: vectors, ActiveParams: params,
+		GenTokens: 32, DecodeTPS: 1000 / (fullMs/e + k*float64(vectors)),
 		PromptTokens: 128, PrefillTPS: gflops * 1e9 / (2 * float64(params))}
 }
 
@@ -38,8 +39,8 @@ func TestFitRecoversParameters(t *testing.T) {
 				t.Fatal("no calibration from three exact samples")
 			}
 			got := c.Backends["CPU"]
-			if math.Abs(got.Efficiency-tc.e) > 1e-6 || math.Abs(got.LayerOverheadMs-tc.k) > 1e-6 {
-				t.Errorf("fitted e %.6f k %.6f, want %g %g", got.Efficiency, got.LayerOverheadMs, tc.e, tc.k)
+			if math.Abs(got.Efficiency-tc.e) > 1e-6 || math.Abs(got.VectorOverheadMs-tc.k) > 1e-6 {
+				t.Errorf("fitted e %.6f k %.6f, want %g %g", got.Efficiency, got.VectorOverheadMs, tc.e, tc.k)
 			}
 			if math.Abs(got.PrefillGFLOPS-tc.gflops) > 1e-6*tc.gflops {
 				t.Errorf("fitted prefill %.4f GFLOP/s, want %g", got.PrefillGFLOPS, tc.gflops)
@@ -78,7 +79,7 @@ func TestFitRefusesThinData(t *testing.T) {
 	}
 }
 
-// A negative per-layer cost has no physical meaning: the fit holds it at
+// A negative per-op cost has no physical meaning: the fit holds it at
 // zero and fits the efficiency alone.
 func TestFitNeverNegative(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
@@ -87,8 +88,8 @@ func TestFitNeverNegative(t *testing.T) {
 	// would want k < 0.
 	ss[0].DecodeTPS *= 1.3
 	got := Fit(ss, "").Backends["CPU"]
-	if got.LayerOverheadMs != 0 || got.Efficiency <= 0 {
-		t.Errorf("e %g k %g, want k 0 and e > 0", got.Efficiency, got.LayerOverheadMs)
+	if got.VectorOverheadMs != 0 || got.Efficiency <= 0 {
+		t.Errorf("e %g k %g, want k 0 and e > 0", got.Efficiency, got.VectorOverheadMs)
 	}
 	if got.ErrorHighPct <= 0 && got.ErrorLowPct >= 0 {
 		t.Errorf("noisy data gave an empty error range %g..%g", got.ErrorLowPct, got.ErrorHighPct)
@@ -134,7 +135,7 @@ func TestEstimateWithCalibration(t *testing.T) {
 		t.Fatalf("uncalibrated CPU: calibrated %v prefill %v on %v", base.Calibrated, base.PrefillTPS, base.CalibratedOn)
 	}
 	cal := &Calibration{Build: "b1", Backends: map[string]Calibrated{"CPU": {
-		Backend:       Backend{Name: "CPU", Efficiency: 1.4, LayerOverheadMs: 0.02, Calibrated: true, ErrorLowPct: -4, ErrorHighPct: 6, Source: "fitted here"},
+		Backend:       Backend{Name: "CPU", Efficiency: 1.4, VectorOverheadMs: 0.02, Calibrated: true, ErrorLowPct: -4, ErrorHighPct: 6, Source: "fitted here"},
 		PrefillGFLOPS: 90, Samples: 5, PrefillSamples: 5,
 	}}}
 	got, err := cal.Estimate(m, r, s, 16)
@@ -145,7 +146,12 @@ func TestEstimateWithCalibration(t *testing.T) {
 		t.Errorf("calibrated: %v %g..%g %v", got.Calibrated, got.ErrorLowPct, got.ErrorHighPct, got.CalibratedOn)
 	}
 	d := got.Devices[0]
-	wantMs := float64(d.BytesPerToken)/(1.4*d.BandwidthGBps*1e9)*1e3 + 0.02*float64(d.Layers)
+	// Qwen3's 28 blocks have four norms each (attention, feed-forward, Q
+	// and K), and the output norm makes 113 one-dimensional weights.
+	if d.VectorOps != 4*28+1 {
+		t.Errorf("%d one-dimensional weights, want 113", d.VectorOps)
+	}
+	wantMs := float64(d.BytesPerToken)/(1.4*d.BandwidthGBps*1e9)*1e3 + 0.02*float64(d.VectorOps)
 	if math.Abs(*got.DecodeMsPerToken-wantMs) > 1e-9 {
 		t.Errorf("decode %.6f ms, want %.6f", *got.DecodeMsPerToken, wantMs)
 	}
@@ -175,7 +181,7 @@ func TestNewSample(t *testing.T) {
 	}
 	est, _ := Estimate(m, account(t, m, profile(4096, 0), cpu), cpu, 16)
 	d := est.Devices[0]
-	if smp.Backend != "CPU" || smp.Layers != d.Layers || smp.ActiveParams != d.ActiveParams || smp.PrefillTPS != 150 || smp.DecodeTPS != 40 ||
+	if smp.Backend != "CPU" || smp.Layers != d.Layers || smp.VectorOps != d.VectorOps || smp.VectorOps == 0 || smp.ActiveParams != d.ActiveParams || smp.PrefillTPS != 150 || smp.DecodeTPS != 40 ||
 		math.Abs(smp.FullBandwidthMs-float64(d.BytesPerToken)/(d.BandwidthGBps*1e9)*1e3) > 1e-12 {
 		t.Errorf("sample %+v from device %+v", smp, d)
 	}
@@ -195,5 +201,40 @@ func TestNewSample(t *testing.T) {
 	}
 	if _, err := NewSample("no tg", m, account(t, m, profile(4096, 0), cpu), cpu, &Measured{Tests: meas.Tests[:1]}); err == nil {
 		t.Error("a measurement without generation gave a sample")
+	}
+}
+
+// A model's runs in bench's two passes weigh once in the fit: their times
+// per token are averaged, runs with other flags stay apart.
+func TestPooled(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	a1 := made("a", 20, 10, 6e8, 1, 0, 100, t0)
+	a2 := a1
+	a1.DecodeTPS, a2.DecodeTPS = 1000/20.0, 1000/30.0
+	a1.PrefillTPS, a2.PrefillTPS = 100, 50
+	other := a1
+	other.Args = []string{"-fa", "on"}
+	got := Pooled([]Sample{a1, made("b", 40, 10, 6e8, 1, 0, 100, t0), a2, other})
+	if len(got) != 3 || got[0].Model != "a" || got[1].Model != "b" || len(got[2].Args) != 2 {
+		t.Fatalf("pooled %d samples: %+v", len(got), got)
+	}
+	if math.Abs(got[0].DecodeTPS-40) > 1e-9 || math.Abs(got[0].PrefillTPS-1/((1/100.0+1/50.0)/2)) > 1e-9 {
+		t.Errorf("a: %.6f tokens/s, prompt %.6f; want 40 (25 ms, the mean of 20 and 30) and 66.67", got[0].DecodeTPS, got[0].PrefillTPS)
+	}
+	if got[2].DecodeTPS != 50 {
+		t.Errorf("a with other flags: %g, want its own 50", got[2].DecodeTPS)
+	}
+	// Three models measured twice each, the passes differing: six runs
+	// fitted as three, the left-out error taken model by model.
+	var ss []Sample
+	for i, m := range []string{"a", "b", "c"} {
+		s := made(m, 20+30*float64(i), 30-10*i, 1e9, 0.8, 0.05, 100, t0)
+		fast, slow := s, s
+		fast.DecodeTPS, slow.DecodeTPS = 1000/(1000/s.DecodeTPS*0.9), 1000/(1000/s.DecodeTPS*1.1)
+		ss = append(ss, fast, slow)
+	}
+	c := Fit(ss, "").Backends["CPU"]
+	if c.Samples != 6 || math.Abs(c.Efficiency-0.8) > 1e-6 || math.Abs(c.VectorOverheadMs-0.05) > 1e-6 {
+		t.Errorf("fit of two passes whose mean is exact: %+v", c)
 	}
 }

@@ -18,6 +18,14 @@ type Backend struct {
 	// entry of plan.Result.LayerDevice, the output layer included) that
 	// runs on a device of this backend.
 	LayerOverheadMs float64 `json:"layer_overhead_ms"`
+	// VectorOverheadMs is the fixed time per token for each
+	// one-dimensional weight (a norm's scale, a bias) on a device of this
+	// backend: each is an element-wise op of its own in the graph, and on
+	// a CPU these small ops, not the layers, are what a token pays for
+	// beyond its bytes (docs/speed.md, "Calibrating on this machine").
+	// Only a machine's own calibration fits it; params.go's rows hold it
+	// at zero.
+	VectorOverheadMs float64 `json:"vector_overhead_ms,omitempty"`
 	// Calibrated is true when the parameters were fitted to published
 	// llama-bench results. ErrorLowPct and ErrorHighPct are then the
 	// lowest and highest signed error (estimate/published - 1) on points
@@ -33,9 +41,14 @@ type Backend struct {
 }
 
 // TimeMs is the backend's time for one token that reads fullBandwidthMs
-// worth of bytes at the bandwidth figures and runs layers layers.
-func (b Backend) TimeMs(fullBandwidthMs float64, layers int) float64 {
-	return fullBandwidthMs/b.Efficiency + float64(layers)*b.LayerOverheadMs
+// worth of bytes at the bandwidth figures, runs layers layers and applies
+// vectors one-dimensional weights.
+func (b Backend) TimeMs(fullBandwidthMs float64, layers, vectors int) float64 {
+	return fullBandwidthMs/b.Efficiency + b.overheadMs(layers, vectors)
+}
+
+func (b Backend) overheadMs(layers, vectors int) float64 {
+	return float64(layers)*b.LayerOverheadMs + float64(vectors)*b.VectorOverheadMs
 }
 
 // backends are the decode parameters per backend. The Metal and CUDA rows

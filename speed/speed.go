@@ -77,10 +77,15 @@ type DeviceResult struct {
 	// BandwidthGBps is the domain's spec bandwidth, 0 when unknown.
 	BandwidthGBps   float64 `json:"bandwidth_gbps"`
 	BandwidthSource string  `json:"bandwidth_source,omitempty"`
-	// Efficiency and LayerOverheadMs are the backend's parameters.
-	Efficiency      float64 `json:"efficiency"`
-	LayerOverheadMs float64 `json:"layer_overhead_ms"`
-	Calibrated      bool    `json:"calibrated"`
+	// VectorOps counts the one-dimensional weights (norm scales, biases)
+	// applied here, each an element-wise op.
+	VectorOps int `json:"vector_ops"`
+	// Efficiency, LayerOverheadMs and VectorOverheadMs are the backend's
+	// parameters.
+	Efficiency       float64 `json:"efficiency"`
+	LayerOverheadMs  float64 `json:"layer_overhead_ms"`
+	VectorOverheadMs float64 `json:"vector_overhead_ms,omitempty"`
+	Calibrated       bool    `json:"calibrated"`
 	// ReadMs + OverheadMs = TimeMs, the device's time per token; TimeShare
 	// is its fraction of the token.
 	ReadMs     float64 `json:"read_ms"`
@@ -124,7 +129,7 @@ func (c *Calibration) Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ct
 	}
 	res.Assumptions = append(res.Assumptions,
 		"one sequence, batch 1: each token reads every always-active weight once, routed experts at n_expert_used/n_expert, one embedding row, and the filled KV cells (sliding layers at most their window)",
-		"decode time per token = sum over devices of bytes/(efficiency*bandwidth) + layers*layer_overhead of the device's backend; devices run one after another")
+		"decode time per token = sum over devices of bytes/(efficiency*bandwidth) + layers*layer_overhead + vector_ops*vector_overhead of the device's backend; devices run one after another")
 	traffic := perDevice(m, r, ctxTokens, &res.Assumptions)
 
 	var total, ceiling, prefill float64
@@ -144,7 +149,8 @@ func (c *Calibration) Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ct
 			res.Unknown = append(res.Unknown, fmt.Sprintf("%s: headroom has no decode parameters for the %s backend, so no decode estimate", d.Device, d.Backend))
 		case d.BandwidthGBps > 0 && d.Efficiency > 0:
 			read := float64(d.BytesPerToken) / (d.Efficiency * d.BandwidthGBps * 1e9) * 1e3
-			d.ReadMs, d.OverheadMs = read, float64(d.Layers)*d.LayerOverheadMs
+			p := Backend{LayerOverheadMs: d.LayerOverheadMs, VectorOverheadMs: d.VectorOverheadMs}
+			d.ReadMs, d.OverheadMs = read, p.overheadMs(d.Layers, d.VectorOps)
 			d.TimeMs = d.ReadMs + d.OverheadMs
 			ceiling += float64(d.BytesPerToken) / (d.BandwidthGBps * 1e9) * 1e3
 		case busy:
@@ -187,7 +193,11 @@ func (c *Calibration) Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ct
 		if !ok {
 			continue
 		}
-		res.Assumptions = append(res.Assumptions, fmt.Sprintf("%s: efficiency %.3f, %.4f ms per layer per token; %s", b, p.Efficiency, p.LayerOverheadMs, p.Source))
+		over := fmt.Sprintf("%.4f ms per layer", p.LayerOverheadMs)
+		if p.VectorOverheadMs > 0 {
+			over = fmt.Sprintf("%.4f ms per one-dimensional weight", p.VectorOverheadMs)
+		}
+		res.Assumptions = append(res.Assumptions, fmt.Sprintf("%s: efficiency %.3f, %s per token; %s", b, p.Efficiency, over, p.Source))
 	}
 	if !res.Calibrated {
 		res.ErrorLowPct, res.ErrorHighPct = 0, 0
@@ -253,7 +263,7 @@ func deviceResult(s *hw.Snapshot, t *traffic, c *Calibration) (DeviceResult, *Ca
 	}
 	d := DeviceResult{Device: dv.Name, Backend: dv.Backend, Domain: dv.Domain, Layers: t.layers,
 		WeightBytes: t.weights, GatherBytes: t.gather, KVBytes: t.kv, StateBytes: t.state,
-		BytesPerToken: t.bytes(), ActiveParams: t.params}
+		BytesPerToken: t.bytes(), ActiveParams: t.params, VectorOps: t.vectors}
 	if dom := s.Domain(dv.Domain); dom != nil {
 		d.BandwidthGBps, d.BandwidthSource = dom.BandwidthGBps, dom.BandwidthSource
 	}
@@ -264,7 +274,7 @@ func deviceResult(s *hw.Snapshot, t *traffic, c *Calibration) (DeviceResult, *Ca
 	// the device as unknown rather than borrowing another backend's.
 	p, cal, ok := c.backend(dv.Backend)
 	if ok {
-		d.Efficiency, d.LayerOverheadMs, d.Calibrated = p.Efficiency, p.LayerOverheadMs, p.Calibrated
+		d.Efficiency, d.LayerOverheadMs, d.VectorOverheadMs, d.Calibrated = p.Efficiency, p.LayerOverheadMs, p.VectorOverheadMs, p.Calibrated
 	}
 	return d, cal, nil
 }
