@@ -132,8 +132,8 @@ type Calibrated struct {
 
 // Fit fits each backend's parameters to the samples of one build whose
 // weights were real or random (realWeights): the newest build among them
-// unless build names one. A backend needs MinSamples runs of two models.
-// The fit's two terms are the efficiency and a cost per one-dimensional
+// unless build names one. A backend needs runs of MinSamples models, each
+// model's runs pooled (Pooled). The fit's two terms are the efficiency and a cost per one-dimensional
 // weight (VectorOverheadMs); where the fit gives that cost negative, it is
 // held at zero and only the efficiency is fitted. The per-layer cost of
 // params.go's published fits is not fitted here: on this project's CPU
@@ -185,10 +185,10 @@ const MinSamples = 3
 
 // Pooled makes one sample of each model's runs with the same flags and
 // the same bytes: the time per token, and per prompt token, averaged over
-// them. A model
-// measured twice (bench's second pass) then weighs once in the fit, and
-// the error range leaves a whole model out, never one of its runs with
-// the other still in.
+// them; the other fields are the first run's. A model measured twice
+// (bench's second pass) then weighs once in the fit, and the error range
+// leaves a whole model out, never one of its runs with the other still
+// in.
 func Pooled(runs []Sample) []Sample {
 	type key struct {
 		model, args string
@@ -220,7 +220,7 @@ func Pooled(runs []Sample) []Sample {
 	return out
 }
 
-// machineLeftOut refits without each sample in turn and returns the lowest
+// machineLeftOut refits without each (pooled) sample in turn and returns the lowest
 // and highest signed error on the one left out, in whole percent rounded
 // outward: how the fit does on a model it has not seen.
 func machineLeftOut(ss []Sample) (lo, hi float64) {
