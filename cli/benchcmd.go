@@ -95,7 +95,7 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	forget := fs.Bool("forget", false, "delete this machine's kept measurements")
 	asJSON := fs.Bool("json", false, "print the runs and the fitted parameters as JSON")
 	models := fs.String("models", referenceModels, "the reference models, SHAPE/QUANT comma-separated (synth shapes: headroom synth --help)")
-	weights := fs.String("weights", string(synth.WeightsRandom), "the reference twins' weights: random (every tensor written, as fast as a real model's; temporary files, 2.8 GB for the default models, kept until both passes are done), routed or zero (sparse files, faster to write, and faster to run than real weights: docs/speed.md)")
+	weights := fs.String("weights", string(synth.WeightsRandom), "the reference twins' weights: random (every tensor written, as fast as a real model's; temporary files, 2.9 GB for the default models (file sizes summed), kept until both passes are done), routed or zero (sparse files, faster to write, and faster to run than real weights: docs/speed.md)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
