@@ -25,8 +25,9 @@ type Resident struct {
 	Loading bool
 }
 
-// evictable reports whether r may be stopped to make room.
-func (r Resident) evictable() bool { return !r.Pinned && r.InFlight == 0 && !r.Loading }
+// evictable reports whether r may be stopped to make room at all: a
+// model answering requests may, once they are answered.
+func (r Resident) evictable() bool { return !r.Pinned && !r.Loading }
 
 // NoRoom is a load that cannot fit even with every model that may be
 // stopped stopped: nothing was stopped for it.
@@ -35,7 +36,7 @@ type NoRoom struct {
 	// Short is each domain still short with every evictable model gone.
 	Short map[string]int64
 	// Kept names the models that hold memory in those domains and may not
-	// be stopped, with why (pinned, busy, loading).
+	// be stopped, with why (pinned, loading).
 	Kept []string
 }
 
@@ -44,7 +45,7 @@ func (e *NoRoom) Error() string {
 	for _, d := range sortedKeys(e.Short) {
 		parts = append(parts, fmt.Sprintf("%s is short by %s", d, units.Size(e.Short[d])))
 	}
-	s := fmt.Sprintf("%s cannot be loaded: %s even with every idle model stopped", e.Model, strings.Join(parts, " and "))
+	s := fmt.Sprintf("%s cannot be loaded: %s even with every unpinned model stopped", e.Model, strings.Join(parts, " and "))
 	if len(e.Kept) > 0 {
 		s += "; kept: " + strings.Join(e.Kept, ", ")
 	} else {
@@ -60,10 +61,14 @@ const maxExact = 16
 
 // ChooseEvictions picks the models to stop so that a load short by short
 // (bytes per domain) fits: the fewest that free every short domain, and
-// among sets that size the least recently used. Only idle, unpinned,
-// ready models are chosen, and one that frees nothing that is short is
-// never chosen. When no set suffices it returns a *NoRoom that says what
-// stays short and what holds it.
+// among sets that size the least recently used. Idle models are chosen
+// first; models answering requests only when the idle ones do not make
+// room, and the caller waits for their answers before it stops them,
+// rather than refusing a load for memory that is about to be free (a
+// request whose client has its answer counts as in flight until its
+// handler returns). Pinned and loading models are never chosen, nor one
+// that frees nothing that is short. When no set suffices it returns a
+// *NoRoom that says what stays short and what holds it.
 func ChooseEvictions(model string, short map[string]int64, residents []Resident) ([]string, error) {
 	need := map[string]int64{}
 	for d, n := range short {
@@ -75,37 +80,53 @@ func ChooseEvictions(model string, short map[string]int64, residents []Resident)
 		return nil, nil
 	}
 	var cands []Resident
+	for _, busyToo := range []bool{false, true} {
+		cands = candidates(residents, need, busyToo)
+		if len(remaining(need, cands)) == 0 {
+			return cover(need, cands), nil
+		}
+	}
+	return nil, noRoom(model, remaining(need, cands), residents)
+}
+
+// candidates are the residents that may be stopped and free memory in a
+// short domain, idle ones only unless busyToo, least recently used first
+// so that the first cover found of each size prefers the oldest; the name
+// breaks ties for a stable answer.
+func candidates(residents []Resident, need map[string]int64, busyToo bool) []Resident {
+	var cands []Resident
 	for _, r := range residents {
-		if r.evictable() && frees(r, need) {
+		if r.evictable() && (busyToo || r.InFlight == 0) && frees(r, need) {
 			cands = append(cands, r)
 		}
 	}
-	// Least recently used first, so the first cover found of each size
-	// prefers the oldest; the name breaks ties for a stable answer.
 	sort.SliceStable(cands, func(i, j int) bool {
 		if !cands[i].LastUsed.Equal(cands[j].LastUsed) {
 			return cands[i].LastUsed.Before(cands[j].LastUsed)
 		}
 		return cands[i].Name < cands[j].Name
 	})
-	if left := remaining(need, cands); len(left) > 0 {
-		return nil, noRoom(model, left, residents)
-	}
+	return cands
+}
+
+// cover picks from cands, which together cover need, the fewest that do,
+// the first such set in cands' order.
+func cover(need map[string]int64, cands []Resident) []string {
 	if len(cands) > maxExact {
 		var out []Resident
 		for _, c := range cands {
 			out = append(out, c)
 			if len(remaining(need, out)) == 0 {
-				return names(out), nil
+				return names(out)
 			}
 		}
 	}
 	for k := 1; k <= len(cands); k++ {
 		if set := firstCover(need, cands, k); set != nil {
-			return names(set), nil
+			return names(set)
 		}
 	}
-	return nil, noRoom(model, need, residents) // unreachable: all of them cover
+	return names(cands) // unreachable: all of them cover
 }
 
 // firstCover is the first k-subset of cands, in lexicographic order,
@@ -170,9 +191,6 @@ func noRoom(model string, left map[string]int64, residents []Resident) *NoRoom {
 		var why []string
 		if r.Pinned {
 			why = append(why, "pinned")
-		}
-		if r.InFlight > 0 {
-			why = append(why, fmt.Sprintf("%d request(s) in flight", r.InFlight))
 		}
 		if r.Loading {
 			why = append(why, "loading")

@@ -44,19 +44,24 @@ func TestChooseEvictions(t *testing.T) {
 			{Name: "g1", Need: map[string]int64{"gpu1": 200 * mib}, LastUsed: at(2)},
 			{Name: "both", Need: map[string]int64{"gpu0": 150 * mib, "gpu1": 150 * mib}, LastUsed: at(9)},
 		}, []string{"both"}, nil},
-		{"pinned and busy are kept", ram(50), []Resident{
+		{"pinned never, busy only after idle", ram(50), []Resident{
 			{Name: "pinned", Need: ram(100), LastUsed: at(0), Pinned: true},
 			{Name: "busy", Need: ram(100), LastUsed: at(1), InFlight: 2},
 			{Name: "idle", Need: ram(100), LastUsed: at(9)},
 		}, []string{"idle"}, nil},
+		{"busy when the idle ones do not make room", ram(150), []Resident{
+			{Name: "pinned", Need: ram(300), LastUsed: at(0), Pinned: true},
+			{Name: "busy", Need: ram(100), LastUsed: at(1), InFlight: 2},
+			{Name: "idle", Need: ram(100), LastUsed: at(9)},
+		}, []string{"busy", "idle"}, nil},
 		{"a loading model is never stopped", ram(50), []Resident{
 			{Name: "loading", Need: ram(100), Loading: true},
 		}, nil, []string{"ram is short by 50 MiB", "loading (loading)", "nothing was stopped"}},
-		{"cannot fit even with every idle model gone", ram(500), []Resident{
+		{"cannot fit even with every stoppable model gone", ram(500), []Resident{
 			{Name: "pinned", Need: ram(100), Pinned: true},
 			{Name: "busy", Need: ram(100), InFlight: 1},
 			{Name: "idle", Need: ram(200)},
-		}, nil, []string{"ram is short by 300 MiB", "pinned (pinned)", "busy (1 request(s) in flight)"}},
+		}, nil, []string{"ram is short by 200 MiB", "kept: pinned (pinned); nothing"}},
 		{"nothing resident at all", ram(500), nil, nil, []string{"ram is short by 500 MiB", "no model headroom serves holds memory there"}},
 	}
 	for _, tt := range tests {

@@ -319,7 +319,7 @@ func (p *Pool) reclaimable(loading, id string) bool {
 		if e.Name == loading || e.state != StateLoaded || e.child == nil || e.child.Booking().ID != id {
 			continue
 		}
-		return Resident{Pinned: e.Pinned}.evictable()
+		return Resident{Pinned: e.Pinned}.evictable() // busy or not
 	}
 	return false
 }
@@ -346,21 +346,6 @@ func (p *Pool) evictFor(ctx context.Context, loading string, r *admission.Refusa
 		residents = append(residents, res)
 	}
 	chosen, err := ChooseEvictions(loading, short, residents)
-	if err != nil {
-		// Models answering requests are chosen only when the idle ones do
-		// not make room: a load then waits for their answers (stop waits
-		// for them; no new request starts on a model stopping) rather than
-		// being refused for memory that is about to be free. A request
-		// that has had its answer may still count as in flight for the
-		// moment its handler takes to return, so refusing here would turn
-		// one client's back-to-back requests into a 503 now and then.
-		busy := make([]Resident, len(residents))
-		for i, r := range residents {
-			r.InFlight = 0
-			busy[i] = r
-		}
-		chosen, err = ChooseEvictions(loading, short, busy)
-	}
 	if err != nil {
 		p.mu.Unlock()
 		return err

@@ -201,6 +201,21 @@ func chat(url, model string, stream bool) (*http.Response, error) {
 	return http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
 }
 
+// streamStarted asks model for a streamed chat and reads its first event,
+// which the fake child sends before its gate.
+func streamStarted(t *testing.T, url, model string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	resp, err := chat(url, model, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if line, _ := br.ReadString('\n'); !strings.Contains(line, `"t0"`) {
+		t.Fatalf("first event %q", line)
+	}
+	return resp, br
+}
+
 // streamed reads a whole event stream: the data of each event.
 func streamed(t *testing.T, resp *http.Response) []string {
 	t.Helper()
@@ -330,14 +345,7 @@ func TestProviderLoadWaitsForBusy(t *testing.T) {
 	open := sync.OnceFunc(func() { close(l.gate) })
 	defer open()
 	srv, pool := providerServer(t, l, PoolConfig{})
-	resp, err := chat(srv.URL, "a", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(resp.Body)
-	if line, _ := br.ReadString('\n'); !strings.Contains(line, `"t0"`) {
-		t.Fatalf("first event %q", line)
-	}
+	resp, br := streamStarted(t, srv.URL, "a")
 	type answer struct {
 		status int
 		body   string
@@ -425,14 +433,7 @@ func TestProviderChildKilledMidStream(t *testing.T) {
 	l := newFakeLoader(t, 250*mib, map[string]int64{"a": 100 * mib})
 	l.gate = make(chan struct{})
 	srv, pool := providerServer(t, l, PoolConfig{})
-	resp, err := chat(srv.URL, "a", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(resp.Body)
-	if line, _ := br.ReadString('\n'); !strings.Contains(line, `"t0"`) {
-		t.Fatalf("first event %q", line)
-	}
+	resp, br := streamStarted(t, srv.URL, "a")
 	l.child("a").kill()
 	rest, err := io.ReadAll(br)
 	resp.Body.Close()
