@@ -22,7 +22,7 @@ type Backend struct {
 	// one-dimensional weight (a norm's scale, a bias) on a device of this
 	// backend: each is an element-wise op of its own in the graph, and on
 	// a CPU these small ops, not the layers, are what a token pays for
-	// beyond its bytes (docs/speed.md, "Calibrating on this machine").
+	// beyond its bytes (docs/speed.md, "Why a cost per one-dimensional weight, not per layer").
 	// Only a machine's own calibration fits it; params.go's rows hold it
 	// at zero.
 	VectorOverheadMs float64 `json:"vector_overhead_ms,omitempty"`

@@ -194,8 +194,11 @@ func (c *Calibration) Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ct
 			continue
 		}
 		over := fmt.Sprintf("%.4f ms per layer", p.LayerOverheadMs)
-		if p.VectorOverheadMs > 0 {
+		switch {
+		case p.VectorOverheadMs > 0 && p.LayerOverheadMs == 0:
 			over = fmt.Sprintf("%.4f ms per one-dimensional weight", p.VectorOverheadMs)
+		case p.VectorOverheadMs > 0:
+			over += fmt.Sprintf(" and %.4f ms per one-dimensional weight", p.VectorOverheadMs)
 		}
 		res.Assumptions = append(res.Assumptions, fmt.Sprintf("%s: efficiency %.3f, %s per token; %s", b, p.Efficiency, over, p.Source))
 	}
