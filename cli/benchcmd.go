@@ -78,8 +78,12 @@ and prompt speed with the parameters fitted to them, and say "calibrated on
 this machine"; --bench on plan and fit adds its runs to the same set. What the
 fit is off by is said as the range of its errors on each run left out of it.
 
-Takes about a minute on a 2-core CPU; run it with nothing else busy, since
-other work on the same cores changes the figures severalfold.
+Each model is measured in two passes, in order and then in reverse, of --reps
+repetitions each, and the fastest repetition is what is fitted: other work on
+the machine only ever slows a run, so the estimates are this machine's speed
+with nothing else busy. Takes about a minute and a half on a 2-core CPU; run
+it with nothing else busy, since other work on the same cores changes the
+figures severalfold.
 
 Examples:
   headroom bench
@@ -90,7 +94,7 @@ Examples:
 func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "bench", "[flags]", benchHelp)
 	llama := llamaServerFlag(fs)
-	reps := fs.Int("reps", 2, "repetitions of each llama-bench test in each of the two passes")
+	reps := fs.Int("reps", 3, "repetitions of each llama-bench test in each of the two passes; the fastest of them is fitted")
 	show := fs.Bool("show", false, "print the calibration kept for this machine without measuring")
 	forget := fs.Bool("forget", false, "delete this machine's kept measurements")
 	asJSON := fs.Bool("json", false, "print the runs and the fitted parameters as JSON")
@@ -272,7 +276,7 @@ func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot,
 		}
 		smp.Weights = string(w)
 		if !quiet {
-			say("generation %.1f ± %.1f tokens/s, prompt %.1f ± %.1f (%.0f s)", smp.DecodeTPS, smp.DecodeStddev, smp.PrefillTPS, smp.PrefillStddev, meas.Seconds)
+			say("generation %.1f ± %.1f tokens/s (fastest %.1f), prompt %.1f ± %.1f (%.0f s)", smp.DecodeTPS, smp.DecodeStddev, smp.DecodeBest, smp.PrefillTPS, smp.PrefillStddev, meas.Seconds)
 		}
 		out = append(out, smp)
 	}
@@ -353,12 +357,12 @@ func printCalibration(w io.Writer, asJSON bool, all, fresh []speed.Sample, snap 
 		fmt.Fprintf(w, "    %d runs of %s; with each left out, its estimate was %s off\n", b.Samples, strings.Join(b.Models, ", "), errorRange(b.ErrorLowPct, b.ErrorHighPct))
 	}
 	if len(fresh) > 0 {
-		fmt.Fprintln(w, "this run, tokens/s: measured by llama-bench (the mean of the passes, each in brackets), estimated by the fit, and by the prior before it")
+		fmt.Fprintln(w, "this run, tokens/s: measured by llama-bench (the fastest repetition, each pass's in brackets), estimated by the fit, and by the prior before it")
 		fmt.Fprintf(w, "  %-22s %-4s %-19s %-12s %-13s %s\n", "model", "on", "generation", "fitted", "prior", "prompt (fitted)")
 		passes := map[string][]string{}
 		for _, s := range fresh {
 			k := s.Model + "\x00" + s.Backend
-			passes[k] = append(passes[k], fmt.Sprintf("%.1f", s.DecodeTPS))
+			passes[k] = append(passes[k], fmt.Sprintf("%.1f", s.DecodeBest))
 		}
 		for _, s := range speed.Pooled(fresh) {
 			b, ok := cal.Backends[s.Backend]

@@ -254,7 +254,7 @@ func TestCalibrationMemo(t *testing.T) {
 	st, _ := samplesFor(env, snap)
 	run := func(model string, tps float64, layers int) speed.Sample {
 		return speed.Sample{Schema: speed.SampleSchema, Model: model, Backend: "CPU", Build: "b1", Weights: "random",
-			FullBandwidthMs: 1000 / tps / 2, Bandwidths: map[string]float64{"ram": 20}, Layers: layers, ActiveParams: 1e9, DecodeTPS: tps}
+			FullBandwidthMs: 1000 / tps / 2, Bandwidths: map[string]float64{"ram": 20}, Layers: layers, ActiveParams: 1e9, DecodeTPS: tps, DecodeBest: tps}
 	}
 	if err := st.add(run("a", 50, 20), run("b", 30, 30), run("c", 20, 16)); err != nil {
 		t.Fatal(err)
