@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,7 +130,11 @@ func printMeasured(w io.Writer, m *speed.Measured, est []speed.Result) {
 	say := func(s string) { fmt.Fprintln(w, wrap(s, "  ", "    ", textWidth)) }
 	say(fmt.Sprintf("measured by llama-bench %s in %.0f s: %s", m.Build, m.Seconds, strings.Join(parts, "; ")))
 	if tg := m.Test("tg", 0); tg != nil && len(est) > 0 && est[0].DecodeTPS != nil {
-		say(fmt.Sprintf("the estimate of %.1f tokens/s is %+.0f%% off the measured generation", *est[0].DecodeTPS, (*est[0].DecodeTPS/tg.MeanTPS-1)*100))
+		// A calibration fits the fastest repetition (speed.Pooled), so
+		// that is what the estimate is held to; the mean is said too.
+		best := slices.Max(append([]float64{tg.MeanTPS}, tg.SamplesTPS...))
+		say(fmt.Sprintf("the estimate of %.1f tokens/s is %+.0f%% off the fastest repetition measured (%.1f), %+.0f%% off the mean",
+			*est[0].DecodeTPS, (*est[0].DecodeTPS/best-1)*100, best, (*est[0].DecodeTPS/tg.MeanTPS-1)*100))
 	}
 	say("measured on " + m.Twin)
 	for _, n := range m.Notes {

@@ -67,6 +67,11 @@ func TestBench(t *testing.T) {
 	// The text beside the plan keeps to 100 columns, the twin's long
 	// description and the budget's notes wrapped.
 	_, text, _ := run(t, "plan", "qwen3-0.6b/Q8_0", "--machine", "cpu-32", "--llama-server", llamaServer, "--bench", "--bench-budget", "10m")
+	// The estimate is held to the fastest repetition, which is what a
+	// calibration fits.
+	if !strings.Contains(strings.Join(strings.Fields(text), " "), "off the fastest repetition measured (20.0)") {
+		t.Errorf("plan --bench does not compare the estimate with the fastest repetition:\n%s", text)
+	}
 	for _, line := range strings.Split(text, "\n") {
 		if n := utf8.RuneCountInString(line); n > textWidth && !strings.Contains(line, " \\") {
 			t.Errorf("a line of %d columns:\n%s", n, line)

@@ -137,7 +137,8 @@ type Calibrated struct {
 	// active weight were done, fitted to the prompt figures; 0 without
 	// any.
 	PrefillGFLOPS float64 `json:"prefill_gflops,omitempty"`
-	// Samples and PrefillSamples count the measurements fitted.
+	// Samples counts the llama-bench runs fitted, PrefillSamples the
+	// models with a prompt figure among them (each model's runs pooled).
 	Samples        int `json:"samples"`
 	PrefillSamples int `json:"prefill_samples"`
 	// Models names what was measured.
