@@ -482,7 +482,7 @@ func speedCalibration(rows []catalog.Row, probed bool) string {
 	if rough {
 		s := "? uncalibrated backend, a rough figure with no error bound"
 		if probed {
-			s += "; 'headroom bench' measures this machine in about 90 seconds and calibrates them"
+			s += "; 'headroom bench' measures this machine in a minute or two and calibrates them"
 		}
 		parts = append(parts, s)
 	}
