@@ -81,7 +81,7 @@ fit is off by is said as the range of its errors on each run left out of it.
 Each model is measured in two passes, in order and then in reverse, of --reps
 repetitions each, and the fastest repetition is what is fitted: other work on
 the machine only ever slows a run, so the estimates are this machine's speed
-with nothing else busy. Takes a minute or two on a 2-core CPU (68 s measured); run
+with nothing else busy. Takes a minute or two on a 2-core CPU (67-68 s measured); run
 it with nothing else busy, since other work on the same cores changes the
 figures severalfold.
 
