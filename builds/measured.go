@@ -67,6 +67,7 @@ func Measured() []Build {
 			{Buffers: "CUDA compute", Modeled: true, What: "ggml-cuda's graph_optimize keeps a fused top-k MoE selection (softmax or sigmoid, argsort, get_rows, the weights' normalization) and what it reads alive until the node after it (Rules.CUDATopKDeps), read from the source (ggml_backend_cuda_graph_optimize); no CUDA load of either build is measured"},
 			{Buffers: "Metal compute", Modeled: true, What: "the Metal backend's graph optimizer packs what its fusion table fuses before it reorders and keeps the sources of every run whose ops match a pattern alive until the run ends (Rules.MetalFusion); checked with the Metal backend's own optimizer run on a CPU llama-server's splits (conformance/metalemu), not on a Metal device"},
 			{Buffers: "compute", Modeled: true, What: "the scheduler no longer starts a split when one holds 30 inputs (Rules.SplitInputsGrow), and the gated delta net's L2 norms are an RMS norm and a scale (Rules.GDNNormAsRMS; Qwen3-Next's graph 5059 -> 5131 nodes)"},
+			{Buffers: "serving", Modeled: true, What: "llama-server erases a slot's older context checkpoints within -cms of another only once it holds -ctxcp of them (Rules.CheckpointsToCap, PR #28302), so a conversation keeps up to 32 per slot by default; read from the source (server-context.cpp create_checkpoint), the prompt cache's code unchanged; no serving workload of this build is measured"},
 		},
 	}}
 	for i := range bs {

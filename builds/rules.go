@@ -116,6 +116,13 @@ type Rules struct {
 	// it glm4moe's stayed in the cache. Measured with llama-fit-params on
 	// both sides: GLM-4.5-Air keeps 752 and 736 MiB of KV at 4096 cells.
 	NextNWithoutKV bool `json:"nextn_without_kv"`
+	// CheckpointsToCap: from PR #28302 (merged 2026-09-03) llama-server
+	// erases a slot's context checkpoints of earlier tasks that lie within
+	// -cms of a kept one only once the slot holds -ctxcp of them, so a
+	// conversation keeps up to -ctxcp checkpoints per slot; before it
+	// every new checkpoint erased them, and a slot held the near-end
+	// checkpoints of its task and the spaced ones (plan/serving.go).
+	CheckpointsToCap bool `json:"checkpoints_to_cap"`
 
 	// What follows is not decided by a build's number: the host program
 	// or its flags set it. The zero value is llama-server's of every

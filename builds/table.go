@@ -61,6 +61,8 @@ func changes() []change {
 			Rule: func(r *Rules) *bool { return &r.LoadMode }},
 		{From: 10907, What: "multi-token-prediction layers get no KV cache (PR #28630, b10907)",
 			Rule: func(r *Rules) *bool { return &r.NextNWithoutKV }},
+		{From: 10810, Until: 11147, What: "llama-server keeps up to -ctxcp context checkpoints per slot, erasing those within -cms of another only when that many are held (PR #28302, merged 2026-09-03, between v0.4.0, b10809, and v0.5.0, b11146; its build number is not known)",
+			Rule: func(r *Rules) *bool { return &r.CheckpointsToCap }},
 	}
 }
 

@@ -22,6 +22,7 @@ func TestMeasuredBuildRules(t *testing.T) {
 	}
 	want := old
 	want.NextNWithoutKV, want.LoadMode, want.VulkanFusion, want.SplitInputsGrow, want.GDNNormAsRMS, want.CUDATopKDeps, want.MetalFusion = true, true, true, true, true, true, true
+	want.CheckpointsToCap = true
 	if de != want {
 		t.Errorf("de3ff81: %+v, want %+v", de, want)
 	}
@@ -64,8 +65,8 @@ func TestEveryRuleHasItsRow(t *testing.T) {
 			t.Errorf("Rules.%s has no row in the table", f.Name)
 		}
 	}
-	if len(rows) != 18 {
-		t.Errorf("%d rules in the table, want 18", len(rows))
+	if len(rows) != 19 {
+		t.Errorf("%d rules in the table, want 19", len(rows))
 	}
 }
 
@@ -76,10 +77,10 @@ func TestRuledBounds(t *testing.T) {
 	if !br.Rules.VulkanFusion || !strings.Contains(strings.Join(br.Uncertain, " "), "Vulkan") {
 		t.Errorf("b10850: %+v", br)
 	}
-	if br := Ruled(10900); len(br.Uncertain) != 2 || !strings.Contains(br.Uncertain[0], "top-k") || !strings.Contains(br.Uncertain[1], "Metal") {
-		t.Errorf("b10900 should be uncertain only about the CUDA and Metal changes: %q", br.Uncertain)
+	if br := Ruled(10900); len(br.Uncertain) != 3 || !strings.Contains(br.Uncertain[0], "top-k") || !strings.Contains(br.Uncertain[1], "Metal") || !strings.Contains(br.Uncertain[2], "checkpoints") {
+		t.Errorf("b10900 should be uncertain only about the CUDA, Metal and checkpoint changes: %q", br.Uncertain)
 	}
-	if br := Ruled(6699); len(br.Uncertain) != 0 || br.Outside != "" || len(br.Predates) != 12 {
+	if br := Ruled(6699); len(br.Uncertain) != 0 || br.Outside != "" || len(br.Predates) != 13 {
 		t.Errorf("b6699: %d predated, %+v", len(br.Predates), br)
 	}
 	if br := Ruled(Newest().Number + 1); !strings.Contains(br.Outside, "newer than b11146 (v0.5.0)") || br.Rules != Default() {

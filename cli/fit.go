@@ -292,15 +292,18 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 	}
 	if len(a.Domains) > 0 {
 		fmt.Fprintln(w)
-		t := &table{right: []bool{false, false, true, true, true, true, true, true, true}}
-		t.row("domain", "views", "model", "context", "compute", "aux", "required", "available", "margin")
+		t := &table{right: []bool{false, false, true, true, true, true, true, true, true, true}}
+		t.row("domain", "views", "model", "context", "compute", "aux", "serving", "required", "available", "margin")
 		for _, d := range a.Domains {
 			t.row(term.Text(d.ID), term.Text(strings.Join(d.Views, ",")), m2(d.Model), m2(d.Context),
-				m2(d.Compute), m2(d.Auxiliary), m2(d.Required), m2(d.Available), m2(d.Margin))
+				m2(d.Compute), m2(d.Auxiliary), m2(d.Serving), m2(d.Required), m2(d.Available), m2(d.Margin))
 		}
 		fmt.Fprint(w, t)
 	}
-	printBuffers(w, a.Buffers)
+	// The buffers llama.cpp allocates at load, then what llama-server
+	// holds past the load while it serves, in one table: the kinds
+	// (prompt_cache, checkpoints, process) tell them apart.
+	printBuffers(w, append(append([]plan.Buffer{}, a.Buffers...), a.Serving...))
 	if len(a.Fixes) > 0 {
 		fmt.Fprintln(w, "\nwhat would fit:")
 		for _, f := range a.Fixes {

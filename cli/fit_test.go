@@ -28,6 +28,7 @@ type fitOut struct {
 		Context   int64    `json:"context"`
 		Compute   int64    `json:"compute"`
 		Auxiliary int64    `json:"auxiliary"`
+		Serving   int64    `json:"serving"`
 		Required  int64    `json:"required"`
 		Available int64    `json:"available"`
 		Margin    int64    `json:"margin"`
@@ -39,6 +40,10 @@ type fitOut struct {
 		Bytes      int64  `json:"bytes"`
 		Resident   int64  `json:"resident_bytes"`
 	} `json:"buffers"`
+	Serving []struct {
+		Kind  string `json:"kind"`
+		Bytes int64  `json:"bytes"`
+	} `json:"serving"`
 	Fixes []struct {
 		Flags []string `json:"flags"`
 		Says  string   `json:"says"`
@@ -93,7 +98,10 @@ func TestFitContract(t *testing.T) {
 		}
 	}
 	d := f.Domains[0]
-	if d.Required != total || d.Model+d.Context+d.Compute+d.Auxiliary != d.Required || d.Margin != d.Available-d.Required {
+	for _, b := range f.Serving {
+		total += b.Bytes
+	}
+	if d.Required != total || d.Model+d.Context+d.Compute+d.Auxiliary+d.Serving != d.Required || d.Margin != d.Available-d.Required {
 		t.Errorf("domain %+v does not add up to buffers totalling %d", d, total)
 	}
 	if d.Context != 88<<20 {
@@ -241,7 +249,7 @@ func TestPlanCommand(t *testing.T) {
 
 	// What the user sets is kept; the rest is searched.
 	code, out, errs = run(t, "plan", "--quiet", "--machine", "rtx-4090", "--print-args", "-ngl", "20", "-c", "8192", "-ctk", "q8_0", path)
-	if code != 0 || strings.TrimSpace(out) != "-c 8192 -np 2 -ngl 20 --fit off -ctk q8_0" {
+	if code != 0 || strings.TrimSpace(out) != "-c 8192 -np 2 -ngl 20 --fit off -ctk q8_0 -cram 785" {
 		t.Errorf("fixed settings: exit %d, %q %s", code, out, errs)
 	}
 	if code, _, errs := run(t, "plan", "--quiet", "-c", "-5", path); code != 2 || !strings.Contains(errs, "-c, --ctx-size -5: want 0") {

@@ -138,6 +138,9 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	if err := serverOnly(opts.Base.Program, *verify, *bench); err != nil {
 		return err
 	}
+	if err := servingFor(fs, opts.Base.Program, &opts); err != nil {
+		return err
+	}
 	if pr := opts.Base.Program; !pr.IsServer() {
 		if *routerPreset != "" {
 			return usagef("--router-preset writes llama-server's presets; --program %s has none", pr)

@@ -145,6 +145,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 	ot := overrideFlags(fs)
 	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers (a library context's default: --swa-full=false turns it off)")
 	program := programFlag(fs)
+	serving := servingFlags(fs)
 	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
 	for _, names := range [][]string{{"sm", "split-mode"}, {"fitt", "fit-target"}} {
 		fs.Var(refused{"-" + names[0]}, names[0], "not modeled yet (refused rather than ignored)")
@@ -203,6 +204,15 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 			return p, usagef("-b, --batch-size %d: want 1 or more", p.Batch)
 		case p.UBatch <= 0:
 			return p, usagef("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
+		}
+		sv, _, err := serving()
+		if err != nil {
+			return p, err
+		}
+		if pr == plan.ProgramServer || pr == plan.ProgramCLI {
+			p.Serving = &sv
+		} else if fs.isSet(servingNames...) {
+			return p, usagef("--program %s: %s keeps no prompt cache or context checkpoints (-cram, -ctxcp, -cms are llama-server's and llama-cli's)", pr, pr)
 		}
 		if err := p.Check(); err != nil {
 			return p, usagef("--program %s: %v", pr, err)

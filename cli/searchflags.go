@@ -45,6 +45,7 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 	fs.StringVar(&opts.Fixed.CacheV, "ctv", "", "keep this V cache type (a quantized V turns flash attention on)")
 	fs.alias("ctv", "cache-type-v")
 	ot := overrideFlags(fs)
+	serving := servingFlags(fs)
 	fs.BoolVar(&opts.Base.Mlock, "mlock", false, "lock the weights in RAM: none of them is reclaimable, and RLIMIT_MEMLOCK is checked (from llama.cpp's PR #26135, about b10115: loaded into host buffers, not mapped)")
 	fs.BoolVar(&opts.Headless, "headless", false, "plan as if the desktop session were stopped: the GPU memory it holds counts as free")
 	return func() (plan.SearchOptions, error) {
@@ -72,6 +73,14 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 			if c.v != "" && !slices.Contains(engine.CacheTypes(), c.v) {
 				return opts, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
 			}
+		}
+		sv, cramSet, err := serving()
+		if err != nil {
+			return opts, err
+		}
+		opts.Base.Serving = &sv
+		if cramSet {
+			opts.Fixed.CacheRAM = &sv.CacheRAM
 		}
 		opts.Base.Overrides = append([]plan.Override{}, *ot...)
 		opts.FitTarget = *target << 20

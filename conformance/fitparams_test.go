@@ -87,7 +87,11 @@ func TestLlamaFitParams(t *testing.T) {
 	b.WriteString("that were repacked, which are read once at load (docs/residency.md). On llvmpipe the fit\n")
 	b.WriteString("aborts inside llama.cpp (`pre-allocated tensor (cache_k_l0) in a buffer (Vulkan0) that cannot\n")
 	b.WriteString("run the operation`) whenever one KV tensor would exceed the device's 128 MiB binding limit;\n")
-	b.WriteString("headroom counts such a tensor as a max_alloc breach, so its plans stay within the limit.\n\n")
+	b.WriteString("headroom counts such a tensor as a max_alloc breach, so its plans stay within the limit.\n")
+	b.WriteString("The fit also leaves out what llama-server keeps while it serves, its 8 GiB prompt cache\n")
+	b.WriteString("above all (docs/serving.md): where the fit fills RAM with context, the verdict on its flags\n")
+	b.WriteString("says the server does not fit while serving. headroom's plan sizes the context by need on\n")
+	b.WriteString("system memory and gives the prompt cache a bound (-cram) that fits beside it.\n\n")
 	b.WriteString("| model | slots | build | llama-fit-params | headroom plan | headroom's verdict on the fit's flags |\n|---|---:|---|---|---|---|\n")
 	for _, r := range rec.Runs {
 		m := synthModel(t, r.Shape, r.Quant)

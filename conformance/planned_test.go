@@ -150,7 +150,9 @@ func TestPlannedCases(t *testing.T) {
 			t.Errorf("planned case %s (%v) has no golden file: run conformance/regen.sh --missing", id, pc.Flags)
 			continue
 		}
-		if !reflect.DeepEqual(c.Inputs.Command, pc.Flags) {
+		// The serving flags (-cram, -ctxcp, -cms) change nothing the
+		// load allocates; the loads were measured without them.
+		if !reflect.DeepEqual(c.Inputs.Command, loadFlags(pc.Flags)) {
 			t.Errorf("%s: llama-server ran with %q, the plan emits %q", id, c.Inputs.Command, pc.Flags)
 		}
 		// What the engine put on the device, against what the plan
@@ -190,4 +192,22 @@ func plannedID(c plannedCase) string {
 		id += ".k" + c.CacheK + "v" + c.CacheV
 	}
 	return id
+}
+
+// loadFlags is a command line without the flags for what llama-server
+// keeps past the load, which change none of the buffers a load golden
+// records.
+func loadFlags(flags []string) []string {
+	var out []string
+	for i := 0; i < len(flags); i++ {
+		switch flags[i] {
+		case "-cram", "-ctxcp", "-cms":
+			i++
+			continue
+		case "--no-cache-idle-slots":
+			continue
+		}
+		out = append(out, flags[i])
+	}
+	return out
 }

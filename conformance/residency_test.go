@@ -106,7 +106,13 @@ func TestResidency(t *testing.T) {
 			t.Errorf("%s: headroom now says %d resident, %d anonymous; the runs were placed around %d and %d (rerun harness/residency.mjs)",
 				name, resident, anonymous, r.Headroom.Resident, r.Headroom.Anonymous)
 		}
-		fits := a.Verdict == plan.Fits
+		// The load's verdict: what serving adds past it (the prompt
+		// cache, checkpoints, the process; docs/serving.md) is not what
+		// one completion under a limit measures.
+		fits := true
+		for _, d := range a.Load {
+			fits = fits && d.Margin >= 0
+		}
 		if fits && !r.Answered {
 			t.Errorf("%s: headroom says it fits in %d MiB, llama-server did not answer: %s", name, r.Limit>>20, r.Error)
 		}
@@ -153,8 +159,9 @@ func writeResidencyHead(b *strings.Builder, rec residencyRecord) {
 	b.WriteString("beside it and outside that total), which equals R wherever the span holds every weight, as in\n")
 	b.WriteString("these files (TestResidency holds them within 1 MiB); A headroom's anonymous buffers\n")
 	b.WriteString("(everything but the mapping); \"span charged\" what counting the whole mapped span beside the\n")
-	b.WriteString("repacked copy would require, as headroom did before. The verdict is headroom's for a machine\n")
-	b.WriteString("whose RAM is the limit. RSS is llama-server's after the completion, anonymous + file-backed.\n\n")
+	b.WriteString("repacked copy would require, as headroom did before. The verdict is headroom's for the load on\n")
+	b.WriteString("a machine whose RAM is the limit (what the server adds while it serves comes after one\n")
+	b.WriteString("completion: docs/serving.md). RSS is llama-server's after the completion, anonymous + file-backed.\n\n")
 	b.WriteString("| model | limit | MiB | R | Host | A | span charged | headroom | loaded | answered | RSS anon + file | OOM kills |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---|---|---|---|---:|\n")
 }

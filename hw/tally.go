@@ -10,6 +10,9 @@ const (
 	ChargeContext   = "context"   // KV cache and recurrent state
 	ChargeCompute   = "compute"   // graph workspace
 	ChargeAuxiliary = "auxiliary" // output buffer, projector, draft, anything else
+	// ChargeServing is what a server holds past its load while it serves
+	// (a prompt cache, context checkpoints, the process itself).
+	ChargeServing = "serving"
 )
 
 // Charge is one allocation the planner expects llama.cpp to make: on a
@@ -35,9 +38,12 @@ type DomainUse struct {
 	Context   int64    `json:"context"`
 	Compute   int64    `json:"compute"`
 	Auxiliary int64    `json:"auxiliary"`
-	Required  int64    `json:"required"`
-	Available int64    `json:"available"`
-	Margin    int64    `json:"margin"` // Available - Required; negative when it does not fit
+	// Serving is what the server grows to past its load (0 for a load
+	// alone); Required counts it.
+	Serving   int64 `json:"serving"`
+	Required  int64 `json:"required"`
+	Available int64 `json:"available"`
+	Margin    int64 `json:"margin"` // Available - Required; negative when it does not fit
 }
 
 // Breach is a device-local limit that a charge breaks even when its domain
@@ -107,9 +113,11 @@ func (s *Snapshot) Tally(charges []Charge) (*Tally, error) {
 			u.Compute += c.Bytes
 		case ChargeAuxiliary:
 			u.Auxiliary += c.Bytes
+		case ChargeServing:
+			u.Serving += c.Bytes
 		default:
-			return nil, fmt.Errorf("hw: charges[%d] (%s): kind is %q, expected %s, %s, %s or %s",
-				i, c.Device, c.Kind, ChargeModel, ChargeContext, ChargeCompute, ChargeAuxiliary)
+			return nil, fmt.Errorf("hw: charges[%d] (%s): kind is %q, expected %s, %s, %s, %s or %s",
+				i, c.Device, c.Kind, ChargeModel, ChargeContext, ChargeCompute, ChargeAuxiliary, ChargeServing)
 		}
 		if dev.MaxAlloc > 0 && c.Largest > dev.MaxAlloc {
 			t.Breaches = append(t.Breaches, Breach{Device: dev.Name, Limit: "max_alloc", Bytes: c.Largest, Allowed: dev.MaxAlloc})
@@ -128,7 +136,7 @@ func (s *Snapshot) Tally(charges []Charge) (*Tally, error) {
 	worst, tightest := -1, -1
 	for i := range t.Domains {
 		u := &t.Domains[i]
-		u.Required = u.Model + u.Context + u.Compute + u.Auxiliary
+		u.Required = u.Model + u.Context + u.Compute + u.Auxiliary + u.Serving
 		u.Margin = u.Available - u.Required
 		if u.Margin < 0 && (worst < 0 || u.Margin < t.Domains[worst].Margin) {
 			worst = i

@@ -134,7 +134,7 @@ func TestTallyErrors(t *testing.T) {
 		err    string
 	}{
 		{Charge{"CUDA3", ChargeModel, 1, 0}, `charges[0]: hw: "CUDA3" is neither a device view nor a buffer type`},
-		{Charge{"CUDA0", "kv", 1, 0}, `kind is "kv", expected model, context, compute or auxiliary`},
+		{Charge{"CUDA0", "kv", 1, 0}, `kind is "kv", expected model, context, compute, auxiliary or serving`},
 		{Charge{"CUDA0", ChargeModel, -1, 0}, "bytes is -1, expected zero or more"},
 	}
 	for _, tc := range tests {
@@ -147,7 +147,7 @@ func TestTallyErrors(t *testing.T) {
 func TestDomainUseJSON(t *testing.T) {
 	// The contract 'headroom fit --json' prints for each domain.
 	b, _ := json.Marshal(DomainUse{ID: "gpu0", Kind: KindDevice, Views: []string{"CUDA0"}})
-	want := `{"id":"gpu0","kind":"device","views":["CUDA0"],"model":0,"context":0,"compute":0,"auxiliary":0,"required":0,"available":0,"margin":0}`
+	want := `{"id":"gpu0","kind":"device","views":["CUDA0"],"model":0,"context":0,"compute":0,"auxiliary":0,"serving":0,"required":0,"available":0,"margin":0}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}

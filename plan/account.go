@@ -80,6 +80,10 @@ type Result struct {
 	// read buffer of that weight's size, one at a time
 	// (llama_model_loader::load_all_data), so the largest such weight.
 	LoadStaging *Buffer `json:"load_staging,omitempty"`
+	// Serving is what llama-server holds past the load, in host memory:
+	// the prompt cache at its bound, the slots' checkpoints and the
+	// process beyond its buffers. llama.cpp logs none of it.
+	Serving []Buffer `json:"serving,omitempty"`
 }
 
 // Account places the model on the CPU and GPUs and lists every buffer.
@@ -144,6 +148,7 @@ func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlac
 		return nil, fmt.Errorf("companion: %w", err)
 	}
 	r.Buffers = append(r.Buffers, extra...)
+	r.Serving = servingBuffers(m, ctx, p, cpu)
 	return r, nil
 }
 

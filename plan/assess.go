@@ -34,6 +34,13 @@ type Assessment struct {
 	// LoadStaging is memory the load holds for a moment beside every
 	// buffer (Result.LoadStaging), counted in the verdict.
 	LoadStaging *Buffer `json:"load_staging,omitempty"`
+	// Serving is what llama-server holds past the load while it serves
+	// (Result.Serving), counted in the verdict.
+	Serving []Buffer `json:"serving,omitempty"`
+	// Load is the domains' breakdown at load, before serving grows them:
+	// the verdict is for the serving peak (Domains), and a profile that
+	// fits at load but not while serving says so.
+	Load []hw.DomainUse `json:"-"`
 	// Warnings are what the verdict does not say: a context beyond the
 	// one the model was trained for.
 	Warnings []string `json:"warnings,omitempty"`
@@ -72,6 +79,14 @@ func (f Fix) Apply(p Profile) (Profile, error) {
 			p.Ctx = n
 		case "-ngl":
 			p.GPULayers = n
+		case "-cram", "-ctxcp":
+			sv, _ := p.ServingOf()
+			if f.Flags[i] == "-cram" {
+				sv.CacheRAM = n
+			} else {
+				sv.Checkpoints = n
+			}
+			p.Serving = &sv
 		default:
 			return p, fmt.Errorf("fix %v: unknown flag %s", f.Flags, f.Flags[i])
 		}
@@ -192,11 +207,19 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 		}
 		charges = append(charges, hw.Charge{Device: b.Device, Kind: kind, Bytes: b.ResidentBytes(), Largest: b.Largest})
 	}
+	load, err := s.Tally(charges)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range r.Serving {
+		charges = append(charges, hw.Charge{Device: b.Device, Kind: hw.ChargeServing, Bytes: b.Bytes})
+	}
 	t, err := s.Tally(charges)
 	if err != nil {
 		return nil, err
 	}
-	a := &Assessment{Domains: t.Domains, Buffers: r.Buffers, Breaches: t.Breaches, Resolved: &r.Context, LoadStaging: r.LoadStaging}
+	a := &Assessment{Domains: t.Domains, Buffers: r.Buffers, Breaches: t.Breaches, Resolved: &r.Context, LoadStaging: r.LoadStaging,
+		Serving: r.Serving, Load: load.Domains}
 	if t.Limiting != "" {
 		lim := t.Limiting
 		a.Limiting = &lim
@@ -207,12 +230,12 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 			use = &t.Domains[i]
 		}
 	}
-	if t.Fits && r.LoadStaging != nil {
+	if load.Fits && r.LoadStaging != nil {
 		// What stays resident fits; the load's read buffer comes on top
 		// of it for a moment.
 		if d, err := s.DomainOf(r.LoadStaging.Device); err == nil {
-			for i := range t.Domains {
-				if u := &t.Domains[i]; u.ID == d.ID && u.Margin < r.LoadStaging.Bytes {
+			for i := range load.Domains {
+				if u := &load.Domains[i]; u.ID == d.ID && u.Margin < r.LoadStaging.Bytes {
 					a.Verdict = DoesNotFit
 					a.Reason = fmt.Sprintf("does not fit while loading: %s keeps %s once loaded, but without mmap the load reads each repacked weight through a buffer of its size (%s for the largest), %s more than %s has",
 						u.ID, mib(u.Required), mib(r.LoadStaging.Bytes), mib(r.LoadStaging.Bytes-u.Margin), mib(u.Available))
@@ -231,6 +254,10 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 		} else {
 			a.Reason = "fits"
 		}
+	case use != nil && use.Margin < 0 && load.Fits && use.Serving > 0:
+		a.Verdict = DoesNotFit
+		a.Reason = fmt.Sprintf("does not fit while serving: %s holds %s once loaded, and llama-server grows by %s while it serves (%s), to %s of %s, short by %s",
+			use.ID, mib(use.Required-use.Serving), mib(use.Serving), servingWords(r.Serving), mib(use.Required), mib(use.Available), mib(-use.Margin))
 	case use != nil && use.Margin < 0:
 		a.Verdict = DoesNotFit
 		a.Reason = fmt.Sprintf("does not fit: %s needs %s but has %s, short by %s", use.ID, mib(use.Required), mib(use.Available), mib(-use.Margin))
@@ -272,6 +299,7 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 		a, err := assessOnce(m, q, s, cpu, gpus)
 		return err == nil && a.Verdict == Fits
 	}
+	out = append(out, servingFixes(p, fitsWith)...)
 	ctx := p.Ctx
 	if ctx == 0 {
 		ctx = m.CtxTrain

@@ -98,6 +98,7 @@ func (p Profile) Args() []string {
 	if p.CPUMoE > 0 {
 		f = append(f, "--n-cpu-moe", strconv.Itoa(p.CPUMoE))
 	}
+	f = append(f, p.Serving.flags()...)
 	return append(f, p.Companions.Flags()...)
 }
 

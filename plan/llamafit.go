@@ -31,6 +31,9 @@ type LlamaFit struct {
 func FitLikeLlamaCpp(m *arch.Model, s *hw.Snapshot, parallel, minCtx int, target int64) LlamaFit {
 	cpu, gpus := Devices(s)
 	base := Defaults()
+	// llama.cpp's fit measures the load alone (common/fit.cpp): no prompt cache,
+	// checkpoints or process.
+	base.loadOnly = true
 	base.Parallel, base.KVUnified = max(parallel, 1), false
 	all := GPULayersAuto
 	if len(gpus) == 0 {

@@ -37,8 +37,10 @@ func TestPlanKeepsWhatLlamaFitKeeps(t *testing.T) {
 	b.WriteString("every layer if they fit; else the context reduced in steps of 256 with every layer on the GPU;\n")
 	b.WriteString("else layers filled back to front at the 4096 minimum, a mixture of experts dense-first with the\n")
 	b.WriteString("routed experts of the first layers in system memory), searching exactly where llama.cpp\n")
-	b.WriteString("interpolates. \"headroom plan\" is `headroom plan --parallel 1`. Both leave 1024 MiB free in every\n")
-	b.WriteString("memory domain. One sequence; f16 cache for the fit, f16 or q8_0 for the plan. The real\n")
+	b.WriteString("interpolates. \"headroom plan\" is `headroom plan --parallel 1` judged as llama.cpp's fit judges:\n")
+	b.WriteString("the load alone (not the prompt cache, checkpoints and process that serving adds, docs/serving.md)\n")
+	b.WriteString("and, on system memory, context filling what is free (no context by need). Both leave 1024 MiB\n")
+	b.WriteString("free in every memory domain. One sequence; f16 cache for the fit, f16 or q8_0 for the plan. The real\n")
 	b.WriteString("llama-fit-params, run on this project's machines beside headroom plan, is in [fit-params.md](fit-params.md).\n\n")
 	b.WriteString("| model | machine | llama.cpp fit: context, GPU layers | headroom plan: context, GPU layers, cache | gain |\n|---|---|---|---|---|\n")
 	better := 0
@@ -52,6 +54,9 @@ func TestPlanKeepsWhatLlamaFitKeeps(t *testing.T) {
 			}
 			o := DefaultSearch()
 			o.Parallel = 1
+			// Judged as llama.cpp's fit judges: the load alone, the
+			// context filling what is free.
+			o.ContextByNeed, o.loadOnly = false, true
 			lf := FitLikeLlamaCpp(m, snap, 1, o.MinCtx, o.FitTarget)
 			p, err := Search(m, snap, o)
 			if err != nil {

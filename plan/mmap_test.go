@@ -118,6 +118,11 @@ func TestFitOffersNoMmap(t *testing.T) {
 	}
 	p := Defaults()
 	p.GPULayers, p.Ctx, p.Parallel = 3, 32768, 1
+	// No prompt cache (-cram 0): its 8 GiB would not fit a 16 GB Mac
+	// whatever the mapping.
+	sv := ServerServing()
+	sv.CacheRAM = 0
+	p.Serving = &sv
 	a, err := Assess(m, nil, p, s)
 	if err != nil {
 		t.Fatal(err)

@@ -60,6 +60,12 @@ type Profile struct {
 	// Companions are the projector and draft loaded beside the model; nil
 	// for none.
 	Companions *Companions `json:"companions,omitempty"`
+	// Serving is what llama-server keeps past the load (-cram, -ctxcp,
+	// -cms); nil is the program's default (ServingOf).
+	Serving *Serving `json:"serving,omitempty"`
+	// loadOnly leaves out what the program keeps past the load
+	// (SearchOptions.loadOnly).
+	loadOnly bool
 	// OutputsMax is llama.cpp's n_outputs_max: the most logit rows one
 	// micro-batch yields, which sizes the compute graph's output rows.
 	// 0 means the Program's rule: llama-server's and llama-cli's

@@ -140,6 +140,10 @@ func (p Profile) Check() error {
 		return fmt.Errorf("%s loads no projector or draft model (--mmproj, -md are llama-server's and llama-cli's)", pr.Words())
 	case pr == ProgramLibrary && p.CPUMoE > 0:
 		return fmt.Errorf("a library context has no --n-cpu-moe: give the experts' placement as -ot (tensor_buft_overrides)")
+	case p.Serving != nil && pr != ProgramServer && pr != ProgramCLI:
+		return fmt.Errorf("%s keeps no prompt cache or context checkpoints (-cram, -ctxcp and -cms are llama-server's and llama-cli's)", pr.Words())
+	case p.Serving != nil:
+		return p.Serving.Check()
 	}
 	return nil
 }

@@ -42,6 +42,13 @@ type SearchOptions struct {
 	Headless bool
 	// Fixed holds what the user set: kept as given and only checked.
 	Fixed Fixed
+	// ContextByNeed caps the balanced goal's context where the model runs
+	// from system memory (ctxByNeed); without it the context fills what
+	// is free, as llama.cpp's fit fills it.
+	ContextByNeed bool
+	// loadOnly judges the load alone, as llama.cpp's fit does, leaving
+	// out what llama-server keeps while it serves (for comparisons).
+	loadOnly bool
 }
 
 // Fixed are settings a user gave the plan (llama-server's -c, -ngl,
@@ -56,9 +63,14 @@ type Fixed struct {
 	// CacheK and CacheV are -ctk and -ctv; "" is searched (f16, or q8_0
 	// where it buys context). Setting one sets the other to f16.
 	CacheK, CacheV string
+	// CacheRAM is -cram, llama-server's prompt cache in MiB; nil is
+	// sized by the plan (promptCache).
+	CacheRAM *int
 }
 
-func (f Fixed) any() bool { return f.Ctx > 0 || f.GPULayers != nil || f.CacheK != "" || f.CacheV != "" }
+func (f Fixed) any() bool {
+	return f.Ctx > 0 || f.GPULayers != nil || f.CacheK != "" || f.CacheV != "" || f.CacheRAM != nil
+}
 
 // flags renders the fixed settings as llama-server arguments.
 func (f Fixed) flags() string {
@@ -75,12 +87,15 @@ func (f Fixed) flags() string {
 	if f.CacheV != "" {
 		out = append(out, "-ctv", f.CacheV)
 	}
+	if f.CacheRAM != nil {
+		out = append(out, "-cram", strconv.Itoa(*f.CacheRAM))
+	}
 	return argsString(out)
 }
 
 // DefaultSearch is a balanced plan for two conversations.
 func DefaultSearch() SearchOptions {
-	return SearchOptions{Goal: GoalBalanced, Parallel: 2, MinCtx: 4096, FitTarget: 1024 << 20, AllowQ8: true, Base: Defaults()}
+	return SearchOptions{Goal: GoalBalanced, Parallel: 2, MinCtx: 4096, FitTarget: 1024 << 20, AllowQ8: true, Base: Defaults(), ContextByNeed: true}
 }
 
 // Candidate is one profile the search considered.
@@ -183,6 +198,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
+	o = searchServing(o)
 	if o.MinCtx <= 0 {
 		o.MinCtx = 4096
 	}
@@ -207,6 +223,14 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		ceiling = 131072
 	}
 	minCtx := min(o.MinCtx, ceiling)
+	trained := ceiling
+	// On system memory the balanced goal sizes context to what it is
+	// worth rather than to all that is free.
+	if o.ContextByNeed && (len(gpus) == 0 || unified) && o.Goal == GoalBalanced && o.Fixed.Ctx == 0 {
+		if need := ctxByNeed(m, o.Parallel, minCtx); need > 0 && need < ceiling {
+			ceiling = need
+		}
+	}
 
 	caches := []cacheChoice{{k: "f16", v: "f16"}}
 	if o.AllowQ8 {
@@ -249,6 +273,11 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	for _, f := range found {
 		out = append(out, f...)
 	}
+	for i := range out {
+		c := &out[i]
+		promptCache(m, s, o, cpu, c)
+		c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
+	}
 	p := &Plan{Candidates: out}
 	if len(out) == 0 {
 		if fx.any() {
@@ -270,7 +299,13 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			p.RunnerUp = &out[i]
 		}
 	}
-	p.Explain = explain(p, m, o, ceiling, len(gpus) > 0, unified, mapWaste)
+	p.Explain = explain(p, m, o, trained, len(gpus) > 0, unified, mapWaste)
+	if ceiling < trained && p.Chosen.CtxPerSlot == ceiling {
+		p.Explain = append(p.Explain, fmt.Sprintf("context by need: the model runs from system memory, so each slot gets %d cells, as much as makes the caches as large as the weights (at least --min-ctx), not all that is free: the load stays quick and the rest stays with the system, other models and the prompt cache; --goal context or -c gives more", ceiling))
+	}
+	if line := servingLine(p.Chosen, o.Fixed.CacheRAM != nil); line != "" {
+		p.Explain = append(p.Explain, line)
+	}
 	return p, nil
 }
 

@@ -49,7 +49,7 @@ type fitJSON struct {
 }
 
 func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa", "ts", "ncmoe", "program")
+	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa", "ts", "ncmoe", "program", "cram", "ctxcp", "cms")
 	if err != nil {
 		return err
 	}
@@ -119,6 +119,16 @@ func fitProfile(q *query) (string, plan.Profile, error) {
 		}
 		p.TensorSplit = split
 	}
+	if sv, ok := p.ServingOf(); ok {
+		// What llama-server keeps past the load, llama-server's
+		// defaults where not given.
+		sv.CacheRAM = q.intIn("cram", sv.CacheRAM, -1, 1<<24)
+		sv.Checkpoints = q.intIn("ctxcp", sv.Checkpoints, 0, 1<<16)
+		sv.CheckpointMinStep = q.intIn("cms", sv.CheckpointMinStep, 0, maxCtx)
+		p.Serving = &sv
+	} else if _, given := q.v["cram"]; given && q.err == nil {
+		q.fail("cram: %s keeps no prompt cache", p.Program)
+	}
 	if err := p.Check(); err != nil && q.err == nil {
 		q.fail("program %s: %v", p.Program, err)
 	}
@@ -153,7 +163,7 @@ type planJSON struct {
 }
 
 func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "model", "machine", "parallel", "min_ctx", "goal", "headless", "program")
+	q, err := parseQuery(r, "model", "machine", "parallel", "min_ctx", "goal", "headless", "program", "cram")
 	if err != nil {
 		return err
 	}
@@ -171,6 +181,13 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	o.MinCtx = q.intIn("min_ctx", o.MinCtx, 256, maxCtx)
 	o.Goal = q.oneOf("goal", plan.GoalBalanced, plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext)
 	o.Headless = q.flag("headless")
+	if _, given := q.v["cram"]; given {
+		if _, serves := o.Base.ServingOf(); !serves && q.err == nil {
+			q.fail("cram: %s keeps no prompt cache", o.Base.Program)
+		}
+		n := q.intIn("cram", 0, -1, 1<<24)
+		o.Fixed.CacheRAM = &n
+	}
 	if q.err != nil {
 		return q.err
 	}

@@ -16,10 +16,22 @@ func Closest(word string, candidates []string) string {
 	if w == "" {
 		return ""
 	}
+	// A word that begins a candidate is that candidate cut short; where
+	// several begin with it, one where it is a whole word ("ctx" of
+	// "ctx-size") before one where it is not ("ctxcp"), and the shortest.
+	prefix, whole := "", false
 	for _, c := range candidates {
-		if lc := strings.ToLower(c); len(w) >= 3 && strings.HasPrefix(lc, w) && lc != w {
-			return c
+		lc := strings.ToLower(c)
+		if len(w) < 3 || !strings.HasPrefix(lc, w) || lc == w {
+			continue
 		}
+		w2 := lc[len(w)] == '-' || lc[len(w)] == '_'
+		if prefix == "" || w2 && !whole || w2 == whole && len(c) < len(prefix) {
+			prefix, whole = c, w2
+		}
+	}
+	if prefix != "" {
+		return prefix
 	}
 	best, bestD := "", max(1, len([]rune(w))/3)+1
 	for _, c := range candidates {

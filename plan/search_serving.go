@@ -1,0 +1,168 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan/graph"
+)
+
+// searchServing gives the search's base profile what llama-server keeps
+// past the load: the checkpoints and process as they will be, and the
+// prompt cache as the user fixed it or, while the search places layers
+// and context, none: the cache then takes what they leave, up to what it
+// is worth (promptCache).
+func searchServing(o SearchOptions) SearchOptions {
+	if o.loadOnly {
+		o.Base.loadOnly = true
+		return o
+	}
+	sv, ok := o.Base.ServingOf()
+	if !ok {
+		return o
+	}
+	sv.CacheRAM = 0
+	if o.Fixed.CacheRAM != nil {
+		sv.CacheRAM = *o.Fixed.CacheRAM
+	}
+	o.Base.Serving = &sv
+	return o
+}
+
+// ctxByNeed is the most cells per slot the balanced goal gives a model
+// that runs from system memory (no GPU, or one pool shared with the GPU):
+// as much context as makes the caches of all slots (f16) as large as the
+// weights, at least minCtx. A load then costs at most about as long again
+// as reading the weights (llama.cpp clears the whole cache at load: a
+// 0.6B model took 2.4 s to answer /health at 1024 cells per slot, 4.0 s
+// at 4096 and 8.4 s at 8192 on a 2-core VM), and the rest of the memory
+// stays with the OS, other models and the prompt cache. 0 means no cap:
+// the caches do not grow with context (recurrent layers only).
+func ctxByNeed(m *arch.Model, slots, minCtx int) int {
+	c := graph.Context{TypeK: gguf.TypeF16, TypeV: gguf.TypeF16}
+	st := seqStateOf(m, c, Defaults())
+	if st.perToken == 0 {
+		return 0
+	}
+	var weights int64
+	for _, t := range m.Tensors {
+		if !t.Unused {
+			weights += int64(t.Size)
+		}
+	}
+	perSlot := weights / int64(max(slots, 1))
+	fixed := st.fixed + int64(st.window+512)*st.swaPerToken
+	n := int((perSlot - fixed) / st.perToken / 256 * 256)
+	return max(n, minCtx)
+}
+
+// promptCacheTarget is the prompt cache a plan gives llama-server when
+// memory allows: room for each slot's whole context (a conversation of
+// every slot's full length resumes without being computed again, or many
+// shorter ones), at most llama-server's own default.
+func promptCacheTarget(m *arch.Model, c graph.Context, p Profile) int {
+	sv, ok := p.ServingOf()
+	if !ok {
+		return 0
+	}
+	st := seqStateOf(m, c, p)
+	entry := st.full(c.NCtxSeq)
+	if needsCheckpoints(m, p.SWAFull) && sv.Checkpoints > 0 {
+		entry += int64(checkpointsPerSlot(sv, c.NCtxSeq, p.rules().CheckpointsToCap)) * st.partial(c.NCtxSeq)
+	}
+	mib := int((int64(max(c.NSeq, 1))*entry + 1<<20 - 1) >> 20)
+	return min(mib, ServerServing().CacheRAM)
+}
+
+// promptCache gives a candidate found with no prompt cache the largest
+// one up to promptCacheTarget that keeps the fit target, and judges it
+// again; a cache the user fixed is kept as it is.
+func promptCache(m *arch.Model, s *hw.Snapshot, o SearchOptions, cpu Device, c *Candidate) {
+	sv, ok := c.Profile.ServingOf()
+	if !ok || o.Fixed.CacheRAM != nil || c.Result == nil || c.Result.Resolved == nil {
+		return
+	}
+	a := c.Result
+	ctx := *a.Resolved
+	judge := func(mib int) (*Assessment, bool) {
+		q := c.Profile
+		v := sv
+		v.CacheRAM = mib
+		q.Serving = &v
+		r := &Result{Context: ctx, Buffers: a.Buffers, LoadStaging: a.LoadStaging, Serving: servingBuffers(m, ctx, q, cpu)}
+		b, err := r.Against(s)
+		return b, err == nil && b.Verdict == Fits && b.LeastMargin() >= o.FitTarget
+	}
+	target := promptCacheTarget(m, ctx, c.Profile)
+	best, ok := judge(target)
+	n := target
+	if !ok {
+		lo, hi := 0, target-1
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if _, ok := judge(mid); ok {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		n = lo
+		best, ok = judge(n)
+		if !ok {
+			return
+		}
+	}
+	sv.CacheRAM = n
+	c.Profile.Serving = &sv
+	c.Result, c.MinMargin = best, best.LeastMargin()
+}
+
+// servingLine says how the plan splits the host memory: context, prompt
+// cache, checkpoints and what stays free.
+func servingLine(c *Candidate, fixed bool) string {
+	a := c.Result
+	if a == nil {
+		return ""
+	}
+	sv, ok := c.Profile.ServingOf()
+	if !ok {
+		return ""
+	}
+	var kv, cache, ckpt int64
+	for _, b := range a.Buffers {
+		if b.Kind == KindKV || b.Kind == KindRS {
+			kv += b.Bytes
+		}
+	}
+	for _, b := range a.Serving {
+		switch b.Kind {
+		case KindPromptCache:
+			cache += b.Bytes
+		case KindCheckpoints:
+			ckpt += b.Bytes
+		}
+	}
+	spare := int64(-1)
+	for _, d := range a.Domains {
+		if d.Serving > 0 {
+			spare = d.Margin
+		}
+	}
+	why := "room for every slot's whole context, as much as fits up to llama-server's 8192 MiB"
+	switch {
+	case fixed:
+		why = "as given"
+	case sv.CacheRAM == 0:
+		why = "none fits beside the context"
+	}
+	line := fmt.Sprintf("memory while serving: context %d MiB, prompt cache -cram %d (%s)", kv>>20, sv.CacheRAM, why)
+	if ckpt > 0 {
+		line += fmt.Sprintf(", context checkpoints %d MiB", ckpt>>20)
+	}
+	if spare >= 0 {
+		line += fmt.Sprintf(", %d MiB of system memory spare", spare>>20)
+	}
+	return line
+}
