@@ -13,8 +13,8 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/builds"
-	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/conformance"
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/synth"
 )
