@@ -171,3 +171,37 @@ func TestLiveServeCheckBigMoE(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveServeCheckServing is serve --check --check-serving with the
+// real llama-server: the plan's own -cram, then distinct prompts until the
+// prompt cache and checkpoints stop growing, llama-server's peak resident
+// memory held to the plan's figure for RAM. A dense model and a hybrid
+// one (LFM2: checkpoints of its convolution state).
+func TestLiveServeCheckServing(t *testing.T) {
+	bin := liveEngine(t)
+	models := t.TempDir()
+	for _, tc := range []struct {
+		shape string
+		flags []string
+	}{
+		{"qwen3-0.6b", []string{"-c", "4096", "-np", "1"}},
+		{"lfm2-350m", []string{"-c", "8192", "-np", "2", "-cram", "96"}},
+	} {
+		path := writeLayers(t, models, tc.shape, 0, synth.Q8_0)
+		t.Run(tc.shape, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			env := liveEnv(t, &out, &errOut)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			args := append([]string{"serve", path, "--check", "--check-serving", "--check-prompt-tokens", "300", "--llama-server", bin}, tc.flags...)
+			code := Main(ctx, args, env)
+			t.Logf("%v: exit %d\n%s", args[1:], code, out.String())
+			if code != 0 || !strings.Contains(out.String(), "check passed") || !strings.Contains(out.String(), "): within") {
+				t.Fatalf("serve --check --check-serving failed (exit %d):\n%s\n%s", code, out.String(), errOut.String())
+			}
+			if !strings.Contains(out.String(), "prompt_cache") {
+				t.Errorf("no prompt cache counted:\n%s", out.String())
+			}
+		})
+	}
+}

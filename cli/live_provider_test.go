@@ -71,6 +71,11 @@ func (s *syncBuffer) String() string {
 func providerOpts() plan.SearchOptions {
 	o := plan.DefaultSearch()
 	o.Parallel, o.Fixed.Ctx = 1, 2048
+	// A fixed prompt cache: sized by the plan it would shrink as the
+	// machine fills, and the machine sized for two loads would then
+	// take a third.
+	cram := 64
+	o.Fixed.CacheRAM = &cram
 	return o
 }
 

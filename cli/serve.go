@@ -44,7 +44,10 @@ llama.cpp logged beside the planned one, stops llama-server and exits 0
 only if it was ready and every buffer is within the accounting bounds
 (model, KV, recurrent state and output exactly as printed; compute within
 5% or 16 MiB and never more than 2% under). Run it to trust a plan on your
-own machine and llama.cpp build.
+own machine and llama.cpp build. --check-serving then sends distinct
+prompts, as many at once as there are slots, until the prompt cache and
+the context checkpoints stop growing, and holds llama-server's peak
+resident memory to what the plan counts for RAM (docs/serving.md).
 
 llama-server is looked up on PATH unless --llama-server names it; the
 devices it reports (--list-devices) are the ones planned for.
@@ -70,6 +73,9 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	verify := fs.Bool("verify", true, "before anything is downloaded, ask llama.cpp itself: llama-fit-params beside llama-server projects the planned load without allocating (on a sparse twin of a Hub model's header) and is compared with the plan; --verify=false skips it")
 	check := fs.Bool("check", false, "load, compare every logged buffer with the plan, stop; exit 0 only if all are within bounds")
+	checkServing := fs.Bool("check-serving", false, "with --check: then send distinct prompts until the prompt cache and checkpoints stop growing, and hold llama-server's peak resident memory to the plan's host figure")
+	checkServingTime := fs.Duration("check-serving-time", 15*time.Minute, "how long the serving check may run")
+	checkTokens := fs.Int("check-prompt-tokens", 2048, "the serving check's prompt length in tokens (at most a slot's context less 16)")
 	var remotes []string
 	fs.Func("rpc", "spread the model over hosts running rpc-server: `HOST:PORT[,HOST:PORT...]` (each asked for its devices over the RPC protocol; HOST:PORT=FILE takes the host's 'headroom hw --json' instead); repeatable, in --rpc order", func(v string) error {
 		remotes = append(remotes, strings.Split(v, ",")...)
@@ -81,6 +87,12 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	if *port < 0 || *port > 65535 {
 		return usagef("--port must be 0 to 65535, not %d", *port)
+	}
+	if *checkServing && !*check {
+		return usagef("--check-serving is a part of --check: give both")
+	}
+	if *checkTokens < 16 {
+		return usagef("--check-prompt-tokens %d: want 16 or more", *checkTokens)
 	}
 	if *check && !fs.isSet("port") {
 		*port = 0 // a check serves nobody: any free port
@@ -145,15 +157,26 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "  recorded in %s\n", run.Recorded)
 	}
 	if *check {
-		return finishCheck(ctx, env, d, run)
+		return finishCheck(ctx, env, d, run, servingCheckOptions{on: *checkServing, limit: *checkServingTime, tokens: *checkTokens})
 	}
 	return serveUntilDone(ctx, d, run)
 }
 
 // finishCheck ends 'serve --check': the reconciliation printed, the server
 // stopped, and an error unless every buffer was within bounds.
-func finishCheck(ctx context.Context, env Env, d *launch.Deps, run *launch.Running) error {
+func finishCheck(ctx context.Context, env Env, d *launch.Deps, run *launch.Running, sc servingCheckOptions) error {
 	writeReconciliation(env.Stdout, run.Reconciliation)
+	servingOK := true
+	if sc.on && run.Reconciliation.OK() {
+		lines, ok, err := servingCheck(ctx, d, run, sc)
+		for _, l := range lines {
+			fmt.Fprintln(env.Stdout, l)
+		}
+		if err != nil {
+			fmt.Fprintln(env.Stdout, err)
+		}
+		servingOK = ok && err == nil
+	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	say(d, "stopping", "check done; stopping llama-server")
@@ -162,6 +185,9 @@ func finishCheck(ctx context.Context, env Env, d *launch.Deps, run *launch.Runni
 	}
 	if !run.Reconciliation.OK() {
 		return fmt.Errorf("check failed: %s", run.Reconciliation.Summary())
+	}
+	if !servingOK {
+		return fmt.Errorf("check failed: llama-server grew past the plan while serving")
 	}
 	if run.Reconciliation.Projected {
 		fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer at or under llama.cpp's projection")

@@ -1,14 +1,10 @@
 package conformance
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -18,69 +14,29 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/headroom-llm/headroom/engine/workload"
 )
 
 // Workload is a serving workload: llama-server started on a model with
-// given flags, then sent distinct prompts of token ids (which work with
-// the synthetic vocabularies of synth's files) until what it keeps past
-// the load stops growing, its resident memory sampled all along.
+// given flags, then driven by workload.Workload (distinct prompts of token
+// ids until what it keeps past the load stops growing, its resident
+// memory sampled all along).
 type Workload struct {
+	workload.Workload
 	// Server is the llama-server binary.
 	Server string `json:"-"`
 	// Model is the GGUF file.
 	Model string `json:"-"`
 	// Args are llama-server's flags besides -m, --host and --port.
 	Args []string `json:"args"`
-	// Tokens is each prompt's length.
-	Tokens int `json:"tokens"`
-	// MinPrompts and MaxPrompts bound the prompts sent: at least
-	// MinPrompts, then until the peak has not grown by more than
-	// SettleBytes over the last SettleAfter prompts, at most MaxPrompts.
-	MinPrompts  int   `json:"min_prompts"`
-	MaxPrompts  int   `json:"max_prompts"`
-	SettleAfter int   `json:"settle_after"`
-	SettleBytes int64 `json:"settle_bytes"`
-	// Concurrent is how many prompts are in flight at once (one per slot
-	// fills every slot).
-	Concurrent int `json:"concurrent"`
-	// VocabLo and VocabHi bound the token ids drawn, clear of the
-	// special tokens at either end of a vocabulary.
-	VocabLo, VocabHi int `json:"-"`
-	// Seed makes the prompts repeatable.
-	Seed uint64 `json:"seed"`
-	// Progress, if set, hears of each prompt answered.
-	Progress func(n int, rss int64) `json:"-"`
 }
 
 // ServingRun is what a workload measured.
-type ServingRun struct {
-	// LoadRSS is the server's resident memory once it answers /health,
-	// before any prompt.
-	LoadRSS int64 `json:"load_rss"`
-	// PeakRSS is the most resident memory sampled (every 20 ms).
-	PeakRSS int64 `json:"peak_rss"`
-	// PeakAnon is the most anonymous resident memory sampled: RSS less
-	// the file's mapped pages.
-	PeakAnon int64 `json:"peak_anon"`
-	// FinalRSS is the resident memory after the last prompt.
-	FinalRSS int64 `json:"final_rss"`
-	// Prompts is how many prompts were answered.
-	Prompts int `json:"prompts"`
-	// PeakCgroup is the cgroup's memory.peak over the run where the
-	// server ran in one of its own (0 otherwise).
-	PeakCgroup int64 `json:"peak_cgroup,omitempty"`
-	// ReadySeconds is how long the server took from its start to answer
-	// /health.
-	ReadySeconds float64 `json:"ready_seconds"`
-	// Log is the server's log, for the buffer lines.
-	Log string `json:"-"`
-}
+type ServingRun = workload.ServingRun
 
 // Run starts the server, drives the workload and stops the server.
 func (w Workload) Run(ctx context.Context) (*ServingRun, error) {
-	if w.Tokens <= 0 || w.MaxPrompts <= 0 || w.VocabHi <= w.VocabLo {
-		return nil, fmt.Errorf("conformance: workload needs tokens, prompts and a vocabulary range, got %d tokens, %d prompts, ids %d..%d", w.Tokens, w.MaxPrompts, w.VocabLo, w.VocabHi)
-	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -101,79 +57,12 @@ func (w Workload) Run(ctx context.Context) (*ServingRun, error) {
 	if err := waitHealthy(ctx, base, cmd, &logBuf); err != nil {
 		return nil, err
 	}
-	run := &ServingRun{ReadySeconds: time.Since(start).Seconds()}
-	rss, _, err := readRSS(cmd.Process.Pid)
-	if err != nil {
-		return nil, err
+	ready := time.Since(start).Seconds()
+	run, err := w.Workload.Drive(ctx, base, cmd.Process.Pid)
+	if run != nil {
+		run.ReadySeconds, run.Log = ready, logBuf.String()
 	}
-	run.LoadRSS = rss
-	sampler := startSampler(cmd.Process.Pid)
-	err = w.drive(ctx, base, cmd.Process.Pid, run, sampler)
-	run.PeakRSS, run.PeakAnon = sampler.stop()
-	run.Log = logBuf.String()
-	if err != nil {
-		return run, err
-	}
-	run.FinalRSS, _, _ = readRSS(cmd.Process.Pid)
-	return run, nil
-}
-
-// drive sends the prompts, Concurrent at a time, until the peak settles.
-func (w Workload) drive(ctx context.Context, base string, pid int, run *ServingRun, s *sampler) error {
-	rng := rand.New(rand.NewPCG(w.Seed, 0x5e7))
-	conc := max(w.Concurrent, 1)
-	var history []int64
-	for run.Prompts < w.MaxPrompts {
-		prompts := make([][]int, conc)
-		for i := range prompts {
-			p := make([]int, w.Tokens)
-			for j := range p {
-				p[j] = w.VocabLo + rng.IntN(w.VocabHi-w.VocabLo)
-			}
-			prompts[i] = p
-		}
-		errs := make([]error, conc)
-		var wg sync.WaitGroup
-		for i := range prompts {
-			wg.Go(func() { errs[i] = complete(ctx, base, prompts[i]) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-		run.Prompts += conc
-		peak := s.peak()
-		if w.Progress != nil {
-			w.Progress(run.Prompts, peak)
-		}
-		history = append(history, peak)
-		if n := len(history); run.Prompts >= w.MinPrompts && w.SettleAfter > 0 && n > w.SettleAfter &&
-			peak-history[n-1-w.SettleAfter] <= w.SettleBytes {
-			break
-		}
-	}
-	return nil
-}
-
-// complete asks for one token after prompt, keeping the prompt in the
-// cache as a client does by default.
-func complete(ctx context.Context, base string, prompt []int) error {
-	body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": 1, "cache_prompt": true, "temperature": 0})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/completion", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("conformance: /completion: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("conformance: /completion answered %s: %s", resp.Status, bytes.TrimSpace(b))
-	}
-	return nil
+	return run, err
 }
 
 func waitHealthy(ctx context.Context, base string, cmd *exec.Cmd, log *syncBuffer) error {
@@ -224,85 +113,6 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// readRSS reads a process's resident memory, in all and anonymous, from
-// /proc/PID/status (VmRSS, RssAnon).
-func readRSS(pid int) (rss, anon int64, err error) {
-	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(v)
-		if len(fields) == 0 {
-			continue
-		}
-		n, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "VmRSS":
-			rss = n << 10
-		case "RssAnon":
-			anon = n << 10
-		}
-	}
-	if rss == 0 {
-		return 0, 0, fmt.Errorf("conformance: no VmRSS in /proc/%d/status", pid)
-	}
-	return rss, anon, sc.Err()
-}
-
-// sampler reads a process's resident memory every 20 ms and keeps the
-// most seen.
-type sampler struct {
-	mu         sync.Mutex
-	rss, anon  int64
-	done, quit chan struct{}
-}
-
-func startSampler(pid int) *sampler {
-	s := &sampler{done: make(chan struct{}), quit: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if rss, anon, err := readRSS(pid); err == nil {
-				s.mu.Lock()
-				s.rss, s.anon = max(s.rss, rss), max(s.anon, anon)
-				s.mu.Unlock()
-			}
-			select {
-			case <-s.quit:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return s
-}
-
-func (s *sampler) peak() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rss
-}
-
-func (s *sampler) stop() (rss, anon int64) {
-	close(s.quit)
-	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rss, s.anon
 }
 
 func freePort() (int, error) {

@@ -65,9 +65,10 @@ const servingDir = "testdata/serving"
 const servingSlack = 1.3
 
 // servingPeak is headroom's figure for the case's host memory while it
-// serves: every buffer's resident bytes and every serving row, and the
-// load's share of it.
-func servingPeak(t *testing.T, c *conformance.ServingCase) (peak, load int64) {
+// serves, every buffer and every serving row, with the load's share of
+// it and, of it, the mapped file's pages that stay resident (the weights
+// used in place).
+func servingPeak(t *testing.T, c *conformance.ServingCase) (peak, load, mapped int64) {
 	t.Helper()
 	m := servingModel(t, c)
 	p := plan.Defaults()
@@ -99,12 +100,15 @@ func servingPeak(t *testing.T, c *conformance.ServingCase) (peak, load int64) {
 	}
 	for _, b := range r.Buffers {
 		load += b.ResidentBytes()
+		if strings.HasSuffix(b.BufferType, "_Mapped") {
+			mapped += b.ResidentBytes()
+		}
 	}
 	peak = load
 	for _, b := range r.Serving {
 		peak += b.Bytes
 	}
-	return peak, load
+	return peak, load, mapped
 }
 
 func servingModel(t *testing.T, c *conformance.ServingCase) *arch.Model {
@@ -140,13 +144,24 @@ func judgeServing(t *testing.T, c *conformance.ServingCase, run conformance.Serv
 // judgeServingRow is judgeServing with the case's row of docs/serving.md.
 func judgeServingRow(t *testing.T, c *conformance.ServingCase, run conformance.ServingRun) (string, string) {
 	t.Helper()
-	peak, load := servingPeak(t, c)
-	ratio := float64(peak) / float64(run.PeakRSS)
-	row := fmt.Sprintf("| %s | `%s` | %d x %d | %.0f | %.0f | %.0f | %.0f | %.3f |", c.ID, strings.Join(c.Args(), " "), run.Prompts, c.Workload.Tokens,
-		mibf(run.LoadRSS), mibf(run.PeakRSS), mibf(load), mibf(peak), ratio)
-	line := fmt.Sprintf("%s: measured load %.1f peak %.1f MiB (+%.1f over %d prompts); headroom load %.1f serving peak %.1f MiB (x%.3f)",
-		c.ID, mibf(run.LoadRSS), mibf(run.PeakRSS), mibf(run.PeakRSS-run.LoadRSS), run.Prompts, mibf(load), mibf(peak), ratio)
-	if peak < run.PeakRSS || ratio > servingSlack {
+	peak, load, mapped := servingPeak(t, c)
+	// The measured side: the anonymous memory at its peak and the mapped
+	// file's pages as headroom counts them. The resident set also holds
+	// the pages of weights that were repacked, read once at load: page
+	// cache the kernel takes back, which headroom rightly leaves out
+	// (docs/residency.md holds that part against cgroup limits), and
+	// nothing that grows while serving is file-backed.
+	measured := run.PeakAnon + mapped
+	ratio := float64(peak) / float64(measured)
+	turns := ""
+	if c.Workload.Turns > 1 {
+		turns = fmt.Sprintf(", %d turns", c.Workload.Turns)
+	}
+	row := fmt.Sprintf("| %s | `%s` | %d x %d%s | %.0f | %.0f | %.0f | %.0f | %.0f | %.3f |", c.ID, strings.Join(c.Args(), " "), run.Prompts, c.Workload.Tokens, turns,
+		mibf(run.PeakRSS), mibf(run.PeakAnon), mibf(measured), mibf(load), mibf(peak), ratio)
+	line := fmt.Sprintf("%s: RSS %.1f at load, %.1f at peak, %.1f anonymous; with the mapped weights used in place %.1f MiB (%d prompts); headroom's load %.1f, serving peak %.1f MiB (x%.3f)",
+		c.ID, mibf(run.LoadRSS), mibf(run.PeakRSS), mibf(run.PeakAnon), mibf(measured), run.Prompts, mibf(load), mibf(peak), ratio)
+	if peak < measured || ratio > servingSlack {
 		t.Errorf("%s: want headroom's serving peak within [1, %.1f] times the measured peak", line, servingSlack)
 	}
 	return line, row
@@ -165,8 +180,8 @@ func TestServingGoldens(t *testing.T) {
 	}
 	var b strings.Builder
 	b.WriteString(servingTableStart + "\n")
-	b.WriteString("| golden | llama-server flags | prompts x tokens | load RSS | peak RSS | headroom load | headroom serving peak | ratio |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| golden | llama-server flags | prompts x tokens | peak RSS | of it anonymous | anonymous + weights used in place | headroom's load | headroom's serving peak | ratio |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i := range cases {
 		c := &cases[i]
 		line, row := judgeServingRow(t, c, c.Run)
@@ -233,7 +248,7 @@ func TestLiveServing(t *testing.T) {
 
 // liveServingDefault is the live check's cases: one of each memory kind
 // that a CI run can afford (about 20 s each on two cores).
-const liveServingDefault = `^(qwen3-0\.6b\.Q8_0\.cpu\.c4096x1\.cram128|gemma-3-1b\.Q8_0\.cpu\.c4096x2\.cram64|qwen3\.5-0\.8b\.Q8_0\.cpu\.c8192x2\.cram0|mamba2-130m\.Q8_0\.cpu\.c4096x1\.cram64)$`
+const liveServingDefault = `^(qwen3-0\.6b\.Q8_0\.cpu\.c4096x1\.cram128|gemma-3-1b\.Q8_0\.cpu\.c4096x2\.cram64|qwen3\.5-0\.8b\.Q8_0\.cpu\.c8192x2\.cram0|mamba2-130m\.Q8_0\.cpu\.c4096x1\.cram512)$`
 
 func matches(re, id string) bool {
 	ok, err := regexp.MatchString(re, id)

@@ -97,12 +97,18 @@ func project(ctx context.Context, fitParams, model string, args []string, env []
 	return firstBreakdown(rows), lines, nil
 }
 
-// withoutFitFlags drops --fit and its value: llama-fit-params is the fit.
+// withoutFitFlags drops --fit and its value (llama-fit-params is the
+// fit) and the flags for what llama-server keeps past the load (-cram,
+// -ctxcp, -cms, --[no-]cache-idle-slots), which llama-fit-params refuses
+// ("invalid argument: -cram") and which change nothing it projects.
 func withoutFitFlags(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
-		if args[i] == "--fit" || args[i] == "-fit" {
+		switch args[i] {
+		case "--fit", "-fit", "-cram", "--cache-ram", "-ctxcp", "--ctx-checkpoints", "--swa-checkpoints", "-cms", "--checkpoint-min-step":
 			i++
+			continue
+		case "--cache-idle-slots", "--no-cache-idle-slots":
 			continue
 		}
 		out = append(out, args[i])

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -23,5 +24,15 @@ func TestCheckBeyond(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+// llama-fit-params refuses the flags for what llama-server keeps past the
+// load ("invalid argument: -cram"), and projects the same load without
+// them: they are dropped with --fit.
+func TestWithoutFitFlagsDropsServing(t *testing.T) {
+	got := withoutFitFlags([]string{"-c", "8192", "--fit", "off", "-cram", "897", "-ctxcp", "4", "-cms", "0", "--no-cache-idle-slots", "-np", "2"})
+	if want := []string{"-c", "8192", "-np", "2"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

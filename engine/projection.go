@@ -55,7 +55,7 @@ type Projector struct {
 // machine being planned for does not have is an error: the build asked
 // cannot speak for that machine.
 func (pr Projector) Account(ctx context.Context, p plan.Profile, cpu plan.Device, gpus []plan.Device) (*plan.Result, error) {
-	args := p.Args()
+	args := p.LoadArgs()
 	rows, lines, err := project(ctx, pr.Bin, pr.Model, args, pr.Env, "5")
 	if err != nil {
 		return nil, err

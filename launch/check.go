@@ -34,7 +34,7 @@ func EngineCheck(ctx context.Context, c *source.Client, bin string, h *source.He
 	if err != nil {
 		return nil, err
 	}
-	rows, _, err := engine.Project(ctx, bin, pr.Model, q.Args(), pr.Env)
+	rows, _, err := engine.Project(ctx, bin, pr.Model, q.LoadArgs(), pr.Env)
 	if err != nil {
 		return nil, err
 	}

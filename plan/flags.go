@@ -102,6 +102,14 @@ func (p Profile) Args() []string {
 	return append(f, p.Companions.Flags()...)
 }
 
+// LoadArgs are Args without the flags for what llama-server keeps past
+// the load (-cram, -ctxcp, -cms): what llama-fit-params, which refuses
+// them, is given to project the same load.
+func (p Profile) LoadArgs() []string {
+	p.Serving = nil
+	return p.Args()
+}
+
 func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified bool, mapWaste int64) []string {
 	c := p.Chosen
 	var out []string

@@ -109,6 +109,12 @@ func promptCache(m *arch.Model, s *hw.Snapshot, o SearchOptions, cpu Device, c *
 			}
 		}
 		n = lo
+		// A cache that cannot hold a short conversation (1024 tokens)
+		// holds nothing worth its memory: entries larger than the limit
+		// are skipped.
+		if int64(n)<<20 < minUsefulCache(m, ctx, c.Profile) {
+			n = 0
+		}
 		best, ok = judge(n)
 		if !ok {
 			return
@@ -165,4 +171,17 @@ func servingLine(c *Candidate, fixed bool) string {
 		line += fmt.Sprintf(", %d MiB of system memory spare", spare>>20)
 	}
 	return line
+}
+
+// minUsefulCache is the smallest prompt cache worth keeping: one entry of
+// a 1024-token conversation (or of a slot's whole context, if shorter).
+func minUsefulCache(m *arch.Model, c graph.Context, p Profile) int64 {
+	sv, _ := p.ServingOf()
+	st := seqStateOf(m, c, p)
+	n := min(1024, c.NCtxSeq)
+	e := st.full(n)
+	if needsCheckpoints(m, p.SWAFull) && sv.Checkpoints > 0 {
+		e += int64(checkpointsPerSlot(sv, n, p.rules().CheckpointsToCap)) * st.partial(n)
+	}
+	return e
 }

@@ -71,6 +71,7 @@ func run() error {
 	flag.IntVar(&w.SettleAfter, "settle", 3, "stop once the peak grew by at most -settle-mib over this many rounds")
 	settle := flag.Int64("settle-mib", 4, "MiB")
 	flag.IntVar(&w.Concurrent, "concurrent", 1, "prompts at once")
+	flag.IntVar(&w.Turns, "turns", 1, "turns of each conversation: each prompt the last and -tokens more")
 	flag.IntVar(&w.VocabLo, "lo", 1000, "least token id")
 	flag.IntVar(&w.VocabHi, "hi", 30000, "token ids below this")
 	golden := flag.String("golden", "", "write the measurement as a serving golden into this folder")
