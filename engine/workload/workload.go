@@ -237,4 +237,3 @@ func (s *sampler) stop() (rss, anon int64) {
 	defer s.mu.Unlock()
 	return s.rss, s.anon
 }
-
