@@ -293,7 +293,9 @@ func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) 
 	if len(a.Domains) > 0 {
 		fmt.Fprintln(w)
 		t := &table{right: []bool{false, false, true, true, true, true, true, true, true, true}}
-		t.row("domain", "views", "model", "context", "compute", "aux", "serving", "required", "available", "margin")
+		// MiB in every column, said once: the table stays within 100
+		// columns with the serving column beside the load's four.
+		t.row("domain", "views", "model", "context", "compute", "aux", "serving", "required", "available", "margin MiB")
 		for _, d := range a.Domains {
 			t.row(term.Text(d.ID), term.Text(strings.Join(d.Views, ",")), m2(d.Model), m2(d.Context),
 				m2(d.Compute), m2(d.Auxiliary), m2(d.Serving), m2(d.Required), m2(d.Available), m2(d.Margin))
@@ -407,5 +409,5 @@ func onOff(b bool) string {
 	return "off"
 }
 
-// m2 formats bytes as MiB for the domain table.
-func m2(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+// m2 formats bytes as whole MiB for the domain table.
+func m2(n int64) string { return fmt.Sprintf("%.0f", float64(n)/(1<<20)) }

@@ -23,6 +23,8 @@ func serverOnlyFlags() map[string]bool {
 		"metrics": false, "slots": false, "no-slots": false, "props": false, "no-webui": false, "jinja": false, "no-jinja": false,
 		"cont-batching": false, "cb": false, "no-cont-batching": false, "nocb": false, "v": false, "verbose": false,
 		"log-disable": false, "log-colors": true, "log-prefix": false, "log-timestamps": false, "no-warmup": false, "offline": false,
+		// Reusing cached chunks by shifting the KV cache allocates nothing.
+		"cache-reuse": true,
 	}
 }
 

@@ -205,7 +205,7 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 		case p.UBatch <= 0:
 			return p, usagef("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
 		}
-		sv, _, err := serving()
+		sv, err := serving()
 		if err != nil {
 			return p, err
 		}

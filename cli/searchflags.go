@@ -74,13 +74,16 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 				return opts, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
 			}
 		}
-		sv, cramSet, err := serving()
+		sv, err := serving()
 		if err != nil {
 			return opts, err
 		}
 		opts.Base.Serving = &sv
-		if cramSet {
+		if fs.isSet("cram", "cache-ram") {
 			opts.Fixed.CacheRAM = &sv.CacheRAM
+		}
+		if fs.isSet("ctxcp", "ctx-checkpoints", "swa-checkpoints") {
+			opts.Fixed.Checkpoints = &sv.Checkpoints
 		}
 		opts.Base.Overrides = append([]plan.Override{}, *ot...)
 		opts.FitTarget = *target << 20

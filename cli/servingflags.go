@@ -6,9 +6,8 @@ import (
 
 // servingFlags registers llama-server's flags for what it keeps past the
 // load (the prompt cache and context checkpoints) and returns, after
-// parsing, the settings and whether -cram was given. Unset ones are
-// llama-server's defaults.
-func servingFlags(fs *flags) func() (plan.Serving, bool, error) {
+// parsing, the settings. Unset ones are llama-server's defaults.
+func servingFlags(fs *flags) func() (plan.Serving, error) {
 	sv := plan.ServerServing()
 	var noIdle bool
 	fs.IntVar(&sv.CacheRAM, "cram", sv.CacheRAM, "llama-server's prompt cache in MiB (-1 no limit, 0 off): finished prompts' states kept in RAM, counted at this bound")
@@ -19,14 +18,14 @@ func servingFlags(fs *flags) func() (plan.Serving, bool, error) {
 	fs.alias("cms", "checkpoint-min-step")
 	fs.BoolVar(&sv.CacheIdleSlots, "cache-idle-slots", true, "save idle slots to the prompt cache (within -cram)")
 	fs.BoolVar(&noIdle, "no-cache-idle-slots", false, "do not save idle slots to the prompt cache")
-	return func() (plan.Serving, bool, error) {
+	return func() (plan.Serving, error) {
 		if noIdle {
 			sv.CacheIdleSlots = false
 		}
 		if err := sv.Check(); err != nil {
-			return sv, false, usagef("%v", err)
+			return sv, usagef("%v", err)
 		}
-		return sv, fs.isSet("cram", "cache-ram"), nil
+		return sv, nil
 	}
 }
 
@@ -43,6 +42,6 @@ func servingFor(fs *flags, pr plan.Program, opts *plan.SearchOptions) error {
 	if fs.isSet(servingNames...) {
 		return usagef("--program %s: %s keeps no prompt cache or context checkpoints (-cram, -ctxcp, -cms are llama-server's and llama-cli's)", pr, pr)
 	}
-	opts.Base.Serving, opts.Fixed.CacheRAM = nil, nil
+	opts.Base.Serving, opts.Fixed.CacheRAM, opts.Fixed.Checkpoints = nil, nil, nil
 	return nil
 }

@@ -66,10 +66,13 @@ type Fixed struct {
 	// CacheRAM is -cram, llama-server's prompt cache in MiB; nil is
 	// sized by the plan (promptCache).
 	CacheRAM *int
+	// Checkpoints is -ctxcp, context checkpoints per slot; nil is sized
+	// by the plan, up to llama-server's default.
+	Checkpoints *int
 }
 
 func (f Fixed) any() bool {
-	return f.Ctx > 0 || f.GPULayers != nil || f.CacheK != "" || f.CacheV != "" || f.CacheRAM != nil
+	return f.Ctx > 0 || f.GPULayers != nil || f.CacheK != "" || f.CacheV != "" || f.CacheRAM != nil || f.Checkpoints != nil
 }
 
 // flags renders the fixed settings as llama-server arguments.
@@ -89,6 +92,9 @@ func (f Fixed) flags() string {
 	}
 	if f.CacheRAM != nil {
 		out = append(out, "-cram", strconv.Itoa(*f.CacheRAM))
+	}
+	if f.Checkpoints != nil {
+		out = append(out, "-ctxcp", strconv.Itoa(*f.Checkpoints))
 	}
 	return argsString(out)
 }

@@ -27,9 +27,21 @@ func searchServing(o SearchOptions) SearchOptions {
 	if o.Fixed.CacheRAM != nil {
 		sv.CacheRAM = *o.Fixed.CacheRAM
 	}
+	// Checkpoints, unless given, take what the context leaves too, above
+	// the few a conversation's next turn needs.
+	if o.Fixed.Checkpoints != nil {
+		sv.Checkpoints = *o.Fixed.Checkpoints
+	} else {
+		sv.Checkpoints = min(sv.Checkpoints, minCheckpoints)
+	}
 	o.Base.Serving = &sv
 	return o
 }
+
+// minCheckpoints are the checkpoints a plan keeps before any other use of
+// memory past the context: the two a task makes near its prompt's end and
+// the one at its last user message, from which the next turn resumes.
+const minCheckpoints = 3
 
 // ctxByNeed is the most cells per slot the balanced goal gives a model
 // that runs from system memory (no GPU, or one pool shared with the GPU):
@@ -81,19 +93,40 @@ func promptCacheTarget(m *arch.Model, c graph.Context, p Profile) int {
 // again; a cache the user fixed is kept as it is.
 func promptCache(m *arch.Model, s *hw.Snapshot, o SearchOptions, cpu Device, c *Candidate) {
 	sv, ok := c.Profile.ServingOf()
-	if !ok || o.Fixed.CacheRAM != nil || c.Result == nil || c.Result.Resolved == nil {
+	if !ok || c.Result == nil || c.Result.Resolved == nil {
 		return
 	}
 	a := c.Result
 	ctx := *a.Resolved
-	judge := func(mib int) (*Assessment, bool) {
+	judgeWith := func(v Serving) (*Assessment, bool) {
 		q := c.Profile
-		v := sv
-		v.CacheRAM = mib
 		q.Serving = &v
 		r := &Result{Context: ctx, Buffers: a.Buffers, LoadStaging: a.LoadStaging, Serving: servingBuffers(m, ctx, q, cpu)}
 		b, err := r.Against(s)
 		return b, err == nil && b.Verdict == Fits && b.LeastMargin() >= o.FitTarget
+	}
+	// Checkpoints first, up to llama-server's default: the most that fit.
+	if o.Fixed.Checkpoints == nil && needsCheckpoints(m, c.Profile.SWAFull) {
+		most := ServerServing().Checkpoints
+		n := bisectMost(sv.Checkpoints, most, func(k int) bool {
+			v := sv
+			v.Checkpoints = k
+			_, ok := judgeWith(v)
+			return ok
+		})
+		sv.Checkpoints = n
+		c.Profile.Serving = &sv
+		if b, ok := judgeWith(sv); ok {
+			c.Result, c.MinMargin = b, b.LeastMargin()
+		}
+	}
+	if o.Fixed.CacheRAM != nil {
+		return
+	}
+	judge := func(mib int) (*Assessment, bool) {
+		v := sv
+		v.CacheRAM = mib
+		return judgeWith(v)
 	}
 	target := promptCacheTarget(m, ctx, c.Profile)
 	best, ok := judge(target)
@@ -165,7 +198,11 @@ func servingLine(c *Candidate, fixed bool) string {
 	}
 	line := fmt.Sprintf("memory while serving: context %d MiB, prompt cache -cram %d (%s)", kv>>20, sv.CacheRAM, why)
 	if ckpt > 0 {
-		line += fmt.Sprintf(", context checkpoints %d MiB", ckpt>>20)
+		line += fmt.Sprintf(", context checkpoints %d MiB (-ctxcp %d", ckpt>>20, sv.Checkpoints)
+		if d := ServerServing().Checkpoints; sv.Checkpoints < d && !fixed {
+			line += fmt.Sprintf(" of llama-server's %d: as many as fit beside the context", d)
+		}
+		line += ")"
 	}
 	if spare >= 0 {
 		line += fmt.Sprintf(", %d MiB of system memory spare", spare>>20)

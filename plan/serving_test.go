@@ -272,3 +272,37 @@ func TestPlanContextByNeed(t *testing.T) {
 		t.Errorf("-cram 100 not kept: %+v", q.Chosen)
 	}
 }
+
+// Checkpoints, unless given, take what the context leaves, above the
+// three a next turn resumes from, up to llama-server's 32: Gemma 4 31B
+// on 32 GB keeps a few of its 425 MiB sliding-window checkpoints per
+// slot; a -ctxcp the user gives is kept.
+func TestPlanSizesCheckpoints(t *testing.T) {
+	m := model(t, "gemma-4-31b", synth.Q4_K_M)
+	s, err := hw.LoadMachine("cpu-32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Search(m, s, DefaultSearch())
+	if err != nil || p.Chosen == nil {
+		t.Fatalf("%v %+v", err, p)
+	}
+	sv, _ := p.Chosen.Profile.ServingOf()
+	if sv.Checkpoints < minCheckpoints || sv.Checkpoints >= 32 || !slices.Contains(p.Chosen.Flags, "-ctxcp") {
+		t.Errorf("-ctxcp %d (flags %v): want fewer than 32, at least %d", sv.Checkpoints, p.Chosen.Flags, minCheckpoints)
+	}
+	// One more does not fit: the most that fit.
+	q := p.Chosen.Profile
+	more := sv
+	more.Checkpoints++
+	q.Serving = &more
+	if a, _ := Assess(m, nil, q, s); a.Verdict == Fits && a.LeastMargin() >= DefaultSearch().FitTarget {
+		t.Errorf("-ctxcp %d fits too", more.Checkpoints)
+	}
+	o := DefaultSearch()
+	two := 2
+	o.Fixed.Checkpoints = &two
+	if p, _ := Search(m, s, o); p.Chosen == nil || p.Chosen.Profile.Serving.Checkpoints != 2 {
+		t.Errorf("-ctxcp 2 not kept: %+v", p.Chosen)
+	}
+}
