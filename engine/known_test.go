@@ -25,8 +25,8 @@ func TestNote(t *testing.T) {
 		{"80fb11a", true, "your build (x) is one headroom has measured", "llama.cpp 80fb11a", old, 0},
 		{"80fb11a3c2", true, "is one headroom has measured", "llama.cpp 80fb11a", old, 0},
 		{"de3ff81", true, "your build (x) is one headroom has measured", "llama.cpp de3ff81", de, 0},
-		{"1234567", false, "which headroom has not measured: between the builds it measured, KV, flags, Vulkan compute, CUDA compute, Metal compute, compute changed", "llama.cpp de3ff81", de, 6},
-		{"80fb", false, "which headroom has not measured", "llama.cpp de3ff81", de, 6}, // too short to name a build
+		{"1234567", false, "which headroom has not measured: between the builds it measured, KV, flags, Vulkan compute, CUDA compute, Metal compute, compute, serving changed", "llama.cpp de3ff81", de, 7},
+		{"80fb", false, "which headroom has not measured", "llama.cpp de3ff81", de, 7}, // too short to name a build
 	} {
 		printed := "x"
 		if tt.commit == "" {

@@ -106,6 +106,12 @@ func promptCache(m *arch.Model, s *hw.Snapshot, o SearchOptions, cpu Device, c *
 		return b, err == nil && b.Verdict == Fits && b.LeastMargin() >= o.FitTarget
 	}
 	// Checkpoints first, up to llama-server's default: the most that fit.
+	// A model that makes none keeps llama-server's setting: -ctxcp would
+	// change nothing.
+	if o.Fixed.Checkpoints == nil && !needsCheckpoints(m, c.Profile.SWAFull) {
+		sv.Checkpoints = ServerServing().Checkpoints
+		c.Profile.Serving = &sv
+	}
 	if o.Fixed.Checkpoints == nil && needsCheckpoints(m, c.Profile.SWAFull) {
 		most := ServerServing().Checkpoints
 		n := bisectMost(sv.Checkpoints, most, func(k int) bool {
