@@ -343,6 +343,9 @@ func fitHeadline(in *modelInputs, a *plan.Assessment, pr plan.Program) string {
 	case a.Verdict == plan.Fits && lim.Margin >= 0:
 		return fmt.Sprintf("fits%s: %s needs %s of %s GiB %s, %s GiB spare",
 			who, name, gib1(lim.Required), gib1(lim.Available), domainWords(lim), gib1(lim.Margin))
+	case a.Verdict == plan.DoesNotFit && lim.Margin < 0 && loadFits(a, lim.ID):
+		return fmt.Sprintf("does not fit while serving%s: %s grows to %s GiB %s, %s at load, of %s: %s GiB short",
+			who, name, gib1(lim.Required), domainWords(lim), gib1(lim.Required-lim.Serving), gib1(lim.Available), gib1(-lim.Margin))
 	case a.Verdict == plan.DoesNotFit && lim.Margin < 0:
 		return fmt.Sprintf("does not fit%s: %s needs %s GiB %s, which has %s GiB: %s GiB short",
 			who, name, gib1(lim.Required), domainWords(lim), gib1(lim.Available), gib1(-lim.Margin))
@@ -354,6 +357,17 @@ func fitHeadline(in *modelInputs, a *plan.Assessment, pr plan.Program) string {
 		return strings.TrimPrefix(who, " ") + ": " + a.Reason
 	}
 	return a.Reason
+}
+
+// loadFits says whether domain id has room for the load alone: what
+// makes it short is what the server grows to while serving.
+func loadFits(a *plan.Assessment, id string) bool {
+	for _, d := range a.Load {
+		if d.ID == id {
+			return d.Margin >= 0
+		}
+	}
+	return false
 }
 
 // domainWords names a memory domain as a person knows it: "in RAM", "on
