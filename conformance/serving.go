@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/engine/workload"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // Workload is a serving workload: llama-server started on a model with
@@ -227,4 +228,35 @@ func CPUFeaturesOf(log string) []string {
 		}
 	}
 	return out
+}
+
+// Synth is the case's synthetic model: its shape, cut to its first
+// Layers where it has some, and its quantization.
+func (c *ServingCase) Synth() (synth.Shape, synth.Quant, error) {
+	s, ok := synth.Lookup(c.Shape)
+	if !ok {
+		return s, "", fmt.Errorf("conformance: %s: no synth shape %q", c.ID, c.Shape)
+	}
+	if c.Layers > 0 {
+		var err error
+		if s, err = s.FirstLayers(c.Layers); err != nil {
+			return s, "", err
+		}
+	}
+	q, err := synth.ParseQuant(c.Quant)
+	return s, q, err
+}
+
+// WriteModel writes the case's synthetic GGUF (a sparse file) into dir.
+func (c *ServingCase) WriteModel(dir string) (string, error) {
+	s, q, err := c.Synth()
+	if err != nil {
+		return "", err
+	}
+	b, err := synth.Build(s, q)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, c.ID+".gguf")
+	return path, b.WriteFile(path)
 }

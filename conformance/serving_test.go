@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -113,17 +112,7 @@ func servingPeak(t *testing.T, c *conformance.ServingCase) (peak, load, mapped i
 
 func servingModel(t *testing.T, c *conformance.ServingCase) *arch.Model {
 	t.Helper()
-	s, ok := synth.Lookup(c.Shape)
-	if !ok {
-		t.Fatalf("%s: no synth shape %s", c.ID, c.Shape)
-	}
-	if c.Layers > 0 {
-		var err error
-		if s, err = s.FirstLayers(c.Layers); err != nil {
-			t.Fatal(err)
-		}
-	}
-	q, err := synth.ParseQuant(c.Quant)
+	s, q, err := c.Synth()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +214,7 @@ func TestLiveServing(t *testing.T) {
 		ran++
 		t.Run(c.ID, func(t *testing.T) {
 			dir := t.TempDir()
-			path, err := writeServingModel(c, dir)
+			path, err := c.WriteModel(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,27 +242,4 @@ const liveServingDefault = `^(qwen3-0\.6b\.Q8_0\.cpu\.c4096x1\.cram128|gemma-3-1
 func matches(re, id string) bool {
 	ok, err := regexp.MatchString(re, id)
 	return err == nil && ok
-}
-
-func writeServingModel(c *conformance.ServingCase, dir string) (string, error) {
-	s, ok := synth.Lookup(c.Shape)
-	if !ok {
-		return "", fmt.Errorf("no synth shape %s", c.Shape)
-	}
-	if c.Layers > 0 {
-		var err error
-		if s, err = s.FirstLayers(c.Layers); err != nil {
-			return "", err
-		}
-	}
-	q, err := synth.ParseQuant(c.Quant)
-	if err != nil {
-		return "", err
-	}
-	b, err := synth.Build(s, q)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, strings.ReplaceAll(c.ID, "/", "_")+".gguf")
-	return path, b.WriteFile(path)
 }

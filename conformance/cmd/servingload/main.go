@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/conformance"
-	"github.com/headroom-llm/headroom/synth"
 )
 
 func main() {
@@ -89,7 +88,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if w.Model, err = writeModel(&c, dir); err != nil {
+	if w.Model, err = c.WriteModel(dir); err != nil {
 		return err
 	}
 	w.Server = *server
@@ -139,28 +138,4 @@ func caseID(c *conformance.ServingCase) string {
 		}
 	}
 	return id
-}
-
-// writeModel writes the case's synthetic GGUF (a sparse file) into dir.
-func writeModel(c *conformance.ServingCase, dir string) (string, error) {
-	shape, ok := synth.Lookup(c.Shape)
-	if !ok {
-		return "", fmt.Errorf("no synth shape %q", c.Shape)
-	}
-	if c.Layers > 0 {
-		var err error
-		if shape, err = shape.FirstLayers(c.Layers); err != nil {
-			return "", err
-		}
-	}
-	q, err := synth.ParseQuant(c.Quant)
-	if err != nil {
-		return "", err
-	}
-	b, err := synth.Build(shape, q)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, c.ID+".gguf")
-	return path, b.WriteFile(path)
 }
