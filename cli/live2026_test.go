@@ -185,7 +185,7 @@ func TestLiveServeCheckServing(t *testing.T) {
 		flags []string
 	}{
 		{"qwen3-0.6b", []string{"-c", "4096", "-np", "1"}},
-		{"lfm2-350m", []string{"-c", "8192", "-np", "2", "-cram", "96"}},
+		{"lfm2-350m", []string{"-c", "4096", "-np", "1", "-cram", "64"}},
 	} {
 		path := writeLayers(t, models, tc.shape, 0, synth.Q8_0)
 		t.Run(tc.shape, func(t *testing.T) {

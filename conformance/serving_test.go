@@ -186,9 +186,8 @@ func TestServingGoldens(t *testing.T) {
 
 // TestLiveServing measures again, with the llama-server of
 // HEADROOM_LLAMA_SERVER, the serving goldens whose ids match
-// HEADROOM_LIVE_SERVING (a regular expression; unset, a dense, a
-// sliding-window, a hybrid and a recurrent case), and holds headroom to
-// the fresh figures.
+// HEADROOM_LIVE_SERVING (a regular expression; unset, a dense, a hybrid
+// and a recurrent case), and holds headroom to the fresh figures.
 func TestLiveServing(t *testing.T) {
 	server := os.Getenv("HEADROOM_LLAMA_SERVER")
 	if server == "" {
@@ -235,9 +234,11 @@ func TestLiveServing(t *testing.T) {
 	}
 }
 
-// liveServingDefault is the live check's cases: one of each memory kind
-// that a CI run can afford (about 20 s each on two cores).
-const liveServingDefault = `^(qwen3-0\.6b\.Q8_0\.cpu\.c4096x1\.cram128|gemma-3-1b\.Q8_0\.cpu\.c4096x2\.cram64|qwen3\.5-0\.8b\.Q8_0\.cpu\.c8192x2\.cram0|mamba2-130m\.Q8_0\.cpu\.c4096x1\.cram512)$`
+// liveServingDefault is the live check's cases: a dense, a hybrid and a
+// recurrent one, what a CI run affords (20 to 60 s each on two cores;
+// Gemma's sliding-window cases take 100 s and are held by their records,
+// HEADROOM_LIVE_SERVING=gemma runs them).
+const liveServingDefault = `^(qwen3-0\.6b\.Q8_0\.cpu\.c4096x1\.cram128|qwen3\.5-0\.8b\.Q8_0\.cpu\.c8192x2\.cram0|mamba2-130m\.Q8_0\.cpu\.c4096x1\.cram512)$`
 
 func matches(re, id string) bool {
 	ok, err := regexp.MatchString(re, id)
