@@ -205,14 +205,8 @@ func profileFlags(fs *flags) func() (plan.Profile, error) {
 		case p.UBatch <= 0:
 			return p, usagef("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
 		}
-		sv, err := serving()
-		if err != nil {
+		if p.Serving, err = servingProfile(fs, serving, pr); err != nil {
 			return p, err
-		}
-		if pr == plan.ProgramServer || pr == plan.ProgramCLI {
-			p.Serving = &sv
-		} else if fs.isSet(servingNames...) {
-			return p, usagef("--program %s: %s keeps no prompt cache or context checkpoints (-cram, -ctxcp, -cms are llama-server's and llama-cli's)", pr, pr)
 		}
 		if err := p.Check(); err != nil {
 			return p, usagef("--program %s: %v", pr, err)

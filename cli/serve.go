@@ -73,9 +73,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	quiet := fs.Bool("quiet", false, "print no progress on standard error")
 	verify := fs.Bool("verify", true, "before anything is downloaded, ask llama.cpp itself: llama-fit-params beside llama-server projects the planned load without allocating (on a sparse twin of a Hub model's header) and is compared with the plan; --verify=false skips it")
 	check := fs.Bool("check", false, "load, compare every logged buffer with the plan, stop; exit 0 only if all are within bounds")
-	checkServing := fs.Bool("check-serving", false, "with --check: then send distinct prompts until the prompt cache and checkpoints stop growing, and hold llama-server's peak resident memory to the plan's host figure")
-	checkServingTime := fs.Duration("check-serving-time", 15*time.Minute, "how long the serving check may run")
-	checkTokens := fs.Int("check-prompt-tokens", 2048, "the serving check's prompt length in tokens (at most a slot's context less 16)")
+	checkOpts := servingCheckFlags(fs)
 	var remotes []string
 	fs.Func("rpc", "spread the model over hosts running rpc-server: `HOST:PORT[,HOST:PORT...]` (each asked for its devices over the RPC protocol; HOST:PORT=FILE takes the host's 'headroom hw --json' instead); repeatable, in --rpc order", func(v string) error {
 		remotes = append(remotes, strings.Split(v, ",")...)
@@ -88,11 +86,9 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if *port < 0 || *port > 65535 {
 		return usagef("--port must be 0 to 65535, not %d", *port)
 	}
-	if *checkServing && !*check {
-		return usagef("--check-serving is a part of --check: give both")
-	}
-	if *checkTokens < 16 {
-		return usagef("--check-prompt-tokens %d: want 16 or more", *checkTokens)
+	sc, err := checkOpts(*check)
+	if err != nil {
+		return err
 	}
 	if *check && !fs.isSet("port") {
 		*port = 0 // a check serves nobody: any free port
@@ -157,7 +153,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "  recorded in %s\n", run.Recorded)
 	}
 	if *check {
-		return finishCheck(ctx, env, d, run, servingCheckOptions{on: *checkServing, limit: *checkServingTime, tokens: *checkTokens})
+		return finishCheck(ctx, env, d, run, sc)
 	}
 	return serveUntilDone(ctx, d, run)
 }

@@ -26,6 +26,24 @@ type servingCheckOptions struct {
 	tokens int
 }
 
+// servingCheckFlags registers serve's --check-serving flags and returns,
+// after parsing, their options; check is whether --check was given.
+func servingCheckFlags(fs *flags) func(check bool) (servingCheckOptions, error) {
+	on := fs.Bool("check-serving", false, "with --check: then send distinct prompts until the prompt cache and checkpoints stop growing, and hold llama-server's peak resident memory to the plan's host figure")
+	limit := fs.Duration("check-serving-time", 15*time.Minute, "how long the serving check may run")
+	tokens := fs.Int("check-prompt-tokens", 2048, "the serving check's prompt length in tokens (at most a slot's context less 16)")
+	return func(check bool) (servingCheckOptions, error) {
+		o := servingCheckOptions{on: *on, limit: *limit, tokens: *tokens}
+		switch {
+		case o.on && !check:
+			return o, usagef("--check-serving is a part of --check: give both")
+		case o.tokens < 16:
+			return o, usagef("--check-prompt-tokens %d: want 16 or more", o.tokens)
+		}
+		return o, nil
+	}
+}
+
 func servingCheck(ctx context.Context, d *launch.Deps, run *launch.Running, o servingCheckOptions) ([]string, bool, error) {
 	a := run.Ticket.Assessment
 	if a == nil || a.Resolved == nil {

@@ -32,6 +32,22 @@ func servingFlags(fs *flags) func() (plan.Serving, error) {
 // servingNames are the serving flags' names, every alias.
 var servingNames = []string{"cram", "cache-ram", "ctxcp", "ctx-checkpoints", "swa-checkpoints", "cms", "checkpoint-min-step", "cache-idle-slots", "no-cache-idle-slots"}
 
+// servingProfile is what a profile of program pr keeps past the load:
+// the flags' settings for a program that serves, nil for one that keeps
+// nothing, which refuses the flags.
+func servingProfile(fs *flags, serving func() (plan.Serving, error), pr plan.Program) (*plan.Serving, error) {
+	sv, err := serving()
+	switch {
+	case err != nil:
+		return nil, err
+	case pr == plan.ProgramServer || pr == plan.ProgramCLI:
+		return &sv, nil
+	case fs.isSet(servingNames...):
+		return nil, keepsNoServing(pr)
+	}
+	return nil, nil
+}
+
 // servingFor keeps the serving settings only for programs that serve
 // (llama-server, llama-cli): another program keeps no prompt cache or
 // checkpoints, so giving it their flags is an error.
@@ -40,8 +56,14 @@ func servingFor(fs *flags, pr plan.Program, opts *plan.SearchOptions) error {
 		return nil
 	}
 	if fs.isSet(servingNames...) {
-		return usagef("--program %s: %s keeps no prompt cache or context checkpoints (-cram, -ctxcp, -cms are llama-server's and llama-cli's)", pr, pr)
+		return keepsNoServing(pr)
 	}
 	opts.Base.Serving, opts.Fixed.CacheRAM, opts.Fixed.Checkpoints = nil, nil, nil
 	return nil
+}
+
+// keepsNoServing refuses the serving flags for a program that keeps
+// nothing past its load.
+func keepsNoServing(pr plan.Program) error {
+	return usagef("--program %s: %s keeps no prompt cache or context checkpoints (-cram, -ctxcp, -cms are llama-server's and llama-cli's)", pr, pr)
 }

@@ -211,12 +211,16 @@ func (r *Result) Against(s *hw.Snapshot) (*Assessment, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range r.Serving {
-		charges = append(charges, hw.Charge{Device: b.Device, Kind: hw.ChargeServing, Bytes: b.Bytes})
-	}
-	t, err := s.Tally(charges)
-	if err != nil {
-		return nil, err
+	// The serving peak: the load's charges and what the server grows by
+	// (the same tally when it grows by nothing).
+	t := load
+	if len(r.Serving) > 0 {
+		for _, b := range r.Serving {
+			charges = append(charges, hw.Charge{Device: b.Device, Kind: hw.ChargeServing, Bytes: b.Bytes})
+		}
+		if t, err = s.Tally(charges); err != nil {
+			return nil, err
+		}
 	}
 	a := &Assessment{Domains: t.Domains, Buffers: r.Buffers, Breaches: t.Breaches, Resolved: &r.Context, LoadStaging: r.LoadStaging,
 		Serving: r.Serving, Load: load.Domains}

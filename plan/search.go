@@ -230,13 +230,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	}
 	minCtx := min(o.MinCtx, ceiling)
 	trained := ceiling
-	// On system memory the balanced goal sizes context to what it is
-	// worth rather than to all that is free.
-	if o.ContextByNeed && (len(gpus) == 0 || unified) && o.Goal == GoalBalanced && o.Fixed.Ctx == 0 {
-		if need := ctxByNeed(m, o.Parallel, minCtx); need > 0 && need < ceiling {
-			ceiling = need
-		}
-	}
+	ceiling = needCeiling(m, o, len(gpus) == 0 || unified, minCtx, ceiling)
 
 	caches := []cacheChoice{{k: "f16", v: "f16"}}
 	if o.AllowQ8 {
@@ -280,9 +274,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 		out = append(out, f...)
 	}
 	for i := range out {
-		c := &out[i]
-		promptCache(m, s, o, cpu, c)
-		c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
+		servingPlan(m, s, o, cpu, gpus, &out[i])
 	}
 	p := &Plan{Candidates: out}
 	if len(out) == 0 {
@@ -305,13 +297,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			p.RunnerUp = &out[i]
 		}
 	}
-	p.Explain = explain(p, m, o, trained, len(gpus) > 0, unified, mapWaste)
-	if ceiling < trained && p.Chosen.CtxPerSlot == ceiling {
-		p.Explain = append(p.Explain, fmt.Sprintf("context by need: the model runs from system memory, so each slot gets %d cells, as much as makes the caches as large as the weights (at least --min-ctx), not all that is free: the load stays quick and the rest stays with the system, other models and the prompt cache; --goal context or -c gives more", ceiling))
-	}
-	if line := servingLine(p.Chosen, o.Fixed.CacheRAM != nil); line != "" {
-		p.Explain = append(p.Explain, line)
-	}
+	p.Explain = append(explain(p, m, o, trained, len(gpus) > 0, unified, mapWaste), servingExplain(p.Chosen, o, ceiling, trained)...)
 	return p, nil
 }
 

@@ -228,3 +228,36 @@ func minUsefulCache(m *arch.Model, c graph.Context, p Profile) int64 {
 	}
 	return e
 }
+
+// needCeiling is the most cells per slot the search may give: on system
+// memory the balanced goal sizes context to what it is worth (ctxByNeed)
+// rather than to all that is free.
+func needCeiling(m *arch.Model, o SearchOptions, systemMemory bool, minCtx, ceiling int) int {
+	if !o.ContextByNeed || !systemMemory || o.Goal != GoalBalanced || o.Fixed.Ctx != 0 {
+		return ceiling
+	}
+	if need := ctxByNeed(m, o.Parallel, minCtx); need > 0 && need < ceiling {
+		return need
+	}
+	return ceiling
+}
+
+// servingPlan gives a candidate found with the search's serving base
+// its checkpoints and prompt cache, and writes its flags.
+func servingPlan(m *arch.Model, s *hw.Snapshot, o SearchOptions, cpu Device, gpus []Device, c *Candidate) {
+	promptCache(m, s, o, cpu, c)
+	c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
+}
+
+// servingExplain says why the chosen plan's context stops where it does
+// on system memory, and how it splits memory while serving.
+func servingExplain(c *Candidate, o SearchOptions, ceiling, trained int) []string {
+	var out []string
+	if ceiling < trained && c.CtxPerSlot == ceiling {
+		out = append(out, fmt.Sprintf("context by need: the model runs from system memory, so each slot gets %d cells, as much as makes the caches as large as the weights (at least --min-ctx), not all that is free: the load stays quick and the rest stays with the system, other models and the prompt cache; --goal context or -c gives more", ceiling))
+	}
+	if line := servingLine(c, o.Fixed.CacheRAM != nil); line != "" {
+		out = append(out, line)
+	}
+	return out
+}
