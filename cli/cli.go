@@ -15,6 +15,7 @@ import (
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/suggest"
 	"github.com/headroom-llm/headroom/internal/term"
+	"github.com/headroom-llm/headroom/llamaflags"
 )
 
 // Env is what a command may see of the process: its output streams and its
@@ -83,6 +84,15 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// inputError marks an error in what the command line named: a model
+// file that is missing, a directory, or a truncated or corrupt GGUF; a
+// machine that is neither a preset nor a readable machine file. It exits
+// with status 2, as a wrong command line does.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
 // verdictError is a verdict other than fits, said as a command's error
 // for its exit status: a sentence for a person, wrapped to the width of
 // the command's other output where an ordinary error stays on one line.
@@ -131,6 +141,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(env.Stderr, "headroom %s: %v\nRun 'headroom %s --help' for usage.\n", c.name, err, c.name)
+			return exitUsage
+		}
+		if ie := (inputError{}); errors.As(err, &ie) {
+			fmt.Fprintf(env.Stderr, "headroom %s: %s\n", c.name, term.Text(oneLine(err.Error())))
 			return exitUsage
 		}
 		if ve := (verdictError{}); errors.As(err, &ve) {
@@ -196,6 +210,9 @@ type flags struct {
 	env   Env
 	usage string
 	about string
+	// line is the command line as llamaflags read it: the flags passed
+	// through to llama.cpp, the program a pasted line named.
+	line llamaflags.Line
 }
 
 // newFlags makes a flag set for a command. Parse errors are reported once,
@@ -240,15 +257,16 @@ func (f *flags) parseModel(args []string) (string, error) {
 
 // parseModels is parseModel for a command that may take several models.
 func (f *flags) parseModels(args []string) ([]string, error) {
-	args, ignored, err := f.pasted(args)
+	if err := f.split(args); err != nil {
+		return nil, err
+	}
+	pos, err := f.parse(f.line.Own)
 	if err != nil {
 		return nil, err
 	}
-	pos, err := f.parse(args)
-	if err != nil {
+	if err := f.pastedProgram(); err != nil {
 		return nil, err
 	}
-	f.sayIgnored(ignored)
 	return pos, nil
 }
 

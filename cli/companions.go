@@ -21,10 +21,11 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, ta
 	fs.StringVar(&mmproj, "mm", "", "a multimodal projector (mmproj GGUF: a path, URL or hf: reference) loaded beside the model; its memory is counted, and the plan's flags pass it on as given (llama-server needs a local file)")
 	fs.alias("mm", "mmproj")
 	fs.BoolVar(&noOffload, "no-mmproj-offload", false, "keep the projector in system memory")
+	fs.Bool("mmproj-offload", true, "offload the projector with the model (the default)")
 	fs.StringVar(&draft, "md", "", "a speculative-decoding draft model (a path, URL or hf: reference); its weights and one context per slot are counted, and the plan's flags pass it on as given (llama-server needs a local file)")
-	fs.alias("md", "model-draft")
+	fs.alias("md", "model-draft", "spec-draft-model")
 	fs.Var(ngld, "ngld", "the draft's layers on the GPU: a number, auto or all")
-	fs.alias("ngld", "gpu-layers-draft", "n-gpu-layers-draft")
+	fs.alias("ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
 	return func(ctx context.Context, env Env, quiet bool, target *gguf.Model) (*plan.Companions, error) {
 		if mmproj == "" && draft == "" {
 			if noOffload || ngld.n != plan.GPULayersAuto {

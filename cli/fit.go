@@ -134,11 +134,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 		return usagef("--program %s: %v", p.Program, err)
 	}
 	p.Rules = &note.Rules
-	if p.Mlock && note.Rules.MlockLoads && !fs.isSet("mmap") {
-		// These builds take --mlock as --load-mode mlock: loaded, not
-		// mapped (common/arg.cpp).
-		p.Mmap = false
-	}
+	mlockLoads(fs, &p, note.Rules)
 	var a *plan.Assessment
 	pr, why := openProjection(ctx, env, in, *llama, p.Program)
 	if pr != nil {

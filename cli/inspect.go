@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/headroom-llm/headroom/gguf"
@@ -80,7 +82,19 @@ func openModel(ctx context.Context, env Env, ref string, quiet bool) (*source.He
 	if !quiet {
 		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, term.Text(msg)) }
 	}
-	return client.Open(ctx, ref)
+	h, err := client.Open(ctx, ref)
+	if badModel(err) {
+		return nil, inputError{err}
+	}
+	return h, err
+}
+
+// badModel reports whether an error opening a model is the input's: a
+// file that is not there or is a directory, a reference that is not one,
+// or a GGUF that is truncated or corrupt.
+func badModel(err error) bool {
+	return err != nil && (errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EISDIR) || errors.Is(err, source.ErrNotRegular) || errors.Is(err, source.ErrBadRef) ||
+		errors.Is(err, gguf.ErrTruncated) || errors.Is(err, gguf.ErrLimit) || errors.Is(err, gguf.ErrFormat))
 }
 
 // jsonArrayLimit and jsonStringLimit cut long metadata arrays and strings

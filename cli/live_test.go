@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -211,11 +214,22 @@ func TestLiveOutOfMemoryAtInit(t *testing.T) {
 // TestLiveInterruptStopsEngine runs headroom serve as a real process, waits
 // until the model is ready, sends SIGINT, and checks that no llama-server
 // serving the model is left.
+// TestLiveInterruptStopsEngine: serve passes the flags it does not model
+// through to llama-server (an API key among them: a request without it
+// is answered 401, one with it 200, and serve's own readiness completion
+// sent it), and SIGINT stops llama-server with serve.
 func TestLiveInterruptStopsEngine(t *testing.T) {
 	bin := liveEngine(t)
 	path := writeShape(t, t.TempDir(), "tinyllama-1.1b", synth.Q4_K_M)
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "serve", path, "--llama-server", bin, "--port", "0", "--parallel", "1")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "serve", path, "--llama-server", bin, "--port", strconv.Itoa(port), "--parallel", "1",
+		"--api-key", "secret123", "--jinja", "-t", "1")
 	cmd.Env = append(os.Environ(), "HEADROOM_CLI_CHILD=1", "HEADROOM_STORE="+filepath.Join(dir, "store"),
 		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "HF_HUB_OFFLINE=1")
 	var out bytes.Buffer
@@ -233,6 +247,23 @@ func TestLiveInterruptStopsEngine(t *testing.T) {
 	}
 	if pids := enginesServing(t, path); len(pids) != 1 {
 		t.Errorf("while serving, %d llama-server processes serve the model, want 1", len(pids))
+	}
+	if !strings.Contains(out.String(), "passed through to llama-server (no effect on memory): --api-key *** --jinja -t 1") {
+		t.Errorf("serve did not say what it passed through:\n%s", out.String())
+	}
+	for key, want := range map[string]int{"": http.StatusUnauthorized, "wrong": http.StatusUnauthorized, "secret123": http.StatusOK} {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/v1/models", port), nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /v1/models with key %q: %d, want %d", key, resp.StatusCode, want)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -12,19 +12,20 @@ func TestPasted(t *testing.T) {
 	fs := newFlags(Env{}, "fit", "", "")
 	fs.Int("c", 0, "")
 	fs.Int("port-ish", 0, "")
+	fs.Bool("mlock", false, "")
 	for _, tc := range []struct {
 		in, out, ignored string
 		err              string
 	}{
 		{"-- llama-server -m m.gguf -c 2048", "m.gguf -c 2048", "", ""},
 		{"-- /opt/llama.cpp/build/bin/llama-server --model=m.gguf -t 8", "m.gguf", "-t 8", ""},
-		{"-m m.gguf --port 8080 --host 0.0.0.0 --jinja --temp=0.7 -c 4096", "m.gguf -c 4096", "--port 8080 --host 0.0.0.0 --jinja --temp=0.7", ""},
+		{"-m m.gguf --port 8080 --host 0.0.0.0 --jinja --temp=0.7 -c 4096", "m.gguf -c 4096", "--port 8080 --host 0.0.0.0 --jinja --temp 0.7", ""},
 		{"-hf ggml-org/gemma-3-1b-it-GGUF:Q4_K_M", "hf:ggml-org/gemma-3-1b-it-GGUF:Q4_K_M", "", ""},
 		{"m.gguf --port-ish 3", "m.gguf --port-ish 3", "", ""}, // headroom's own flag wins
 		{"m.gguf --bogus 3", "m.gguf --bogus 3", "", ""},       // left to the flag parser to refuse
 		{"-m m.gguf --mlock", "m.gguf --mlock", "", ""},        // fit's own flag since it is accounted
-		{"-m m.gguf --lora a.gguf", "", "", "--lora adds an adapter's weights"},
-		{"-m", "", "", "-m needs the model file"},
+		{"-m m.gguf --lora a.gguf", "", "", "--lora: adds weights (LoRA adapters"},
+		{"-m", "", "", "-m takes a value (FNAME)"},
 		// -hff names a file of -hf's repository, overriding its quant.
 		{"-- llama-server -hf o/r-GGUF:Q4_K_M -hff r-IQ1_M.gguf -c 2048", "hf:o/r-GGUF/r-IQ1_M.gguf -c 2048", "", ""},
 		{"-- llama-server -hff r.gguf -hf o/r", "hf:o/r/r.gguf", "", ""},
@@ -36,11 +37,12 @@ func TestPasted(t *testing.T) {
 		// The environment of a pasted line is not applied; a line with no
 		// model is llama-server's router.
 		{"-- CUDA_VISIBLE_DEVICES=1 llama-server -m m.gguf", "", "", "CUDA_VISIBLE_DEVICES=1 sets llama-server's environment"},
-		{"-- llama-server --port 8080", "", "", "llama-server with no model (-m, -hf) starts llama-server's router"},
-		{"-- llama-server --models-dir d", "", "", "--models-dir starts llama-server's router"},
+		{"-- llama-server --port 8080", "", "", "llama-server with no model (-m, -hf): starts llama-server's router"},
+		{"-- llama-server --models-dir d", "", "", "--models-dir: starts llama-server's router"},
 		{"m.gguf -- llama-server -c 2048", "m.gguf -c 2048", "", ""},
 	} {
-		out, ignored, err := fs.pasted(strings.Fields(tc.in))
+		err := fs.split(strings.Fields(tc.in))
+		out, ignored := fs.line.Own, fs.line.PassWords()
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
@@ -56,7 +58,7 @@ func TestPasted(t *testing.T) {
 // llama.cpp's own examples of llama-server command lines (tools/server/
 // README.md of the pinned build), with the model path swapped for a synth
 // file, are accepted by fit as pasted; the flags without effect on memory
-// are listed as ignored.
+// are said as passed through.
 func TestPastedServerExamples(t *testing.T) {
 	model := synthFile(t, "qwen3-0.6b")
 	for _, line := range []string{
@@ -71,7 +73,7 @@ func TestPastedServerExamples(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "verdict  fits") {
 			t.Errorf("%s: exit %d\n%s\n%s", line, code, out, errs)
 		}
-		if strings.Contains(line, "--port") && !strings.Contains(errs, "ignored, no effect on memory: --port 8080") {
+		if strings.Contains(line, "--port") && !strings.Contains(errs, "passed through to llama-server (no effect on memory): --port 8080") {
 			t.Errorf("%s: the ignored flag is not said: %s", line, errs)
 		}
 	}
@@ -91,8 +93,8 @@ func TestGPULayersWithoutGPU(t *testing.T) {
 }
 
 // FuzzPasted: any pasted line is parsed or refused, never a panic, and
-// parsing only takes words out or rewrites them in place: what it returns
-// is never longer than what it was given.
+// parsing only takes words out or rewrites them in place: what it keeps
+// and the flags it passes through are never more than it was given.
 func FuzzPasted(f *testing.F) {
 	for _, seed := range []string{
 		"-- llama-server -m m.gguf -c 2048 --port 8080",
@@ -110,9 +112,9 @@ func FuzzPasted(f *testing.F) {
 		fs.String("fa", "", "")
 		fs.Bool("mlock", false, "")
 		in := strings.Fields(line)
-		out, ignored, err := fs.pasted(slices.Clone(in))
-		if err == nil && len(out)+len(ignored) > len(in) {
-			t.Errorf("%q: %d words out and %d ignored from %d", line, len(out), len(ignored), len(in))
+		err := fs.split(slices.Clone(in))
+		if err == nil && len(fs.line.Own)+len(fs.line.Pass) > len(in) {
+			t.Errorf("%q: %d words out and %d passed from %d", line, len(fs.line.Own), len(fs.line.Pass), len(in))
 		}
 	})
 }

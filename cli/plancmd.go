@@ -158,9 +158,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	opts.Base.Rules = &note.Rules
-	if opts.Base.Mlock && note.Rules.MlockLoads {
-		opts.Base.Mmap = false // --mlock is --load-mode mlock for these builds
-	}
+	mlockLoads(fs, &opts.Base, note.Rules)
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err

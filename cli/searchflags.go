@@ -1,10 +1,6 @@
 package cli
 
 import (
-	"github.com/headroom-llm/headroom/engine"
-	"slices"
-	"strings"
-
 	"github.com/headroom-llm/headroom/plan"
 )
 
@@ -23,71 +19,70 @@ func checkCounts(parallel, minCtx int, fitTarget int64) error {
 }
 
 // searchFlags registers the flags that steer a plan search (shared by
-// plan, pull and serve) and returns a function that checks them after
-// parsing and builds the options.
+// plan, pull, serve and serve-api): headroom's own (--goal, --min-ctx,
+// --fit-target, --no-q8, --headless) and every modeled llama.cpp flag
+// (requestFlags), of which those given are kept and only checked. It
+// returns a function that checks them after parsing and builds the
+// options.
 func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 	opts := plan.DefaultSearch()
 	// Base.Rules stays nil, the newest measured build's, until the caller
 	// knows the user's build (engineNote).
 	fs.StringVar(&opts.Goal, "goal", plan.GoalBalanced, "what matters: balanced (GPU layers, then context), speed (GPU layers) or context")
-	fs.IntVar(&opts.Parallel, "np", opts.Parallel, "parallel conversations (slots); each gets its own context")
-	fs.alias("np", "parallel")
 	fs.IntVar(&opts.MinCtx, "min-ctx", opts.MinCtx, "the least context per slot worth running")
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
 	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
-	ngl := &gpuLayers{n: plan.GPULayersAuto}
-	fs.Var(ngl, "ngl", "keep this many layers on the GPU (a number or all) and only check it; default: searched")
-	fs.alias("ngl", "gpu-layers", "n-gpu-layers")
-	fs.IntVar(&opts.Fixed.Ctx, "c", 0, "keep this context (cells across all slots) and only check it; default: searched")
-	fs.alias("c", "ctx-size")
-	fs.StringVar(&opts.Fixed.CacheK, "ctk", "", "keep this K cache type (f16, q8_0, q4_0, ...); default: f16, or q8_0 where it buys context")
-	fs.alias("ctk", "cache-type-k")
-	fs.StringVar(&opts.Fixed.CacheV, "ctv", "", "keep this V cache type (a quantized V turns flash attention on)")
-	fs.alias("ctv", "cache-type-v")
-	ot := overrideFlags(fs)
-	serving := servingFlags(fs)
-	fs.BoolVar(&opts.Base.Mlock, "mlock", false, "lock the weights in RAM: none of them is reclaimable, and RLIMIT_MEMLOCK is checked (from llama.cpp's PR #26135, about b10115: loaded into host buffers, not mapped)")
 	fs.BoolVar(&opts.Headless, "headless", false, "plan as if the desktop session were stopped: the GPU memory it holds counts as free")
+	req := requestFlags(fs, true)
 	return func() (plan.SearchOptions, error) {
 		switch opts.Goal {
 		case plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext:
 		default:
 			return opts, usagef("--goal %q: want balanced, speed or context", opts.Goal)
 		}
-		if err := checkCounts(opts.Parallel, opts.MinCtx, *target); err != nil {
+		p, err := req()
+		if err != nil {
 			return opts, err
 		}
-		switch ngl.n {
+		if err := checkCounts(p.Parallel, opts.MinCtx, *target); err != nil {
+			return opts, err
+		}
+		opts.Parallel = p.Parallel
+		switch p.GPULayers {
 		case plan.GPULayersAuto:
 		case gpuLayersAll:
 			n := 999 // llama.cpp's own "all"; the plan clamps it
 			opts.Fixed.GPULayers = &n
 		default:
-			n := ngl.n
+			n := p.GPULayers
 			opts.Fixed.GPULayers = &n
 		}
-		if opts.Fixed.Ctx < 0 {
-			return opts, usagef("-c, --ctx-size %d: want 0 (searched) or more cells", opts.Fixed.Ctx)
+		opts.Fixed.Ctx = p.Ctx
+		if fs.isSet("ctk", "cache-type-k") {
+			opts.Fixed.CacheK = p.CacheK
 		}
-		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", opts.Fixed.CacheK}, {"-ctv, --cache-type-v", opts.Fixed.CacheV}} {
-			if c.v != "" && !slices.Contains(engine.CacheTypes(), c.v) {
-				return opts, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
-			}
+		if fs.isSet("ctv", "cache-type-v") {
+			opts.Fixed.CacheV = p.CacheV
 		}
-		sv, err := serving()
-		if err != nil {
-			return opts, err
+		if fs.isSet("ncmoe", "n-cpu-moe", "cmoe", "cpu-moe") {
+			return opts, usagef("-ncmoe, --n-cpu-moe and -cmoe are searched by plan, which keeps routed experts in system memory only where the GPU is short of them; headroom fit checks a given -ncmoe")
 		}
-		opts.Base.Serving = &sv
 		if fs.isSet("cram", "cache-ram") {
-			opts.Fixed.CacheRAM = &sv.CacheRAM
+			opts.Fixed.CacheRAM = &p.Serving.CacheRAM
 		}
 		if fs.isSet("ctxcp", "ctx-checkpoints", "swa-checkpoints") {
-			opts.Fixed.Checkpoints = &sv.Checkpoints
+			opts.Fixed.Checkpoints = &p.Serving.Checkpoints
 		}
-		opts.Base.Overrides = append([]plan.Override{}, *ot...)
+		if p.FlashAttn == plan.FlashOff {
+			opts.AllowQ8 = false // a quantized V needs flash attention
+		}
+		p.GPULayers, p.Ctx, p.CacheK, p.CacheV = opts.Base.GPULayers, opts.Base.Ctx, opts.Base.CacheK, opts.Base.CacheV
+		if !fs.isSet("kvu", "kv-unified") {
+			p.KVUnified = false // a plan's slots each have their own context
+		}
+		opts.Base = p
 		opts.FitTarget = *target << 20
-		opts.AllowQ8 = !*noQ8
+		opts.AllowQ8 = opts.AllowQ8 && !*noQ8
 		return opts, nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/headroom-llm/headroom/launch"
+	"github.com/headroom-llm/headroom/llamaflags"
 	"net"
 	"net/http"
 	"os"
@@ -93,12 +94,15 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 	idle := fs.Duration("idle-timeout", 0, "stop a served model after this long without a request (0: never)")
 	queue := fs.Int("queue", server.DefaultQueue, "requests that may wait for one model to load; past it they are answered 503 with Retry-After")
 	search := searchFlags(fs)
-	pos, err := fs.parse(args)
+	pos, err := fs.parseModels(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return usagef("serve-api takes no arguments, got %q", pos)
+	}
+	if err := childFlags(fs.line); err != nil {
+		return err
 	}
 	opts, err := search()
 	if err != nil {
@@ -128,6 +132,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", note.Says)
 	}
 	opts.Base.Rules = &note.Rules
+	mlockLoads(fs, &opts.Base, note.Rules)
 	d, err := launchDeps(env, *machine, binPath, true)
 	if err != nil {
 		return err
@@ -224,6 +229,20 @@ func listenAPI(env Env, cfg server.Config, o apiListen) (net.Listener, http.Hand
 // minTokenLen is the shortest API token serve-api takes: anyone who can
 // reach the port may try tokens, and a short one falls to guessing.
 const minTokenLen = 16
+
+// childFlags refuses the passed-through flags serve-api sets on its
+// servers itself: each listens on a loopback port of its own, named by
+// its model, and answers the API's requests without a key of its own
+// (the API is the one to protect, with --token).
+func childFlags(l llamaflags.Line) error {
+	for _, a := range l.Pass {
+		switch a.Key() {
+		case "--host", "--port", "--path", "--api-prefix", "--alias", "--api-key", "--api-key-file", "--ssl-key-file", "--ssl-cert-file", "--reuse-port":
+			return usagef("%s: serve-api sets it on the llama-servers it starts (each on a loopback port of its own, named by its model, reached without a key): protect the API with --token", a.Typed)
+		}
+	}
+	return nil
+}
 
 // apiToken is the token a request must send with --allow-remote: from
 // --token-file, --token or, with remote, $HEADROOM_API_TOKEN; "" when none

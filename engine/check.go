@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/llamaflags"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,23 +98,44 @@ func project(ctx context.Context, fitParams, model string, args []string, env []
 	return firstBreakdown(rows), lines, nil
 }
 
-// withoutFitFlags drops --fit and its value (llama-fit-params is the
-// fit) and the flags for what llama-server keeps past the load (-cram,
-// -ctxcp, -cms, --[no-]cache-idle-slots), which llama-fit-params refuses
-// ("invalid argument: -cram") and which change nothing it projects.
+// withoutFitFlags gives llama-fit-params only the flags its own argument
+// table takes (llamaflags): not --fit (llama-fit-params is the fit), not
+// what llama-server keeps past the load (-cram, -ctxcp, -cms), which it
+// refuses ("invalid argument: -cram") and which change nothing it
+// projects, not -kvu (see FitParamsProfile) and not a flag passed through
+// to llama-server.
 func withoutFitFlags(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "--fit", "-fit", "-cram", "--cache-ram", "-ctxcp", "--ctx-checkpoints", "--swa-checkpoints", "-cms", "--checkpoint-min-step":
+		if args[i] == "--fit" || args[i] == "-fit" {
 			i++
-			continue
-		case "--cache-idle-slots", "--no-cache-idle-slots":
 			continue
 		}
 		out = append(out, args[i])
 	}
-	return out
+	tb, err := llamaflags.For("")
+	if err != nil {
+		return out
+	}
+	kept, _ := tb.Only(llamaflags.FitParams, out)
+	return kept
+}
+
+// FitParamsProfile is the profile llama-fit-params can be asked to
+// project in p's stead: it has no -kvu (its table lacks it, and so does
+// its environment's LLAMA_ARG_KV_UNIFIED), so its contexts keep one KV
+// stream per sequence. A unified cache of the same cells holds the same
+// bytes; headroom accounts the projected context as it is for the
+// comparison.
+func FitParamsProfile(p plan.Profile) plan.Profile {
+	tb, err := llamaflags.For("")
+	if err != nil {
+		return p
+	}
+	if e := tb.Lookup("-kvu"); e != nil && !e.Accepts(llamaflags.FitParams) {
+		p.KVUnified = false
+	}
+	return p
 }
 
 // firstBreakdown is the rows of the first table: a name seen again

@@ -137,7 +137,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		opts:     o,
 		url:      "http://" + net.JoinHostPort(probeHost(o.Host), strconv.Itoa(o.Port)),
 		cmd:      cmd,
-		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+		client:   &http.Client{Transport: transport(o.Args)},
 		exited:   make(chan struct{}),
 		logDone:  make(chan struct{}),
 		exitCode: -1,
@@ -154,6 +154,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 	}()
 	return s, nil
+}
+
+// transport is the one Start's requests go by: without keep-alives, and
+// with the server's API key where args give one.
+func transport(args []string) http.RoundTripper {
+	t := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	if k := apiKeyOf(args); k != "" {
+		return keyed{t, k}
+	}
+	return t
 }
 
 // checkArgs refuses flags Start sets itself: passed twice, llama-server

@@ -89,6 +89,22 @@ func (c *cursor) fail(at int64, err error, format string, args ...any) error {
 	return &FormatError{Offset: at, Field: c.field, Err: fmt.Errorf(format+": %w", append(args, err)...)}
 }
 
+// plausibleHeader is the most bytes a real header's counts can ask for:
+// a count that needs more is a corrupt or hostile one, a count that needs
+// less than this and more than the file has left is a file cut short.
+const plausibleHeader = 1 << 30
+
+// tooMany says that count items of at least min bytes each cannot fit in
+// what is left of the file: truncated where a real header could hold
+// them (a download cut short), else a count beyond any real file.
+func (c *cursor) tooMany(at int64, count uint64, min int64, what string) error {
+	if count <= plausibleHeader/uint64(min) {
+		return c.fail(at, ErrTruncated, "the header lists %d %s, which need at least %d bytes, and the file has %d left of its %d",
+			count, what, int64(count)*min, c.remaining(), c.size)
+	}
+	return c.fail(at, ErrLimit, "%d %s cannot fit in the %d bytes left in the file", count, what, c.remaining())
+}
+
 // remaining is how many bytes of the file are left after the cursor.
 func (c *cursor) remaining() int64 { return c.size - c.off }
 
@@ -243,7 +259,7 @@ func (c *cursor) parse() (*File, error) {
 		return nil, err
 	}
 	if nTensors > uint64(c.remaining()/minTensorBytes) {
-		return nil, c.fail(at, ErrLimit, "%d tensors cannot fit in the %d bytes left in the file", nTensors, c.remaining())
+		return nil, c.tooMany(at, nTensors, minTensorBytes, "tensors")
 	}
 	c.field = "metadata count"
 	at = c.off
@@ -252,7 +268,7 @@ func (c *cursor) parse() (*File, error) {
 		return nil, err
 	}
 	if nKV > uint64(c.remaining()/minKVBytes) {
-		return nil, c.fail(at, ErrLimit, "%d metadata entries cannot fit in the %d bytes left in the file", nKV, c.remaining())
+		return nil, c.tooMany(at, nKV, minKVBytes, "metadata entries")
 	}
 
 	if err := c.chargeMul(at, nKV, kvCost); err != nil {

@@ -22,7 +22,7 @@ import (
 // runs on a sparse twin, its header bytes then a hole up to its size,
 // removed afterwards.
 func EngineCheck(ctx context.Context, c *source.Client, bin string, h *source.Header, m *arch.Model, p plan.Profile, cpu plan.Device, gpus []plan.Device) (*engine.Check, error) {
-	q := p
+	q := engine.FitParamsProfile(p)
 	q.OutputsMax = max(q.Batch, 1)
 	q.Companions = nil
 	r, err := plan.Account(m, q, cpu, gpus)

@@ -99,7 +99,8 @@ func (p Profile) Args() []string {
 		f = append(f, "--n-cpu-moe", strconv.Itoa(p.CPUMoE))
 	}
 	f = append(f, p.Serving.flags()...)
-	return append(f, p.Companions.Flags()...)
+	f = append(f, p.Companions.Flags()...)
+	return append(f, p.Pass...)
 }
 
 // LoadArgs are Args without the flags for what llama-server keeps past

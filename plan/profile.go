@@ -63,6 +63,11 @@ type Profile struct {
 	// Serving is what llama-server keeps past the load (-cram, -ctxcp,
 	// -cms); nil is the program's default (ServingOf).
 	Serving *Serving `json:"serving,omitempty"`
+	// Pass are llama.cpp flags that change nothing headroom counts
+	// (threads, the HTTP server, sampling, templates), with their values,
+	// as llamaflags read them: Args writes them after the flags headroom
+	// chose, so they reach llama-server unchanged.
+	Pass []string `json:"pass_through,omitempty"`
 	// loadOnly leaves out what the program keeps past the load
 	// (SearchOptions.loadOnly).
 	loadOnly bool

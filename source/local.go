@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,8 +17,12 @@ func checkRegular(p string, fi fs.FileInfo) error {
 	if fi.Mode().IsRegular() {
 		return nil
 	}
-	return fmt.Errorf("%s is %s, not a regular file; expected a .gguf file", p, fileKind(fi.Mode()))
+	return fmt.Errorf("%s is %s: %w; expected a .gguf file", p, fileKind(fi.Mode()), ErrNotRegular)
 }
+
+// ErrNotRegular is wrapped by the error for a model path that names a
+// directory, a pipe or a device instead of a file.
+var ErrNotRegular = errors.New("not a regular file")
 
 // fileKind names a file's type for errors.
 func fileKind(m fs.FileMode) string {

@@ -31,8 +31,8 @@ func TestFIFOIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, ref, want string }{
-		{"model", fifo, fifo + " is a named pipe (FIFO), not a regular file"},
-		{"shard", filepath.Join(dir, gguf.ShardName("s", 1, 2)), "shard 2: " + shard + " is a named pipe (FIFO), not a regular file"},
+		{"model", fifo, fifo + " is a named pipe (FIFO): not a regular file"},
+		{"shard", filepath.Join(dir, gguf.ShardName("s", 1, 2)), "shard 2: " + shard + " is a named pipe (FIFO): not a regular file"},
 		{"directory", dir, dir + " is a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
