@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/engine"
@@ -136,6 +137,52 @@ func TestLiveFitVerifyOtherBuild(t *testing.T) {
 		differs := cell.Row == "Host" && cell.Part == "context"
 		if cell.Agrees == differs || differs && (cell.Engine != 736 || cell.Headroom != 752) {
 			t.Errorf("80fb11a's rules beside de3ff81: %+v", cell)
+		}
+	}
+}
+
+// TestLiveFitVerifyProfiles: fit --verify agrees with llama.cpp's own
+// projection on the profiles fit's flags produce, its defaults first
+// (llama-server's -np auto: four slots of one unified cache, whose -kvu
+// llama-fit-params does not take), passed-through and serving flags
+// among them (llama-fit-params is given only what its table takes).
+func TestLiveFitVerifyProfiles(t *testing.T) {
+	bin := liveEngine(t)
+	dir := t.TempDir()
+	tiny := writeShape(t, dir, "tinyllama-1.1b", synth.Q4_K_M)
+	gemma := writeShape(t, dir, "gemma-3-1b", synth.Q4_K_M)
+	for _, tc := range []struct {
+		model string
+		args  []string
+	}{
+		{tiny, nil},
+		{tiny, []string{"-c", "8192"}},
+		{tiny, []string{"-c", "4096", "-np", "2"}},
+		{tiny, []string{"-c", "4096", "--no-kv-unified"}},
+		{tiny, []string{"-c", "4096", "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on"}},
+		{tiny, []string{"-c", "4096", "-fa", "off", "-b", "1024", "-ub", "256"}},
+		{tiny, []string{"-c", "4096", "--no-mmap"}},
+		{tiny, []string{"-c", "4096", "-nkvo"}},
+		{tiny, []string{"-c", "4096", "-cram", "0", "-ctxcp", "4", "--jinja", "--api-key", "k", "-t", "2", "--port", "9999"}},
+		{gemma, nil},
+		{gemma, []string{"-c", "8192", "--swa-full"}},
+	} {
+		args := append([]string{"fit", "--quiet", "--json", "--verify", "--llama-server", bin, "--machine", "cpu-32", tc.model}, tc.args...)
+		code, out, errs := run(t, args...)
+		name := filepath.Base(tc.model) + " " + strings.Join(tc.args, " ")
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", name, code, errs)
+			continue
+		}
+		var f struct {
+			Check *engine.Check `json:"engine_check"`
+		}
+		if err := json.Unmarshal([]byte(out), &f); err != nil || f.Check == nil {
+			t.Errorf("%s: no engine_check (%v): %s", name, err, out)
+			continue
+		}
+		if !f.Check.Agrees {
+			t.Errorf("%s: llama.cpp's projection differs: %+v", name, f.Check.Cells)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/headroom-llm/headroom/llamaflags"
 )
 
 // llamaCppCommand is one block of testdata/llamacpp-commands.txt.
@@ -43,85 +45,75 @@ func readLlamaCppCommands(t *testing.T, path string) []llamaCppCommand {
 		if c.from == "" || c.expect == "" {
 			t.Fatalf("%s: a command without its source or expectation:\n%s", path, block)
 		}
-		c.args = shellWords(t, line.String())
+		args, err := llamaflags.ShellWords(line.String())
+		if err != nil {
+			t.Fatalf("%s: %v:\n%s", path, err, block)
+		}
+		c.args = args
 		out = append(out, c)
 	}
 	return out
 }
 
-// shellWords splits a command line as a POSIX shell does for the forms
-// llama.cpp's documentation uses: single and double quotes, backslash
-// escapes and line continuations; no expansion.
-func shellWords(t *testing.T, s string) []string {
-	t.Helper()
-	var words []string
-	var w strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s):
-			i++
-			if s[i] != '\n' {
-				w.WriteByte(s[i])
-				inWord = true
-			}
-		case c == '\'' || c == '"':
-			end := strings.IndexByte(s[i+1:], c)
-			if end < 0 {
-				t.Fatalf("unclosed quote in %q", s)
-			}
-			w.WriteString(s[i+1 : i+1+end])
-			i += end + 1
-			inWord = true
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-		default:
-			w.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words
-}
-
 // TestLlamaCppCommands pastes llama.cpp's own documented llama-server
-// command lines into fit, each model file replaced by a synth file of the
-// same role (model, draft, projector): every line gets a verdict, or a
-// refusal that names the flag and says why. None may fail on a flag as
-// unknown where llama-server defines it.
+// command lines (testdata/llamacpp-commands.txt) and everyday ones
+// (testdata/everyday-commands.txt) into fit, plan and serve, each model
+// file replaced by a synth file of the same role (model, draft,
+// projector): each command answers alike. fit and plan give a verdict
+// (exit 0 or 1) where the file expects one, and serve gets past its
+// command line to look for llama-server (here one that is not there);
+// a refusal is the same message, naming the flag and saying why, in all
+// three. None may fail on a flag as unknown where llama-server defines it.
 func TestLlamaCppCommands(t *testing.T) {
 	model, moe := synthFile(t, "qwen3-0.6b"), synthFile(t, "qwen3-30b-a3b")
 	draft, proj := synthFile(t, "qwen3-0.6b"), projectorFile(t)
-	cmds := readLlamaCppCommands(t, "testdata/llamacpp-commands.txt")
-	if len(cmds) < 20 {
-		t.Fatalf("%d commands read, want the file's 28", len(cmds))
+	var cmds []llamaCppCommand
+	for _, f := range []string{"testdata/llamacpp-commands.txt", "testdata/everyday-commands.txt"} {
+		cmds = append(cmds, readLlamaCppCommands(t, f)...)
+	}
+	if len(cmds) < 58 {
+		t.Fatalf("%d commands read, want the files' 28 and 30 or more", len(cmds))
 	}
 	for _, c := range cmds {
 		t.Run(c.from, func(t *testing.T) {
 			args := substituteModels(c.args, model, moe, draft, proj)
-			code, out, errs := run(t, append([]string{"fit", "--quiet", "--machine", "rtx-4090", "--"}, args...)...)
-			first, _, _ := strings.Cut(out, "\n")
-			if strings.Contains(errs, "flag provided but not defined") || strings.Contains(errs, "unknown flag") {
-				if !strings.HasPrefix(c.expect, "refused ") {
-					t.Errorf("%q: a flag taken as unknown:\n%s", c.args, errs)
+			refusals := map[string]string{}
+			for _, cmd := range []string{"fit", "plan", "serve"} {
+				pre := []string{cmd, "--quiet", "--machine", "rtx-4090"}
+				if cmd == "serve" {
+					pre = append(pre, "--llama-server", "/nonexistent/llama-server")
+				}
+				code, out, errs := run(t, append(append(pre, "--"), args...)...)
+				if strings.Contains(errs, "flag provided but not defined") || strings.Contains(errs, "unknown flag") {
+					if !strings.HasPrefix(c.expect, "refused ") {
+						t.Errorf("%s %q: a flag taken as unknown:\n%s", cmd, c.args, errs)
+					}
+				}
+				first, _, _ := strings.Cut(out, "\n")
+				switch flag, word, _ := strings.Cut(strings.TrimPrefix(c.expect, "refused "), ": "); {
+				case c.expect == "verdict" && cmd == "fit":
+					if (code != 0 && code != 1) || !(strings.HasPrefix(first, "fits") || strings.HasPrefix(first, "does not fit")) {
+						t.Errorf("fit %q: exit %d, want a verdict\n%s%s", c.args, code, out, errs)
+					}
+				case c.expect == "verdict" && cmd == "plan":
+					if (code != 0 && code != 1) || code == 0 && !strings.Contains(out, "llama-") {
+						t.Errorf("plan %q: exit %d, want a plan or does not fit\n%s%s", c.args, code, out, errs)
+					}
+				case cmd == "serve" && code == 2 && strings.Contains(errs, whyServeCompanions):
+					// serve loads a catalog entry's companions only.
+				case c.expect == "verdict":
+					if code != 1 || !strings.Contains(errs, "/nonexistent/llama-server") {
+						t.Errorf("serve %q: exit %d, want it to look for llama-server\n%s%s", c.args, code, out, errs)
+					}
+				case code != 2 || !strings.Contains(errs, flag) || !strings.Contains(errs, word):
+					t.Errorf("%s %q: exit %d, want 2 with a refusal that names %s and says %q\n%s%s", cmd, c.args, code, flag, word, out, errs)
+				default:
+					said, _, _ := strings.Cut(strings.TrimPrefix(errs, "headroom "+cmd+": "), "\n")
+					refusals[cmd] = strings.ReplaceAll(said, "'headroom "+cmd+" --help'", "'headroom CMD --help'")
 				}
 			}
-			switch flag, word, _ := strings.Cut(strings.TrimPrefix(c.expect, "refused "), ": "); {
-			case c.expect == "verdict":
-				if (code != 0 && code != 1) || !(strings.HasPrefix(first, "fits") || strings.HasPrefix(first, "does not fit")) {
-					t.Errorf("%q: exit %d, want a verdict\n%s%s", c.args, code, out, errs)
-				}
-			case code != 2 || !strings.Contains(errs, flag) || !strings.Contains(errs, word):
-				t.Errorf("%q: exit %d, want 2 with a refusal that names %s and says %q\n%s%s", c.args, code, flag, word, out, errs)
-			default:
-				t.Logf("refused: %s", strings.TrimSpace(errs))
+			if refusals["fit"] != refusals["plan"] || refusals["serve"] != "" && refusals["fit"] != refusals["serve"] {
+				t.Errorf("%q refused three ways:\n%q", c.args, refusals)
 			}
 		})
 	}
@@ -134,6 +126,15 @@ func TestLlamaCppCommands(t *testing.T) {
 // goes with it.
 func substituteModels(args []string, model, moe, draft, proj string) []string {
 	var out []string
+	var split []string
+	for _, a := range args {
+		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+			split = append(split, name, v)
+			continue
+		}
+		split = append(split, a)
+	}
+	args = split
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if i+1 >= len(args) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -85,6 +86,27 @@ func (fitOff) Set(v string) error {
 		return nil
 	}
 	return fmt.Errorf("--fit %s: only --fit off is modeled: llama.cpp's own fit rewrites -c and -ngl at load, so a verdict for these flags would be for a placement that never runs (headroom plan searches instead)", v)
+}
+
+// notHere is a modeled llama.cpp flag a command does not take, with the
+// reason, so the error says why rather than "not defined".
+type notHere struct{ name, why string }
+
+func (n notHere) String() string { return "" }
+func (n notHere) IsBoolFlag() bool {
+	return strings.HasPrefix(n.name, "no-") || n.name == "mmproj-offload"
+}
+func (n notHere) Set(string) error { return errors.New(n.why) }
+
+// whyServeCompanions is why serve takes no projector or draft flags.
+const whyServeCompanions = "serve loads the projector and draft a catalog entry names (and pulls them with it); " +
+	"for files of your own, headroom plan MODEL --mmproj FILE -md FILE counts them and prints the llama-server command to run"
+
+// refuseHere registers names as flags that fail with why.
+func refuseHere(fs *flags, why string, names ...string) {
+	for _, n := range names {
+		fs.Var(notHere{n, why}, n, "not taken here: "+why)
+	}
 }
 
 // profileFlags registers fit's flags for the profile it checks (every

@@ -64,9 +64,6 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 		if fs.isSet("ctv", "cache-type-v") {
 			opts.Fixed.CacheV = p.CacheV
 		}
-		if fs.isSet("ncmoe", "n-cpu-moe", "cmoe", "cpu-moe") {
-			return opts, usagef("-ncmoe, --n-cpu-moe and -cmoe are searched by plan, which keeps routed experts in system memory only where the GPU is short of them; headroom fit checks a given -ncmoe")
-		}
 		if fs.isSet("cram", "cache-ram") {
 			opts.Fixed.CacheRAM = &p.Serving.CacheRAM
 		}

@@ -94,6 +94,8 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 	idle := fs.Duration("idle-timeout", 0, "stop a served model after this long without a request (0: never)")
 	queue := fs.Int("queue", server.DefaultQueue, "requests that may wait for one model to load; past it they are answered 503 with Retry-After")
 	search := searchFlags(fs)
+	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "md", "model-draft", "spec-draft-model",
+		"ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
 	pos, err := fs.parseModels(args)
 	if err != nil {
 		return err

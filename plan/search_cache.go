@@ -35,7 +35,7 @@ func (cs *cacheSearch) run(cc cacheChoice) []Candidate {
 		splits: map[layers][]float64{}, failCtx: map[layers]int{}, failNgl: map[[2]int]int{}}
 	// A user's -ot decides where tensors go; the search does not add
 	// --n-cpu-moe's overrides to it.
-	r.moeable = cs.m.NExpert > 0 && len(cs.gpus) > 0 && !cs.unified && cs.o.Fixed.GPULayers == nil && len(cs.o.Base.Overrides) == 0
+	r.moeable = cs.m.NExpert > 0 && len(cs.gpus) > 0 && !cs.unified && cs.o.Fixed.GPULayers == nil && len(cs.o.Base.Overrides) == 0 && cs.o.Base.CPUMoE == 0
 	// Where dense-first placement fits, it has more on the GPUs than any
 	// partial offload, which cannot win then (except on context): that
 	// search is skipped.
@@ -91,7 +91,7 @@ type cacheRun struct {
 func (r *cacheRun) profile(ngl, moe, perSlot int) Profile {
 	o, cc := r.o, r.cc
 	p := o.Base
-	p.CPUMoE = moe
+	p.CPUMoE = max(moe, o.Base.CPUMoE) // a -ncmoe given is kept
 	p.Parallel, p.KVUnified = o.Parallel, false
 	p.Ctx = perSlot * o.Parallel
 	if o.Fixed.Ctx > 0 {
