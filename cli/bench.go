@@ -50,7 +50,7 @@ func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap
 	}
 	var progress func(string)
 	if !quiet {
-		progress = func(line string) { fmt.Fprintln(env.Stderr, term.Text(line)) }
+		progress = func(line string) { fmt.Fprintln(env.Stderr, wrap(term.Text(line), "", "  ", textWidth)) }
 	}
 	m, err := engine.Bench(ctx, engine.BenchRequest{Bin: bin, Model: model, Twin: twin, Args: engine.BenchArgs(p),
 		Depth: ctxPerSlot, Budget: budget, Env: os.Environ(), Progress: progress})

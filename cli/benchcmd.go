@@ -251,7 +251,8 @@ func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot,
 	for step, i := range order {
 		run := runs[i]
 		say := func(format string, a ...any) {
-			fmt.Fprintf(env.Stderr, "%s %d/%d %s on %s: %s\n", bar(step, len(order)), step+1, len(order), run.name, run.backend, fmt.Sprintf(format, a...))
+			head := fmt.Sprintf("%s %d/%d %s on %s: ", bar(step, len(order)), step+1, len(order), run.name, run.backend)
+			fmt.Fprintln(env.Stderr, wrap(fmt.Sprintf(format, a...), head, "    ", textWidth))
 		}
 		path, ok := paths[run.name]
 		if !ok {

@@ -176,7 +176,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintln(w, wrap(c.summary, fmt.Sprintf("  %-9s ", c.name), strings.Repeat(" ", 12), textWidth))
 	}
 	fmt.Fprint(w, `
 Models are named by a local path, an https:// URL, or a Hugging Face

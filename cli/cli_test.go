@@ -156,7 +156,7 @@ func TestInspectMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, "inspect", bad)
-	if code != 1 || out != "" {
+	if code != 2 || out != "" {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 	if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "offset 24") || !strings.Contains(errs, "string length 1099511627776") {
@@ -164,10 +164,10 @@ func TestInspectMalformed(t *testing.T) {
 	}
 	notGGUF := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notGGUF, []byte("hello world"), 0o644)
-	if code, _, errs := run(t, "inspect", notGGUF); code != 1 || !strings.Contains(errs, "not a GGUF file") {
+	if code, _, errs := run(t, "inspect", notGGUF); code != 2 || !strings.Contains(errs, "not a GGUF file") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
-	if code, _, errs := run(t, "inspect", filepath.Join(dir, "missing.gguf")); code != 1 || !strings.Contains(errs, "missing.gguf") {
+	if code, _, errs := run(t, "inspect", filepath.Join(dir, "missing.gguf")); code != 2 || !strings.Contains(errs, "missing.gguf") {
 		t.Errorf("missing file: exit %d: %s", code, errs)
 	}
 }
@@ -191,7 +191,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"recomend"}, 2, "", `unknown command "recomend" (did you mean recommend?)`},
 		{[]string{"fit", "x.gguf", "--ctx", "8192"}, 2, "", "unknown flag -ctx (did you mean -c, --ctx-size?"},
 		{[]string{"plan", "x.gguf", "--paralel", "2"}, 2, "", "did you mean -np, --parallel?"},
-		{[]string{"fit", "qwen3-0.6b/Q8_0", "--machine", "rtx4090"}, 1, "", "did you mean the preset rtx-4090?"},
+		{[]string{"fit", "qwen3-0.6b/Q8_0", "--machine", "rtx4090"}, 2, "", "did you mean the preset rtx-4090?"},
 		{[]string{"fit", "llama-3.2-1b-instruc/Q4_K_M"}, 1, "", "did you mean llama-3.2-1b-instruct/Q4_K_M?"},
 		{[]string{"fit", "qwen3-0.6b/Q4_K_X"}, 1, "", "the catalog has no Q4_K_X variant of qwen3-0.6b (did you mean qwen3-0.6b/Q4_K_M? it has"},
 		{[]string{"fit", "qwen3-0.6b/Q9_9_9"}, 1, "", "the catalog has no Q9_9_9 variant of qwen3-0.6b (it has"},

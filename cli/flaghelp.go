@@ -100,7 +100,7 @@ func (f *flags) printFlags(w io.Writer) {
 		if def != "" && def != "0" && def != "false" && !strings.Contains(strings.ToLower(usage), "default") {
 			usage += " (default " + def + ")"
 		}
-		fmt.Fprintf(w, "      %s\n", usage)
+		fmt.Fprintln(w, wrap(usage, "      ", "      ", textWidth))
 	}
 }
 

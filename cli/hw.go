@@ -70,11 +70,15 @@ Examples:
 		return usagef("takes no arguments, got %q (a preset or file goes after --machine)", strings.Join(pos, " "))
 	}
 	if *presets {
-		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+		n := 0
 		for _, p := range hw.Presets() {
-			fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.Summary)
+			n = max(n, len(p.Name))
 		}
-		return tw.Flush()
+		for _, p := range hw.Presets() {
+			head := fmt.Sprintf("%-*s  ", n, p.Name)
+			fmt.Fprintln(env.Stdout, wrap(p.Summary, head, strings.Repeat(" ", len(head)), textWidth))
+		}
+		return nil
 	}
 	if *remeasure && *machine != "" {
 		return usagef("--remeasure measures this machine; --machine %s is described, not measured", *machine)
@@ -159,15 +163,15 @@ func printHW(w io.Writer, s *hw.Snapshot) {
 
 	fmt.Fprintln(w, "\nsources")
 	for _, d := range s.Domains {
-		fmt.Fprintf(w, "  %s: %s\n", term.Text(d.ID), term.Text(d.Source))
+		fmt.Fprintln(w, wrap(term.Text(d.Source), "  "+term.Text(d.ID)+": ", "      ", textWidth))
 		if d.BandwidthSource != "" {
-			fmt.Fprintf(w, "  %s bandwidth: %s\n", term.Text(d.ID), term.Text(d.BandwidthSource))
+			fmt.Fprintln(w, wrap(term.Text(d.BandwidthSource), "  "+term.Text(d.ID)+" bandwidth: ", "      ", textWidth))
 		}
 	}
 	if len(s.Notes) > 0 {
 		fmt.Fprintln(w, "\nnotes")
 		for _, n := range s.Notes {
-			fmt.Fprintf(w, "  - %s\n", term.Text(n))
+			fmt.Fprintln(w, wrap(term.Text(n), "  - ", "    ", textWidth))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/plan"
@@ -128,27 +129,12 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts, err := search()
+	opts, err := programOptions(fs, search, *program, *routerPreset != "")
 	if err != nil {
 		return err
 	}
-	if opts.Base.Program, err = plan.ParseProgram(*program); err != nil {
-		return usagef("--program: %v", err)
-	}
 	if err := serverOnly(opts.Base.Program, *verify, *bench); err != nil {
 		return err
-	}
-	if err := servingFor(fs, opts.Base.Program, &opts); err != nil {
-		return err
-	}
-	if pr := opts.Base.Program; !pr.IsServer() {
-		if *routerPreset != "" {
-			return usagef("--router-preset writes llama-server's presets; --program %s has none", pr)
-		}
-		if !fs.isSet("np", "parallel") {
-			opts.Parallel = pr.Defaults().Parallel
-		}
-		opts.Base.SWAFull = pr.Defaults().SWAFull
 	}
 	if *routerPreset == "" && len(refs) != 1 {
 		return usagef("need exactly one MODEL, got %d arguments (several are for --router-preset)", len(refs))
@@ -179,27 +165,9 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	}
 	_, gpus := plan.Devices(snap)
 	out := planReport{Model: in.Ref, Program: opts.Base.Program, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note, Backends: plan.Backends(gpus)}
-	var p *plan.Plan
-	pr, why := openProjection(ctx, env, in, *llama, opts.Base.Program)
-	if pr != nil {
-		defer pr.cleanup()
-		if c, err := companions(ctx, env, true, in.header()); err != nil {
-			return err
-		} else if c != nil {
-			return errProjectedCompanions
-		}
-		p, why, out.Projected = searchProjected(ctx, env, pr, snap, opts, *quiet || *printArgs)
-	}
-	if in.ArchErr == nil {
-		if opts.Base.Companions, err = companions(ctx, env, *quiet || *printArgs, in.header()); err != nil {
-			return err
-		}
-		if err := opts.Base.Check(); err != nil {
-			return usagef("--program %s: %v", opts.Base.Program, err)
-		}
-		if p, err = plan.Search(in.Arch, snap, opts); err != nil {
-			return err
-		}
+	p, why, err := searchModel(ctx, env, in, snap, opts, companions, &out, *llama, *quiet || *printArgs)
+	if err != nil {
+		return err
 	}
 	out.judge(in, p, why, *machine == "")
 	if out.Verdict == plan.Fits {
@@ -225,6 +193,66 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		printPlan(env.Stdout, in, p, out)
 	}
 	return nil
+}
+
+// searchModel searches the plan of a model: headroom's own search where
+// it models the architecture, llama.cpp's projection (llama-fit-params)
+// where it does not and the build can; why says what the projection
+// said where it could not run.
+func searchModel(ctx context.Context, env Env, in *modelInputs, snap *hw.Snapshot, opts plan.SearchOptions,
+	companions func(context.Context, Env, bool, *gguf.Model) (*plan.Companions, error), out *planReport, llama string, quiet bool) (*plan.Plan, string, error) {
+	var p *plan.Plan
+	pr, why := openProjection(ctx, env, in, llama, opts.Base.Program)
+	if pr != nil {
+		defer pr.cleanup()
+		if c, err := companions(ctx, env, true, in.header()); err != nil {
+			return nil, "", err
+		} else if c != nil {
+			return nil, "", errProjectedCompanions
+		}
+		p, why, out.Projected = searchProjected(ctx, env, pr, snap, opts, quiet)
+	}
+	if in.ArchErr == nil {
+		var err error
+		if opts.Base.Companions, err = companions(ctx, env, quiet, in.header()); err != nil {
+			return nil, "", err
+		}
+		if err := opts.Base.Check(); err != nil {
+			return nil, "", usagef("--program %s: %v", opts.Base.Program, err)
+		}
+		if p, err = plan.Search(in.Arch, snap, opts); err != nil {
+			return nil, "", err
+		}
+	}
+	return p, why, nil
+}
+
+// programOptions are plan's search options for the program --program
+// names: its own slots and sliding-window default where the flags do not
+// say, and no serving settings for a program that keeps none.
+func programOptions(fs *flags, search func() (plan.SearchOptions, error), program string, routerPreset bool) (plan.SearchOptions, error) {
+	opts, err := search()
+	if err != nil {
+		return opts, err
+	}
+	if opts.Base.Program, err = plan.ParseProgram(program); err != nil {
+		return opts, usagef("--program: %v", err)
+	}
+	if err := servingFor(fs, opts.Base.Program, &opts); err != nil {
+		return opts, err
+	}
+	if pr := opts.Base.Program; !pr.IsServer() {
+		if routerPreset {
+			return opts, usagef("--router-preset writes llama-server's presets; --program %s has none", pr)
+		}
+		if !fs.isSet("np", "parallel") {
+			opts.Parallel = pr.Defaults().Parallel
+		}
+		if !fs.isSet("swa-full") {
+			opts.Base.SWAFull = pr.Defaults().SWAFull
+		}
+	}
+	return opts, nil
 }
 
 // planExtras are what plan adds to a plan that fits, as its flags ask.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
@@ -137,7 +138,9 @@ func launchDeps(env Env, machine, llamaServer string, quiet bool) (*launch.Deps,
 	if !quiet {
 		// Progress quotes references and listing names: escaped.
 		client.Log = func(msg string) { fmt.Fprintln(env.Stderr, "  "+term.Text(msg)) }
-		d.Say = func(state, line string) { fmt.Fprintf(env.Stderr, "%-11s %s\n", state, term.Text(line)) }
+		d.Say = func(state, line string) {
+			fmt.Fprintln(env.Stderr, wrap(term.Text(line), fmt.Sprintf("%-11s ", state), strings.Repeat(" ", 12), textWidth))
+		}
 	}
 	return d, nil
 }

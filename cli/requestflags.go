@@ -45,6 +45,19 @@ func (l loadMode) Set(s string) error {
 	return fmt.Errorf("want auto, none, mmap, mlock or mmap+mlock, not %q", s)
 }
 
+// request holds the modeled llama.cpp flags' values while a command line
+// is parsed.
+type request struct {
+	p                                             plan.Profile
+	np                                            int
+	ngl                                           *gpuLayers
+	ts                                            *floats
+	ot                                            *overrides
+	kvu, noKVU, noMmap, mmapOn, nkvo, kvo, cpuMoE bool
+	fa, lm                                        string
+	serving                                       func() (plan.Serving, error)
+}
+
 // requestFlags registers every llama.cpp flag headroom models, once for
 // all commands, under llama.cpp's spellings (each held to the build's
 // table by TestModeledFlagsEverywhere), and returns a function that reads
@@ -52,15 +65,21 @@ func (l loadMode) Set(s string) error {
 // (plan, pull, serve, serve-api): there a flag given is kept and checked,
 // one not given is searched, and -np defaults to the search's slots.
 func requestFlags(fs *flags, search bool) func() (plan.Profile, error) {
-	p := engine.ServerDefaults()
-	np := -1
+	r := &request{p: engine.ServerDefaults(), np: -1, ts: &floats{}, lm: "auto"}
+	r.ngl = &gpuLayers{n: r.p.GPULayers}
+	r.fa = string(r.p.FlashAttn)
 	if search {
-		np = plan.DefaultSearch().Parallel
+		r.np = plan.DefaultSearch().Parallel
+		r.ngl.n = plan.GPULayersAuto
 	}
-	ngl := &gpuLayers{n: p.GPULayers}
-	ts := &floats{}
-	var kvu, noKVU, noMmap, mmapOn, nkvo, kvo, cpuMoE bool
-	fa, lm := string(p.FlashAttn), "auto"
+	r.register(fs, search)
+	return func() (plan.Profile, error) { return r.profile(fs, search) }
+}
+
+// register defines the flags, with help that says how a searching
+// command reads them.
+func (r *request) register(fs *flags, search bool) {
+	p := &r.p
 	ctxHelp, nglHelp, ctkHelp := "context size in cells across all sequences; 0 = the model's trained context",
 		"layers on the GPU: a number, auto or all (the output layer counts as one)", "K cache type: "+strings.Join(engine.CacheTypes(), ", ")
 	npHelp := fmt.Sprintf("parallel sequences (slots); -1 = llama-server's auto: %d with a unified cache", p.Parallel)
@@ -69,15 +88,14 @@ func requestFlags(fs *flags, search bool) func() (plan.Profile, error) {
 			"keep this many layers on the GPU (a number or all) and only check it; default: searched"
 		ctkHelp = "keep this K cache type (" + strings.Join(engine.CacheTypes(), ", ") + "); default: f16, or q8_0 where it buys context"
 		npHelp = "parallel conversations (slots); each gets its own context"
-		ngl.n = plan.GPULayersAuto
 	}
 	fs.IntVar(&p.Ctx, "c", 0, ctxHelp)
 	fs.alias("c", "ctx-size")
-	fs.IntVar(&np, "np", np, npHelp)
+	fs.IntVar(&r.np, "np", r.np, npHelp)
 	fs.alias("np", "parallel")
-	fs.BoolVar(&kvu, "kvu", false, "one KV cache shared by all sequences")
+	fs.BoolVar(&r.kvu, "kvu", false, "one KV cache shared by all sequences")
 	fs.alias("kvu", "kv-unified")
-	fs.BoolVar(&noKVU, "no-kvu", false, "a KV cache per sequence (llama-server's -np auto turns -kvu on)")
+	fs.BoolVar(&r.noKVU, "no-kvu", false, "a KV cache per sequence (llama-server's -np auto turns -kvu on)")
 	fs.alias("no-kvu", "no-kv-unified")
 	fs.IntVar(&p.Batch, "b", p.Batch, "logical batch size")
 	fs.alias("b", "batch-size")
@@ -87,102 +105,113 @@ func requestFlags(fs *flags, search bool) func() (plan.Profile, error) {
 	fs.alias("ctk", "cache-type-k")
 	fs.StringVar(&p.CacheV, "ctv", p.CacheV, "V cache type (quantized V needs -fa on)")
 	fs.alias("ctv", "cache-type-v")
-	fs.StringVar(&fa, "fa", fa, "flash attention: on, off or auto")
+	fs.StringVar(&r.fa, "fa", r.fa, "flash attention: on, off or auto")
 	fs.alias("fa", "flash-attn")
-	fs.Var(ngl, "ngl", nglHelp)
+	fs.Var(r.ngl, "ngl", nglHelp)
 	fs.alias("ngl", "gpu-layers", "n-gpu-layers")
-	fs.Var(ts, "ts", "share of layers per GPU, e.g. 3,1 (default: in proportion to free memory)")
+	fs.Var(r.ts, "ts", "share of layers per GPU, e.g. 3,1 (default: in proportion to free memory)")
 	fs.alias("ts", "tensor-split")
-	fs.BoolVar(&noMmap, "no-mmap", false, "load weights into memory instead of mapping the file")
-	fs.BoolVar(&mmapOn, "mmap", false, "map the file (the default)")
-	fs.Var(loadMode{&lm}, "lm", "how the weights are loaded: auto, none (read into buffers), mmap, mlock or mmap+mlock")
+	fs.BoolVar(&r.noMmap, "no-mmap", false, "load weights into memory instead of mapping the file")
+	fs.BoolVar(&r.mmapOn, "mmap", false, "map the file (the default)")
+	fs.Var(loadMode{&r.lm}, "lm", "how the weights are loaded: auto, none (read into buffers), mmap, mlock or mmap+mlock")
 	fs.alias("lm", "load-mode")
 	fs.BoolVar(&p.Mlock, "mlock", false, "lock the weights in RAM: none of them is reclaimable, and RLIMIT_MEMLOCK is checked (from llama.cpp's PR #26135, about b10115: loaded into host buffers, not mapped)")
-	fs.BoolVar(&nkvo, "nkvo", false, "keep the KV cache in system memory")
+	fs.BoolVar(&r.nkvo, "nkvo", false, "keep the KV cache in system memory")
 	fs.alias("nkvo", "no-kv-offload")
-	fs.BoolVar(&kvo, "kvo", false, "offload the KV cache with its layers (the default)")
+	fs.BoolVar(&r.kvo, "kvo", false, "offload the KV cache with its layers (the default)")
 	fs.alias("kvo", "kv-offload")
 	fs.IntVar(&p.CPUMoE, "ncmoe", 0, "keep the routed experts of the first N layers in system memory (MoE models)")
 	fs.alias("ncmoe", "n-cpu-moe")
-	fs.BoolVar(&cpuMoE, "cmoe", false, "keep every layer's routed experts in system memory (MoE models)")
+	fs.BoolVar(&r.cpuMoE, "cmoe", false, "keep every layer's routed experts in system memory (MoE models)")
 	fs.alias("cmoe", "cpu-moe")
-	ot := overrideFlags(fs)
+	r.ot = overrideFlags(fs)
 	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers (a library context's default: --swa-full=false turns it off)")
-	serving := servingFlags(fs)
+	r.serving = servingFlags(fs)
 	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
-	return func() (plan.Profile, error) {
-		// llama.cpp's words for on, off and auto (common_arg_utils).
-		switch fa {
-		case "on", "enabled", "true", "1":
-			p.FlashAttn = plan.FlashOn
-		case "off", "disabled", "false", "0":
-			p.FlashAttn = plan.FlashOff
-		case "auto", "-1":
-			p.FlashAttn = plan.FlashAuto
-		default:
-			return p, usagef("-fa, --flash-attn %q: want on, off or auto", fa)
-		}
-		switch {
-		case search && (np < 1 || np > maxSlots):
-			return p, usagef("-np, --parallel %d: want 1 to %d slots", np, maxSlots)
-		case np != -1 && (np < 1 || np > maxSlots):
-			return p, usagef("-np, --parallel %d: want -1 (llama-server's auto) or 1 to %d slots", np, maxSlots)
-		}
-		for _, c := range []struct {
-			both  bool
-			names string
-		}{{kvu && noKVU, "-kvu and --no-kv-unified"}, {kvo && nkvo, "--kv-offload and --no-kv-offload"}, {mmapOn && noMmap, "--mmap and --no-mmap"}} {
-			if c.both {
-				return p, usagef("%s contradict each other: give one", c.names)
-			}
-		}
-		if np != -1 {
-			p.Parallel, p.KVUnified = np, kvu
-		} else if noKVU {
-			p.KVUnified = false
-		}
-		p.GPULayers = ngl.n
-		if !search && p.GPULayers == gpuLayersAll {
-			p.GPULayers = plan.GPULayersAuto // fit checks every layer as auto places them
-		}
-		p.TensorSplit = []float64(*ts)
-		p.Overrides = append([]plan.Override{}, *ot...)
-		if cpuMoE {
-			p.CPUMoE = 1 << 20 // every layer; the accountant needs no count
-		}
-		p.Mmap = !noMmap
-		switch lm {
-		case "none":
-			p.Mmap = false
-		case "mlock":
-			p.Mmap, p.Mlock = false, true
-		case "mmap+mlock":
-			p.Mmap, p.Mlock = true, true
-		}
-		p.NoKVOffload = nkvo
-		for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", p.CacheK}, {"-ctv, --cache-type-v", p.CacheV}} {
-			if !slices.Contains(engine.CacheTypes(), c.v) {
-				return p, usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
-			}
-		}
-		switch {
-		case p.Ctx < 0:
-			return p, usagef("-c, --ctx-size %d: want 0 (the trained context) or more cells", p.Ctx)
-		case p.Batch <= 0:
-			return p, usagef("-b, --batch-size %d: want 1 or more", p.Batch)
-		case p.UBatch <= 0:
-			return p, usagef("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
-		case p.CPUMoE < 0:
-			return p, usagef("-ncmoe, --n-cpu-moe %d: want 0 or more layers", p.CPUMoE)
-		case p.FlashAttn == plan.FlashOff && p.CacheV != "f16" && p.CacheV != "f32" && p.CacheV != "bf16":
-			return p, usagef("-ctv %s with -fa off: llama.cpp needs flash attention for a quantized V cache", p.CacheV)
-		}
-		sv, err := serving()
-		if err != nil {
-			return p, err
-		}
-		p.Serving = &sv
-		p.Pass = fs.line.PassWords()
-		return p, nil
+}
+
+// profile builds the profile the parsed flags give, or says which flag
+// is wrong and why.
+func (r *request) profile(fs *flags, search bool) (plan.Profile, error) {
+	p := r.p
+	// llama.cpp's words for on, off and auto (common_arg_utils).
+	switch r.fa {
+	case "on", "enabled", "true", "1":
+		p.FlashAttn = plan.FlashOn
+	case "off", "disabled", "false", "0":
+		p.FlashAttn = plan.FlashOff
+	case "auto", "-1":
+		p.FlashAttn = plan.FlashAuto
+	default:
+		return p, usagef("-fa, --flash-attn %q: want on, off or auto", r.fa)
 	}
+	switch np := r.np; {
+	case search && (np < 1 || np > maxSlots):
+		return p, usagef("-np, --parallel %d: want 1 to %d slots", np, maxSlots)
+	case np != -1 && (np < 1 || np > maxSlots):
+		return p, usagef("-np, --parallel %d: want -1 (llama-server's auto) or 1 to %d slots", np, maxSlots)
+	case np != -1:
+		p.Parallel, p.KVUnified = np, r.kvu
+	case r.noKVU:
+		p.KVUnified = false
+	}
+	for _, c := range []struct {
+		both  bool
+		names string
+	}{{r.kvu && r.noKVU, "-kvu and --no-kv-unified"}, {r.kvo && r.nkvo, "--kv-offload and --no-kv-offload"}, {r.mmapOn && r.noMmap, "--mmap and --no-mmap"}} {
+		if c.both {
+			return p, usagef("%s contradict each other: give one", c.names)
+		}
+	}
+	p.GPULayers = r.ngl.n
+	if !search && p.GPULayers == gpuLayersAll {
+		p.GPULayers = plan.GPULayersAuto // fit checks every layer as auto places them
+	}
+	p.TensorSplit = []float64(*r.ts)
+	p.Overrides = append([]plan.Override{}, *r.ot...)
+	if r.cpuMoE {
+		p.CPUMoE = 1 << 20 // every layer; the accountant needs no count
+	}
+	p.Mmap = !r.noMmap
+	switch r.lm {
+	case "none":
+		p.Mmap = false
+	case "mlock":
+		p.Mmap, p.Mlock = false, true
+	case "mmap+mlock":
+		p.Mmap, p.Mlock = true, true
+	}
+	p.NoKVOffload = r.nkvo
+	if err := checkProfile(p); err != nil {
+		return p, err
+	}
+	sv, err := r.serving()
+	if err != nil {
+		return p, err
+	}
+	p.Serving = &sv
+	p.Pass = fs.line.PassWords()
+	return p, nil
+}
+
+// checkProfile checks the values no flag's own parser checks.
+func checkProfile(p plan.Profile) error {
+	for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", p.CacheK}, {"-ctv, --cache-type-v", p.CacheV}} {
+		if !slices.Contains(engine.CacheTypes(), c.v) {
+			return usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
+		}
+	}
+	switch {
+	case p.Ctx < 0:
+		return usagef("-c, --ctx-size %d: want 0 (the trained context) or more cells", p.Ctx)
+	case p.Batch <= 0:
+		return usagef("-b, --batch-size %d: want 1 or more", p.Batch)
+	case p.UBatch <= 0:
+		return usagef("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
+	case p.CPUMoE < 0:
+		return usagef("-ncmoe, --n-cpu-moe %d: want 0 or more layers", p.CPUMoE)
+	case p.FlashAttn == plan.FlashOff && p.CacheV != "f16" && p.CacheV != "f32" && p.CacheV != "bf16":
+		return usagef("-ctv %s with -fa off: llama.cpp needs flash attention for a quantized V cache", p.CacheV)
+	}
+	return nil
 }

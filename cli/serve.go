@@ -76,15 +76,12 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	verify := fs.Bool("verify", true, "before anything is downloaded, ask llama.cpp itself: llama-fit-params beside llama-server projects the planned load without allocating (on a sparse twin of a Hub model's header) and is compared with the plan; --verify=false skips it")
 	check := fs.Bool("check", false, "load, compare every logged buffer with the plan, stop; exit 0 only if all are within bounds")
 	checkOpts := servingCheckFlags(fs)
-	var remotes []string
-	fs.Func("rpc", "spread the model over hosts running rpc-server: `HOST:PORT[,HOST:PORT...]` (each asked for its devices over the RPC protocol; HOST:PORT=FILE takes the host's 'headroom hw --json' instead); repeatable, in --rpc order", func(v string) error {
-		remotes = append(remotes, strings.Split(v, ",")...)
-		return nil
-	})
+	rpc := rpcFlag(fs)
 	ref, opts, err := parseSearch(fs, args, search)
 	if err != nil {
 		return err
 	}
+	remotes := *rpc
 	if *port < 0 || *port > 65535 {
 		return usagef("--port must be 0 to 65535, not %d", *port)
 	}
@@ -150,15 +147,32 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		say(d, "failed", failureKind(err))
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "ready: %s serves %s\n  flags: %s\n  %s\n", run.Server.URL(), term.Text(ref),
-		strings.Join(run.Flags, " "), run.Reconciliation.Summary())
-	if run.Recorded != "" {
-		fmt.Fprintf(env.Stdout, "  recorded in %s\n", run.Recorded)
-	}
+	printReady(env.Stdout, ref, run)
 	if *check {
 		return finishCheck(ctx, env, d, run, sc)
 	}
 	return serveUntilDone(ctx, d, run)
+}
+
+// printReady says the server is ready: where, with which flags, how its
+// logged buffers compare with the plan.
+func printReady(w io.Writer, ref string, run *launch.Running) {
+	fmt.Fprintf(w, "ready: %s serves %s\n", run.Server.URL(), term.Text(ref))
+	fmt.Fprintln(w, wrap(strings.Join(run.Flags, " "), "  flags: ", "    ", textWidth))
+	fmt.Fprintf(w, "  %s\n", run.Reconciliation.Summary())
+	if run.Recorded != "" {
+		fmt.Fprintf(w, "  recorded in %s\n", run.Recorded)
+	}
+}
+
+// rpcFlag is --rpc: the rpc-servers a model is spread over.
+func rpcFlag(fs *flags) *[]string {
+	var remotes []string
+	fs.Func("rpc", "spread the model over hosts running rpc-server: `HOST:PORT[,HOST:PORT...]` (each asked for its devices over the RPC protocol; HOST:PORT=FILE takes the host's 'headroom hw --json' instead); repeatable, in --rpc order", func(v string) error {
+		remotes = append(remotes, strings.Split(v, ",")...)
+		return nil
+	})
+	return &remotes
 }
 
 // finishCheck ends 'serve --check': the reconciliation printed, the server

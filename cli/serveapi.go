@@ -148,21 +148,10 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st), bin: binPath}
-	if *dir != "" {
-		if rt.dir, err = modelsDir(*dir); err != nil {
-			return err
-		}
-	}
-	if *queue < 1 {
-		return usagef("--queue %d: want at least 1", *queue)
-	}
-	served, err := servedModels(rt.dir, pins, *idle, rt.checkRef)
+	pool, err := rt.startPool(env, *dir, pins, *idle, *queue)
 	if err != nil {
 		return err
 	}
-	pool := server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Idle: *idle, Queue: *queue,
-		Log: func(line string) { fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", line) }})
-	rt.pool = pool
 	// llama-servers left running by a headroom that was killed hold
 	// memory that no one can give back; end them now rather than at the
 	// first load.
@@ -178,6 +167,27 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 	}
 	fmt.Fprint(env.Stdout, banner)
 	return serveHTTP(ctx, ln, server.NewHTTPServer(ctx, h, server.DefaultLimits(), env.Stderr), rt)
+}
+
+// startPool makes the pool of served models: --models-dir's files and
+// the pinned ones, loaded on demand.
+func (rt *apiRuntime) startPool(env Env, dir string, pins names, idle time.Duration, queue int) (*server.Pool, error) {
+	if dir != "" {
+		var err error
+		if rt.dir, err = modelsDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	if queue < 1 {
+		return nil, usagef("--queue %d: want at least 1", queue)
+	}
+	served, err := servedModels(rt.dir, pins, idle, rt.checkRef)
+	if err != nil {
+		return nil, err
+	}
+	rt.pool = server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Idle: idle, Queue: queue,
+		Log: func(line string) { fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", line) }})
+	return rt.pool, nil
 }
 
 // apiListen is where serve-api listens and with which token.

@@ -33,7 +33,7 @@ commands.
 Random weights are valid for ggml (finite, no subnormals, about 0.02 in
 size, norms about 1) and the same for the same --seed.
 
-Shapes: `+strings.Join(synth.Names(), ", ")+`
+`+wrap("Shapes: "+strings.Join(synth.Names(), ", "), "", "  ", textWidth)+`
 
 Example:
   headroom synth llama-3.1-70b /tmp/llama-70b.gguf
@@ -53,7 +53,8 @@ Example:
 	if *list {
 		for _, n := range synth.Names() {
 			s, _ := synth.Lookup(n)
-			fmt.Fprintf(env.Stdout, "%-16s %-8s %3d layers  from %s\n", n, s.Arch, s.Layers, s.Source)
+			head := fmt.Sprintf("%-19s %-10s %3d layers  ", n, s.Arch, s.Layers)
+			fmt.Fprintln(env.Stdout, wrap("from "+s.Source, head, strings.Repeat(" ", len(head)), textWidth))
 		}
 		return nil
 	}

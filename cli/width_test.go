@@ -151,3 +151,25 @@ func TestCatalogWidth(t *testing.T) {
 	}
 	t.Logf("%d runs", n)
 }
+
+// TestHelpWidth holds every command's help, and the side outputs that
+// list things (synth --list, hw of every preset, hw --presets), to 100
+// columns, stdout and stderr both.
+func TestHelpWidth(t *testing.T) {
+	runs := [][]string{{"help"}, {"synth", "--list"}, {"hw", "--presets"}}
+	for _, c := range commands() {
+		runs = append(runs, []string{c.name, "--help"})
+	}
+	for _, m := range widthMachines {
+		runs = append(runs, []string{"hw", "--machine", m})
+	}
+	for _, args := range runs {
+		code, out, errs := run(t, args...)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, errs)
+		}
+		for _, w := range append(overWide(out), overWide(errs)...) {
+			t.Errorf("%s: %s", strings.Join(args, " "), w)
+		}
+	}
+}

@@ -59,11 +59,11 @@ func (b Backend) overheadMs(layers, vectors int) float64 {
 // them.
 var backends = map[string]Backend{
 	"Metal": {Name: "Metal", Efficiency: 0.922, LayerOverheadMs: 0.1589, Calibrated: true, ErrorLowPct: -12, ErrorHighPct: 8,
-		Source: "fitted to 18 llama-bench tg128 points of Llama-2-7B F16/Q8_0/Q4_0 on six Apple chips, build 8e672ef (llama.cpp discussion #4167, as tabulated in peers-and-hardware §4)"},
+		Source: "fitted to 18 llama-bench tg128 points of Llama-2-7B F16/Q8_0/Q4_0 on six Apple chips, build 8e672ef (llama.cpp discussion #4167; the points in speed/testdata/llamabench.json)"},
 	"CUDA": {Name: "CUDA", Efficiency: 0.886, LayerOverheadMs: 0.0345, Calibrated: true, ErrorLowPct: -6, ErrorHighPct: 23,
-		Source: "fitted to 5 llama-bench tg128 points of Llama-2-7B Q4_0 on five NVIDIA cards (llama.cpp discussion #15013, secondary quotes in peers-and-hardware §4)"},
+		Source: "fitted to 5 llama-bench tg128 points of Llama-2-7B Q4_0 on five NVIDIA cards (llama.cpp discussion #15013 and secondary quotes; the points in speed/testdata/llamabench.json)"},
 	"CPU": {Name: "CPU", Efficiency: 0.7, LayerOverheadMs: 0,
-		Source: "uncalibrated prior: pvaz/llamafit's RAM term B/(0.7*BW) (peers-and-hardware §4); no published CPU llama-bench point in the reference"},
+		Source: "uncalibrated prior: pvaz/llamafit's RAM term B/(0.7*BW); no published CPU llama-bench point in the reference"},
 	"ROCm": {Name: "ROCm", Efficiency: 0.9, LayerOverheadMs: 0.0345,
 		Source: "uncalibrated prior: the reference's two-term starting point (0.9 of spec bandwidth) with CUDA's fitted per-layer cost; no published ROCm point in the reference"},
 	"Vulkan": {Name: "Vulkan", Efficiency: 0.9, LayerOverheadMs: 0.0345,

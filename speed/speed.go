@@ -1,9 +1,11 @@
 // Package speed estimates how fast a planned model runs under llama.cpp:
 // decode tokens per second from the bytes each token reads on each device
-// over that device's memory bandwidth, plus a fixed per-layer cost of the
-// device's backend; prefill tokens per second from compute. The backend
-// parameters are fitted to published llama-bench results, which live in
-// testdata/llamabench.json with their sources; docs/speed.md lists the
+// over that device's memory bandwidth (at the backend's efficiency), plus
+// the backend's fixed cost per layer and per one-dimensional weight (each
+// an element-wise op of its own); prefill tokens per second from compute.
+// The backend parameters are fitted to published llama-bench results,
+// which live in testdata/llamabench.json with their sources, or to the
+// user's own llama-bench runs (Calibration); docs/speed.md lists the
 // error on every point. A figure the inputs cannot support (a device
 // without a known bandwidth, a GPU without a published compute figure) is
 // reported as unknown, never guessed.
@@ -113,14 +115,8 @@ func Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Res
 // A nil c calibrates nothing.
 func (c *Calibration) Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) (Result, error) {
 	res := Result{CtxTokens: ctxTokens}
-	if m == nil || r == nil || s == nil {
-		return res, errors.New("speed: model, plan and machine are all needed")
-	}
-	if len(r.LayerDevice) != m.NLayer+1 {
-		return res, fmt.Errorf("speed: the plan places %d layers, the model has %d plus the output layer", len(r.LayerDevice), m.NLayer)
-	}
-	if ctxTokens < 0 {
-		return res, fmt.Errorf("speed: ctx_tokens is %d, expected zero or more", ctxTokens)
+	if err := checkInputs(m, r, s, ctxTokens); err != nil {
+		return res, err
 	}
 	if seq := r.Context.NCtxSeq; seq > 0 && ctxTokens > seq {
 		res.Assumptions = append(res.Assumptions, fmt.Sprintf("context clamped from %d to the %d cells a sequence has", ctxTokens, seq))
@@ -172,36 +168,19 @@ func (c *Calibration) Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ct
 				res.CalibratedOn = append(res.CalibratedOn, p.Source)
 			}
 		}
-		if d.ActiveParams > 0 {
-			switch {
-			case cal != nil && cal.PrefillGFLOPS > 0:
-				prefill += 2 * float64(d.ActiveParams) / (cal.PrefillGFLOPS * 1e9)
-				prefillFitted = true
-			case d.PeakTFLOPS > 0:
-				prefill += 2 * float64(d.ActiveParams) / (d.PeakTFLOPS * 1e12)
-				prefillPeak = true
-			default:
-				prefillKnown = false
-				res.Unknown = append(res.Unknown, fmt.Sprintf("%s: no published compute figure and no prompt measured on this machine, so no prefill estimate", d.Device))
-			}
+		switch sec, how := prefillSeconds(d, cal); how {
+		case "fitted":
+			prefill, prefillFitted = prefill+sec, true
+		case "peak":
+			prefill, prefillPeak = prefill+sec, true
+		case "unknown":
+			prefillKnown = false
+			res.Unknown = append(res.Unknown, fmt.Sprintf("%s: no published compute figure and no prompt measured on this machine, so no prefill estimate", d.Device))
 		}
 		total += d.TimeMs
 		res.Devices = append(res.Devices, d)
 	}
-	for _, b := range usedBackends(res.Devices) {
-		p, _, ok := c.backend(b)
-		if !ok {
-			continue
-		}
-		over := fmt.Sprintf("%.4f ms per layer", p.LayerOverheadMs)
-		switch {
-		case p.VectorOverheadMs > 0 && p.LayerOverheadMs == 0:
-			over = fmt.Sprintf("%.4f ms per one-dimensional weight", p.VectorOverheadMs)
-		case p.VectorOverheadMs > 0:
-			over += fmt.Sprintf(" and %.4f ms per one-dimensional weight", p.VectorOverheadMs)
-		}
-		res.Assumptions = append(res.Assumptions, fmt.Sprintf("%s: efficiency %.3f, %s per token; %s", b, p.Efficiency, over, p.Source))
-	}
+	res.Assumptions = append(res.Assumptions, c.backendAssumptions(res.Devices)...)
 	if !res.Calibrated {
 		res.ErrorLowPct, res.ErrorHighPct = 0, 0
 		res.Assumptions = append(res.Assumptions, "some work runs on a backend without calibration data: the decode figure rests on stated priors and has no error bound")
@@ -230,6 +209,56 @@ func (c *Calibration) Estimate(m *arch.Model, r *plan.Result, s *hw.Snapshot, ct
 		}
 	}
 	return res, nil
+}
+
+// checkInputs refuses an estimate's inputs that do not belong together.
+func checkInputs(m *arch.Model, r *plan.Result, s *hw.Snapshot, ctxTokens int) error {
+	switch {
+	case m == nil || r == nil || s == nil:
+		return errors.New("speed: model, plan and machine are all needed")
+	case len(r.LayerDevice) != m.NLayer+1:
+		return fmt.Errorf("speed: the plan places %d layers, the model has %d plus the output layer", len(r.LayerDevice), m.NLayer)
+	case ctxTokens < 0:
+		return fmt.Errorf("speed: ctx_tokens is %d, expected zero or more", ctxTokens)
+	}
+	return nil
+}
+
+// prefillSeconds is the time device d takes to prefill one token: at the
+// rate llama-bench's prompt tests reached here ("fitted"), else at its
+// published peak ("peak"); "unknown" where it has neither, "" where it
+// holds no active weight.
+func prefillSeconds(d DeviceResult, cal *Calibrated) (float64, string) {
+	switch {
+	case d.ActiveParams == 0:
+		return 0, ""
+	case cal != nil && cal.PrefillGFLOPS > 0:
+		return 2 * float64(d.ActiveParams) / (cal.PrefillGFLOPS * 1e9), "fitted"
+	case d.PeakTFLOPS > 0:
+		return 2 * float64(d.ActiveParams) / (d.PeakTFLOPS * 1e12), "peak"
+	}
+	return 0, "unknown"
+}
+
+// backendAssumptions states the parameters of each backend the devices
+// use: its efficiency, its overheads and where they come from.
+func (c *Calibration) backendAssumptions(devices []DeviceResult) []string {
+	var out []string
+	for _, b := range usedBackends(devices) {
+		p, _, ok := c.backend(b)
+		if !ok {
+			continue
+		}
+		over := fmt.Sprintf("%.4f ms per layer", p.LayerOverheadMs)
+		switch {
+		case p.VectorOverheadMs > 0 && p.LayerOverheadMs == 0:
+			over = fmt.Sprintf("%.4f ms per one-dimensional weight", p.VectorOverheadMs)
+		case p.VectorOverheadMs > 0:
+			over += fmt.Sprintf(" and %.4f ms per one-dimensional weight", p.VectorOverheadMs)
+		}
+		out = append(out, fmt.Sprintf("%s: efficiency %.3f, %s per token; %s", b, p.Efficiency, over, p.Source))
+	}
+	return out
 }
 
 // EstimateProfile is Estimate of profile p of model m placed on the

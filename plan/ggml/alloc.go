@@ -26,6 +26,29 @@ func Reserve(g *Graph, align int64) int64 {
 	return a.size()
 }
 
+// takeParent gives an in-place op its parent's memory where
+// ggml_gallocr would: a parent of the same layout that only it reads, no
+// view of it alive, allocated by the graph and not an output.
+func takeParent(t *Tensor) bool {
+	for _, p := range t.src {
+		pn := &p.hn
+		if p.external || p.output || (p.view != nil && p.view.output) || p.layout != t.layout {
+			continue
+		}
+		// A view is never allocated by the graph allocator itself, so
+		// ggml_gallocr_is_own fails for it and an op on a view (RoPE on
+		// a reshaped projection) never runs in place.
+		if pn.children != 1 || pn.views != 0 || p.cls == view || !pn.allocated {
+			continue
+		}
+		t.hn.addr = pn.addr
+		pn.allocated = false
+		pn.alloc.shrink(pn.addr, p.bytes, t.bytes)
+		return true
+	}
+	return false
+}
+
 // reserveOn replays the allocator with one dynamic allocator per backend
 // buffer, chosen per tensor, as ggml_gallocr does with node buffer ids.
 func reserveOn(g *Graph, allocFor func(*Tensor) *dynAlloc) {
@@ -56,29 +79,8 @@ func reserveOn(g *Graph, allocFor func(*Tensor) *dynAlloc) {
 			return
 		}
 		n.allocated = true
-		if t.cls == inplace {
-			for _, p := range t.src {
-				pn := &p.hn
-				if p.external || p.output || (p.view != nil && p.view.output) || p.layout != t.layout {
-					continue
-				}
-				if pn.children != 1 || pn.views != 0 {
-					continue
-				}
-				// A view is never allocated by the graph allocator itself,
-				// so ggml_gallocr_is_own fails for it and an op on a view
-				// (RoPE on a reshaped projection) never runs in place.
-				if p.cls == view {
-					continue
-				}
-				if !pn.allocated {
-					continue
-				}
-				n.addr = pn.addr
-				pn.allocated = false
-				pn.alloc.shrink(pn.addr, p.bytes, t.bytes)
-				return
-			}
+		if t.cls == inplace && takeParent(t) {
+			return
 		}
 		n.addr = n.alloc.alloc(t.bytes)
 	}
