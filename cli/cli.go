@@ -16,6 +16,7 @@ import (
 	"github.com/headroom-llm/headroom/internal/suggest"
 	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/llamaflags"
+	"github.com/headroom-llm/headroom/request"
 )
 
 // Env is what a command may see of the process: its output streams and its
@@ -213,6 +214,8 @@ type flags struct {
 	// line is the command line as llamaflags read it: the flags passed
 	// through to llama.cpp, the program a pasted line named.
 	line llamaflags.Line
+	// llama is the modeled llama.cpp flags, where the command takes them.
+	llama *request.Llama
 }
 
 // newFlags makes a flag set for a command. Parse errors are reported once,

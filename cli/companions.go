@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/headroom-llm/headroom/request"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
@@ -17,7 +18,7 @@ import (
 func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, target *gguf.Model) (*plan.Companions, error) {
 	var mmproj, draft string
 	var noOffload bool
-	ngld := &gpuLayers{n: plan.GPULayersAuto}
+	ngld := &request.GPULayers{N: plan.GPULayersAuto}
 	fs.StringVar(&mmproj, "mm", "", "a multimodal projector (mmproj GGUF: a path, URL or hf: reference) loaded beside the model; its memory is counted, and the plan's flags pass it on as given (llama-server needs a local file)")
 	fs.alias("mm", "mmproj")
 	fs.BoolVar(&noOffload, "no-mmproj-offload", false, "keep the projector in system memory")
@@ -28,13 +29,13 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, ta
 	fs.alias("ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
 	return func(ctx context.Context, env Env, quiet bool, target *gguf.Model) (*plan.Companions, error) {
 		if mmproj == "" && draft == "" {
-			if noOffload || ngld.n != plan.GPULayersAuto {
+			if noOffload || ngld.N != plan.GPULayersAuto {
 				return nil, usagef("--no-mmproj-offload needs --mmproj, and -ngld needs -md")
 			}
 			return nil, nil
 		}
-		c := &plan.Companions{ProjectorOnCPU: noOffload, DraftGPULayers: ngld.n}
-		if c.DraftGPULayers == gpuLayersAll {
+		c := &plan.Companions{ProjectorOnCPU: noOffload, DraftGPULayers: ngld.N}
+		if c.DraftGPULayers == request.GPULayersAll {
 			c.DraftGPULayers = plan.GPULayersAuto
 		}
 		if mmproj != "" {
@@ -63,7 +64,7 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, ta
 				}
 			}
 			c.DraftName = draft
-		} else if ngld.n != plan.GPULayersAuto {
+		} else if ngld.N != plan.GPULayersAuto {
 			return nil, usagef("-ngld needs -md")
 		}
 		return c, nil

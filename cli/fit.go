@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/headroom-llm/headroom/report"
 	"io"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/plan"
-	"github.com/headroom-llm/headroom/source"
 	"github.com/headroom-llm/headroom/speed"
 )
 
@@ -134,7 +134,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 		return usagef("--program %s: %v", p.Program, err)
 	}
 	p.Rules = &note.Rules
-	mlockLoads(fs, &p, note.Rules)
+	fs.mlockLoads(&p, note.Rules)
 	var a *plan.Assessment
 	pr, why := openProjection(ctx, env, in, *llama, p.Program)
 	if pr != nil {
@@ -213,40 +213,12 @@ func (x planExtras) fit(ctx context.Context, env Env, in *modelInputs, a *plan.A
 	return check, m, nil
 }
 
-type fitArtifact struct {
-	Ref          string                `json:"ref"`
-	Architecture string                `json:"architecture"`
-	Commit       string                `json:"commit,omitempty"`
-	Files        []source.ArtifactFile `json:"files"`
-	SizeBytes    int64                 `json:"size_bytes"`
-	// Inputs is a catalog variant's provenance (derived or inspected).
-	Inputs string `json:"inputs,omitempty"`
-}
-
-type fitJSON struct {
-	Artifact fitArtifact `json:"artifact"`
-	// Program is the llama.cpp program the profile is for.
-	Program plan.Program `json:"program"`
-	Profile plan.Profile `json:"profile"`
-	*plan.Assessment
-	// EngineCheck is --verify's comparison with llama.cpp's own
-	// projection of the load.
-	EngineCheck *engine.Check `json:"engine_check,omitempty"`
-	// Engine says which llama.cpp build the figures are for.
-	Engine *engine.EngineNote `json:"engine,omitempty"`
-	// Measured is --bench's: llama-bench's own speed for the profile.
-	Measured *speed.Measured `json:"speed_measured,omitempty"`
-}
-
-func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) fitJSON {
-	if a.Resolved != nil {
-		p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
-	}
-	art := fitArtifact{Ref: in.Ref, Architecture: in.Architecture, SizeBytes: in.Size, Files: []source.ArtifactFile{}, Inputs: in.Provenance}
+func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) report.Fit {
+	art := report.Artifact{Ref: in.Ref, Architecture: in.Architecture, SizeBytes: in.Size, Inputs: in.Provenance}
 	if h := in.Header; h != nil {
 		art.Commit, art.Files = h.Artifact.Commit, h.Artifact.Files
 	}
-	return fitJSON{Artifact: art, Program: p.Program.OrServer(), Profile: p, Assessment: a}
+	return report.NewFit(art, a, p)
 }
 
 func printFit(w io.Writer, in *modelInputs, a *plan.Assessment, p plan.Profile) {

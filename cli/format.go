@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/headroom-llm/headroom/request"
 	"io"
 	"strconv"
 )
@@ -58,7 +59,7 @@ func plural(n int, one, many string) string {
 
 // maxSlots is the most slots a command line may ask for, as the API
 // allows: llama-server takes more, but no plan for them would fit.
-const maxSlots = 256
+const maxSlots = request.MaxSlots
 
 // errorRange writes a signed error range: "-12%..+7%".
 func errorRange(lo, hi float64) string { return fmt.Sprintf("%+.0f%%..%+.0f%%", lo, hi) }

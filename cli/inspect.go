@@ -132,7 +132,7 @@ type tensorRow struct {
 	Offset int64    `json:"offset"`
 }
 
-type report struct {
+type inspectJSON struct {
 	Artifact     *source.Artifact `json:"artifact"`
 	Architecture string           `json:"architecture"`
 	Name         string           `json:"name,omitempty"`
@@ -151,10 +151,10 @@ type report struct {
 	Fetch        source.Stats     `json:"fetch"`
 }
 
-func inspectReport(h *source.Header, maxArray, maxString int) report {
+func inspectReport(h *source.Header, maxArray, maxString int) inspectJSON {
 	m := h.Model
 	first := m.Files[0]
-	r := report{
+	r := inspectJSON{
 		Artifact:     h.Artifact,
 		Architecture: m.Architecture(),
 		Parameters:   m.Params(),

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"github.com/headroom-llm/headroom/report"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -22,7 +23,7 @@ import (
 func TestJSONDoc(t *testing.T) {
 	c := jsondoc.New(t, "../docs/json.md")
 	for section, ty := range map[string]reflect.Type{
-		"fit":       reflect.TypeFor[fitJSON](),
+		"fit":       reflect.TypeFor[report.Fit](),
 		"plan":      reflect.TypeFor[planReport](),
 		"recommend": reflect.TypeFor[recommendReport](),
 		// What /api/instances lists; the empty lists below reach no row.

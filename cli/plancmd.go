@@ -144,7 +144,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	opts.Base.Rules = &note.Rules
-	mlockLoads(fs, &opts.Base, note.Rules)
+	fs.mlockLoads(&opts.Base, note.Rules)
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
@@ -238,8 +238,8 @@ func programOptions(fs *flags, search func() (plan.SearchOptions, error), progra
 	if opts.Base.Program, err = plan.ParseProgram(program); err != nil {
 		return opts, usagef("--program: %v", err)
 	}
-	if err := servingFor(fs, opts.Base.Program, &opts); err != nil {
-		return opts, err
+	if err := fs.llama.ServingFor(&opts); err != nil {
+		return opts, asUsage(err)
 	}
 	if pr := opts.Base.Program; !pr.IsServer() {
 		if routerPreset {

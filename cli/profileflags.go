@@ -4,89 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/request"
 )
-
-// gpuLayers is -ngl: a number, auto or all.
-type gpuLayers struct{ n int }
-
-// gpuLayersAll is -ngl all, every layer: a value of the flag's own, which
-// each command maps onto the plan's (auto for fit, 999 for a search).
-const gpuLayersAll = -2
-
-func (g *gpuLayers) String() string {
-	switch g.n {
-	case plan.GPULayersAuto:
-		return "auto"
-	case gpuLayersAll:
-		return "all"
-	}
-	return strconv.Itoa(g.n)
-}
-
-func (g *gpuLayers) Set(s string) error {
-	switch s {
-	case "auto":
-		g.n = plan.GPULayersAuto
-	case "all":
-		g.n = gpuLayersAll
-	default:
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return fmt.Errorf("want a number of layers, auto or all, not %q", s)
-		}
-		g.n = n
-	}
-	return nil
-}
-
-// floats is -ts: comma-separated proportions.
-type floats []float64
-
-func (f *floats) String() string { return fmt.Sprint([]float64(*f)) }
-
-func (f *floats) Set(s string) error {
-	split, err := plan.ParseTensorSplit(s)
-	*f = split
-	return err
-}
-
-// overrides collects -ot values, which may be given more than once.
-type overrides []plan.Override
-
-func (o *overrides) String() string { return "" }
-
-func (o *overrides) Set(s string) error {
-	parsed, err := plan.ParseOverrides(s)
-	*o = append(*o, parsed...)
-	return err
-}
-
-// overrideFlags registers -ot under its names.
-func overrideFlags(fs *flags) *overrides {
-	ot := &overrides{}
-	fs.Var(ot, "ot", "PATTERN=BUFFER_TYPE,...: weights whose name the regular expression matches go to that buffer type (CPU, CUDA0, Vulkan0, MTL0, ...); first match wins; may be repeated")
-	fs.alias("ot", "override-tensor")
-	return ot
-}
-
-// fitOff is llama-server's --fit, which headroom's flags always turn off:
-// with it on llama.cpp rewrites -c and -ngl at load, and the verdict would
-// be for a placement that never runs.
-type fitOff struct{}
-
-func (fitOff) String() string { return "" }
-func (fitOff) Set(v string) error {
-	switch strings.ToLower(v) {
-	case "off", "false", "0", "disabled":
-		return nil
-	}
-	return fmt.Errorf("--fit %s: only --fit off is modeled: llama.cpp's own fit rewrites -c and -ngl at load, so a verdict for these flags would be for a placement that never runs (headroom plan searches instead)", v)
-}
 
 // notHere is a modeled llama.cpp flag a command does not take, with the
 // reason, so the error says why rather than "not defined".
@@ -114,36 +38,38 @@ func refuseHere(fs *flags, why string, names ...string) {
 // builds the profile after parsing: the program's own defaults where
 // its flags were not given.
 func profileFlags(fs *flags) func() (plan.Profile, error) {
-	req := requestFlags(fs, false)
+	r := fs.llamaFlags(false)
 	program := programFlag(fs)
 	return func() (plan.Profile, error) {
-		p, err := req()
-		if err != nil {
-			return p, err
-		}
 		pr, err := plan.ParseProgram(*program)
 		if err != nil {
-			return p, usagef("--program: %v", err)
+			return plan.Profile{}, usagef("--program: %v", err)
 		}
-		p.Program = pr
-		if !pr.IsServer() && !fs.isSet("np", "parallel") {
-			// The other programs' -np is 1 (common.h), not auto.
-			p.Parallel, p.KVUnified = pr.Defaults().Parallel, fs.isSet("kvu", "kv-unified")
-		}
-		if !fs.isSet("swa-full") {
-			p.SWAFull = pr.Defaults().SWAFull
-		}
-		if pr != plan.ProgramServer && pr != plan.ProgramCLI {
-			if fs.isSet(servingNames...) {
-				return p, keepsNoServing(pr)
-			}
-			p.Serving = nil
-		}
-		if err := p.Check(); err != nil {
-			return p, usagef("--program %s: %v", pr, err)
-		}
-		return p, nil
+		p, err := r.ProgramProfile(pr, fs.line.PassWords())
+		return p, asUsage(err)
 	}
+}
+
+// llamaFlags registers every modeled llama.cpp flag (request.Register)
+// on the command's flag set; search is for the commands that search.
+func (f *flags) llamaFlags(search bool) *request.Llama {
+	f.llama = request.Register(request.Flags{FlagSet: f.FlagSet}, search)
+	return f.llama
+}
+
+// mlockLoads applies the build's --mlock rule (request.Llama.MlockLoads).
+func (f *flags) mlockLoads(p *plan.Profile, rules builds.Rules) {
+	if f.llama != nil {
+		f.llama.MlockLoads(p, rules)
+	}
+}
+
+// asUsage makes a request's error a command-line error (exit 2).
+func asUsage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usagef("%v", err)
 }
 
 // loadMachine reads --machine, or probes this machine when it is empty.

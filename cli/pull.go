@@ -69,7 +69,7 @@ func runPull(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	opts.Base.Rules = &note.Rules
-	mlockLoads(fs, &opts.Base, note.Rules)
+	fs.mlockLoads(&opts.Base, note.Rules)
 	st, err := openStore(env, *storeDir, *quiet, d.Client)
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ func checkCounts(parallel, minCtx int, fitTarget int64) error {
 // searchFlags registers the flags that steer a plan search (shared by
 // plan, pull, serve and serve-api): headroom's own (--goal, --min-ctx,
 // --fit-target, --no-q8, --headless) and every modeled llama.cpp flag
-// (requestFlags), of which those given are kept and only checked. It
+// (request.Register), of which those given are kept and only checked. It
 // returns a function that checks them after parsing and builds the
 // options.
 func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
@@ -33,54 +33,23 @@ func searchFlags(fs *flags) func() (plan.SearchOptions, error) {
 	target := fs.Int64("fit-target", 1024, "MiB to leave free in every memory domain (llama.cpp's --fit-target)")
 	noQ8 := fs.Bool("no-q8", false, "never propose a q8_0 KV cache")
 	fs.BoolVar(&opts.Headless, "headless", false, "plan as if the desktop session were stopped: the GPU memory it holds counts as free")
-	req := requestFlags(fs, true)
+	req := fs.llamaFlags(true)
 	return func() (plan.SearchOptions, error) {
 		switch opts.Goal {
 		case plan.GoalBalanced, plan.GoalSpeed, plan.GoalContext:
 		default:
 			return opts, usagef("--goal %q: want balanced, speed or context", opts.Goal)
 		}
-		p, err := req()
+		o, err := req.SearchOptions(opts, fs.line.PassWords())
 		if err != nil {
-			return opts, err
+			return o, asUsage(err)
 		}
-		if err := checkCounts(p.Parallel, opts.MinCtx, *target); err != nil {
-			return opts, err
+		if err := checkCounts(o.Parallel, o.MinCtx, *target); err != nil {
+			return o, err
 		}
-		opts.Parallel = p.Parallel
-		switch p.GPULayers {
-		case plan.GPULayersAuto:
-		case gpuLayersAll:
-			n := 999 // llama.cpp's own "all"; the plan clamps it
-			opts.Fixed.GPULayers = &n
-		default:
-			n := p.GPULayers
-			opts.Fixed.GPULayers = &n
-		}
-		opts.Fixed.Ctx = p.Ctx
-		if fs.isSet("ctk", "cache-type-k") {
-			opts.Fixed.CacheK = p.CacheK
-		}
-		if fs.isSet("ctv", "cache-type-v") {
-			opts.Fixed.CacheV = p.CacheV
-		}
-		if fs.isSet("cram", "cache-ram") {
-			opts.Fixed.CacheRAM = &p.Serving.CacheRAM
-		}
-		if fs.isSet("ctxcp", "ctx-checkpoints", "swa-checkpoints") {
-			opts.Fixed.Checkpoints = &p.Serving.Checkpoints
-		}
-		if p.FlashAttn == plan.FlashOff {
-			opts.AllowQ8 = false // a quantized V needs flash attention
-		}
-		p.GPULayers, p.Ctx, p.CacheK, p.CacheV = opts.Base.GPULayers, opts.Base.Ctx, opts.Base.CacheK, opts.Base.CacheV
-		if !fs.isSet("kvu", "kv-unified") {
-			p.KVUnified = false // a plan's slots each have their own context
-		}
-		opts.Base = p
-		opts.FitTarget = *target << 20
-		opts.AllowQ8 = opts.AllowQ8 && !*noQ8
-		return opts, nil
+		o.FitTarget = *target << 20
+		o.AllowQ8 = o.AllowQ8 && !*noQ8
+		return o, nil
 	}
 }
 

@@ -107,7 +107,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	opts.Base.Rules = &note.Rules
-	mlockLoads(fs, &opts.Base, note.Rules)
+	fs.mlockLoads(&opts.Base, note.Rules)
 	d, err := launchDeps(env, *machine, path, *quiet)
 	if err != nil {
 		return err

@@ -31,7 +31,8 @@ otherwise:
                      context and slot controls that re-plan live, the
                      recommendation list
   /api/hw            the hardware snapshot (?machine=PRESET)
-  /api/fit           ?model=M&ctx=N&parallel=N&ngl=N&ctk=T&ctv=T&fa=on|off|auto
+  /api/fit           ?model=M&ctx=N&parallel=N&ngl=N&ctk=T&ctv=T&fa=on|off|auto,
+                     or &args=FLAGS: a llama.cpp command line, read as fit's
   /api/plan          ?model=M&parallel=N&min_ctx=N&goal=G&headless=1
   /api/recommend     ?goal=G&min_ctx=N&parallel=N&capability=a,b
   /v1/models         the catalog as an OpenAI-compatible model list; what
@@ -134,7 +135,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", note.Says)
 	}
 	opts.Base.Rules = &note.Rules
-	mlockLoads(fs, &opts.Base, note.Rules)
+	fs.mlockLoads(&opts.Base, note.Rules)
 	d, err := launchDeps(env, *machine, binPath, true)
 	if err != nil {
 		return err

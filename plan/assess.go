@@ -51,47 +51,74 @@ type Assessment struct {
 	Resolved *graph.Context `json:"-"`
 }
 
-// Fix is one change that makes a profile fit: llama-server flags to add
-// (they replace the same flags given before) and a sentence saying what
-// they cost.
+// Fix is one change that would make a profile fit: the change, typed,
+// the llama.cpp flags that make it (for the build the profile is for),
+// and what it costs in words.
 type Fix struct {
-	Flags []string `json:"flags"`
-	Says  string   `json:"says"`
+	Change Change   `json:"-"`
+	Flags  []string `json:"flags"`
+	Says   string   `json:"says"`
 }
 
-// Apply returns the profile with the fix's flags applied.
-func (f Fix) Apply(p Profile) (Profile, error) {
-	for i := 0; i < len(f.Flags); i += 2 {
-		if f.Flags[i] == "--no-mmap" {
-			p.Mmap = false
-			i-- // a switch, no value
-			continue
-		}
-		if i+1 >= len(f.Flags) {
-			return p, fmt.Errorf("fix %v: %s has no value", f.Flags, f.Flags[i])
-		}
-		n, err := strconv.Atoi(f.Flags[i+1])
-		if err != nil {
-			return p, fmt.Errorf("fix %v: %q is not a number", f.Flags, f.Flags[i+1])
-		}
-		switch f.Flags[i] {
-		case "-c":
-			p.Ctx = n
-		case "-ngl":
-			p.GPULayers = n
-		case "-cram", "-ctxcp":
-			sv, _ := p.ServingOf()
-			if f.Flags[i] == "-cram" {
-				sv.CacheRAM = n
-			} else {
-				sv.Checkpoints = n
-			}
-			p.Serving = &sv
-		default:
-			return p, fmt.Errorf("fix %v: unknown flag %s", f.Flags, f.Flags[i])
-		}
+// Change is what a fix changes in a profile; a nil field or false leaves
+// the setting as it is.
+type Change struct {
+	Ctx, GPULayers, CacheRAM, Checkpoints *int
+	NoMmap                                bool
+}
+
+// newFix is the fix that makes change c to profile p.
+func newFix(p Profile, c Change, says string) Fix {
+	return Fix{Change: c, Flags: c.flags(p), Says: says}
+}
+
+// Apply returns the profile with the fix's change made.
+func (f Fix) Apply(p Profile) (Profile, error) { return f.Change.Apply(p), nil }
+
+// Apply returns p with the change made.
+func (c Change) Apply(p Profile) Profile {
+	if c.Ctx != nil {
+		p.Ctx = *c.Ctx
 	}
-	return p, nil
+	if c.GPULayers != nil {
+		p.GPULayers = *c.GPULayers
+	}
+	if c.CacheRAM != nil || c.Checkpoints != nil {
+		sv, _ := p.ServingOf()
+		if c.CacheRAM != nil {
+			sv.CacheRAM = *c.CacheRAM
+		}
+		if c.Checkpoints != nil {
+			sv.Checkpoints = *c.Checkpoints
+		}
+		p.Serving = &sv
+	}
+	if c.NoMmap {
+		p.Mmap = false
+	}
+	return p
+}
+
+// flags are the llama.cpp flags that make the change to p, written as
+// Args writes them for p's build.
+func (c Change) flags(p Profile) []string {
+	out := []string{}
+	if c.Ctx != nil {
+		out = append(out, ctxFlag(*c.Ctx)...)
+	}
+	if c.GPULayers != nil {
+		out = append(out, nglFlag(*c.GPULayers)...)
+	}
+	if c.CacheRAM != nil {
+		out = append(out, cacheRAMFlag(*c.CacheRAM)...)
+	}
+	if c.Checkpoints != nil {
+		out = append(out, checkpointsFlag(*c.Checkpoints)...)
+	}
+	if c.NoMmap {
+		out = append(out, noMmapFlag(p.rules())...)
+	}
+	return out
 }
 
 // Devices picks the device views llama.cpp would use on a machine: the CPU
@@ -326,8 +353,8 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 		}
 	}
 	if lo > 0 {
-		out = append(out, Fix{Flags: []string{"-c", strconv.Itoa(lo * 256)},
-			Says: fmt.Sprintf("a context of %d cells instead of %d fits", lo*256, ctx)})
+		n := lo * 256
+		out = append(out, newFix(p, Change{Ctx: &n}, fmt.Sprintf("a context of %d cells instead of %d fits", n, ctx)))
 	}
 	if len(gpus) > 0 {
 		n := p.GPULayers
@@ -348,8 +375,8 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 			}
 		}
 		if lo >= 0 {
-			out = append(out, Fix{Flags: []string{"-ngl", strconv.Itoa(lo)},
-				Says: fmt.Sprintf("%d of %d layers on the GPU, the rest in system memory, fits at this context", lo, m.NLayer+1)})
+			n := lo
+			out = append(out, newFix(p, Change{GPULayers: &n}, fmt.Sprintf("%d of %d layers on the GPU, the rest in system memory, fits at this context", n, m.NLayer+1)))
 		}
 	}
 	if p.Mmap {
@@ -359,8 +386,7 @@ func fixes(m *arch.Model, p Profile, s *hw.Snapshot, cpu Device, gpus []Device) 
 		q := p
 		q.Mmap = false
 		if fitsWith(q) {
-			out = append(out, Fix{Flags: []string{"--no-mmap"},
-				Says: "loading the weights instead of mapping the file fits: less of the file stays resident (a slower load)"})
+			out = append(out, newFix(p, Change{NoMmap: true}, "loading the weights instead of mapping the file fits: less of the file stays resident (a slower load)"))
 		}
 	}
 	if len(out) == 0 {

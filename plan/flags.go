@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/builds"
 )
 
 // explainHeadless says what stopping the desktop session would buy.
@@ -35,12 +36,8 @@ func (p Profile) Args() []string {
 	if p.Program.OrServer() == ProgramLibrary {
 		return p.libraryArgs()
 	}
-	f := []string{"-c", strconv.Itoa(p.Ctx), "-np", strconv.Itoa(p.Parallel)}
-	if p.GPULayers == GPULayersAuto {
-		f = append(f, "-ngl", "all")
-	} else {
-		f = append(f, "-ngl", strconv.Itoa(p.GPULayers))
-	}
+	f := append(ctxFlag(p.Ctx), "-np", strconv.Itoa(p.Parallel))
+	f = append(f, nglFlag(p.GPULayers)...)
 	f = append(f, "--fit", "off")
 	// Batch sizes change the compute buffers; say them when they are not
 	// llama-server's defaults.
@@ -76,10 +73,8 @@ func (p Profile) Args() []string {
 		f = append(f, "--load-mode", "mmap+mlock")
 	case p.rules().MlockLoads && p.Mlock:
 		f = append(f, "--load-mode", "mlock")
-	case p.rules().LoadMode && !p.Mmap:
-		f = append(f, "--load-mode", "none")
 	case !p.Mmap:
-		f = append(f, "--no-mmap")
+		f = append(f, noMmapFlag(p.rules())...)
 	}
 	if p.Mlock && !p.rules().MlockLoads {
 		// Before PR #26135 --mlock locked the mapping, or with
@@ -102,6 +97,33 @@ func (p Profile) Args() []string {
 	f = append(f, p.Companions.Flags()...)
 	return append(f, p.Pass...)
 }
+
+// The flags whose values headroom writes in more than one place (a
+// profile's Args, a search's kept settings, a fix), each written here
+// once.
+
+func ctxFlag(n int) []string { return []string{"-c", strconv.Itoa(n)} }
+
+// nglFlag writes GPULayersAuto as all: without --fit, llama.cpp's auto
+// offloads every layer.
+func nglFlag(n int) []string {
+	if n == GPULayersAuto {
+		return []string{"-ngl", "all"}
+	}
+	return []string{"-ngl", strconv.Itoa(n)}
+}
+
+// noMmapFlag loads the weights instead of mapping them: --load-mode
+// none for the builds that have it (de3ff81 refuses --no-mmap).
+func noMmapFlag(r builds.Rules) []string {
+	if r.LoadMode {
+		return []string{"--load-mode", "none"}
+	}
+	return []string{"--no-mmap"}
+}
+
+func cacheRAMFlag(n int) []string    { return []string{"-cram", strconv.Itoa(n)} }
+func checkpointsFlag(n int) []string { return []string{"-ctxcp", strconv.Itoa(n)} }
 
 // LoadArgs are Args without the flags for what llama-server keeps past
 // the load (-cram, -ctxcp, -cms): what llama-fit-params, which refuses

@@ -3,7 +3,6 @@ package plan
 import (
 	"cmp"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -79,10 +78,10 @@ func (f Fixed) any() bool {
 func (f Fixed) flags() string {
 	var out []string
 	if f.Ctx > 0 {
-		out = append(out, "-c", strconv.Itoa(f.Ctx))
+		out = append(out, ctxFlag(f.Ctx)...)
 	}
 	if f.GPULayers != nil {
-		out = append(out, "-ngl", strconv.Itoa(*f.GPULayers))
+		out = append(out, nglFlag(*f.GPULayers)...)
 	}
 	if f.CacheK != "" {
 		out = append(out, "-ctk", f.CacheK)
@@ -91,10 +90,10 @@ func (f Fixed) flags() string {
 		out = append(out, "-ctv", f.CacheV)
 	}
 	if f.CacheRAM != nil {
-		out = append(out, "-cram", strconv.Itoa(*f.CacheRAM))
+		out = append(out, cacheRAMFlag(*f.CacheRAM)...)
 	}
 	if f.Checkpoints != nil {
-		out = append(out, "-ctxcp", strconv.Itoa(*f.Checkpoints))
+		out = append(out, checkpointsFlag(*f.Checkpoints)...)
 	}
 	return argsString(out)
 }

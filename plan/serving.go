@@ -303,11 +303,11 @@ func servingFixes(p Profile, fitsWith func(Profile) bool) []Fix {
 			}
 		}
 		if lo > 0 {
-			out = append(out, Fix{Flags: []string{"-cram", strconv.Itoa(lo)},
-				Says: fmt.Sprintf("a prompt cache of %d MiB instead of %s fits: llama-server keeps fewer finished prompts to resume without recomputing", lo, cacheRAMWords(sv.CacheRAM))})
+			n := lo
+			out = append(out, newFix(p, Change{CacheRAM: &n}, fmt.Sprintf("a prompt cache of %d MiB instead of %s fits: llama-server keeps fewer finished prompts to resume without recomputing", n, cacheRAMWords(sv.CacheRAM))))
 		} else {
-			out = append(out, Fix{Flags: []string{"-cram", "0"},
-				Says: "no prompt cache fits: every new conversation, and every return to an earlier one, is computed again"})
+			zero := 0
+			out = append(out, newFix(p, Change{CacheRAM: &zero}, "no prompt cache fits: every new conversation, and every return to an earlier one, is computed again"))
 		}
 	}
 	if sv.Checkpoints > 0 && fitsWith(with(func(s *Serving) { s.Checkpoints = 0 })) && !fitsWith(with(func(s *Serving) {})) {
@@ -320,8 +320,8 @@ func servingFixes(p Profile, fitsWith func(Profile) bool) []Fix {
 				hi = mid - 1
 			}
 		}
-		out = append(out, Fix{Flags: []string{"-ctxcp", strconv.Itoa(lo)},
-			Says: fmt.Sprintf("at most %d context checkpoints per slot instead of %d fits: a prompt that differs inside the window is computed again from further back", lo, sv.Checkpoints)})
+		n := lo
+		out = append(out, newFix(p, Change{Checkpoints: &n}, fmt.Sprintf("at most %d context checkpoints per slot instead of %d fits: a prompt that differs inside the window is computed again from further back", n, sv.Checkpoints)))
 	}
 	return out
 }
@@ -343,10 +343,10 @@ func (s *Serving) flags() []string {
 	d := ServerServing()
 	var f []string
 	if s.CacheRAM != d.CacheRAM {
-		f = append(f, "-cram", strconv.Itoa(s.CacheRAM))
+		f = append(f, cacheRAMFlag(s.CacheRAM)...)
 	}
 	if s.Checkpoints != d.Checkpoints {
-		f = append(f, "-ctxcp", strconv.Itoa(s.Checkpoints))
+		f = append(f, checkpointsFlag(s.Checkpoints)...)
 	}
 	if s.CheckpointMinStep != d.CheckpointMinStep {
 		f = append(f, "-cms", strconv.Itoa(s.CheckpointMinStep))

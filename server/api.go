@@ -2,13 +2,17 @@ package server
 
 import (
 	"fmt"
+	"github.com/headroom-llm/headroom/report"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/llamaflags"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/request"
 	"github.com/headroom-llm/headroom/speed"
 )
 
@@ -37,19 +41,8 @@ func (s *server) hw(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// fitJSON is what 'headroom fit --json' prints less the engine note and
-// --verify's engine check, which the API does not run; its artifact names
-// a catalog variant's inputs as variant and provenance.
-type fitJSON struct {
-	Artifact artifact `json:"artifact"`
-	// Program is the llama.cpp program the profile is for.
-	Program plan.Program `json:"program"`
-	Profile plan.Profile `json:"profile"`
-	*plan.Assessment
-}
-
 func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa", "ts", "ncmoe", "program", "cram", "ctxcp", "cms")
+	q, err := parseQuery(r, "model", "machine", "ctx", "parallel", "ngl", "ctk", "ctv", "fa", "ts", "ncmoe", "program", "cram", "ctxcp", "cms", "args")
 	if err != nil {
 		return err
 	}
@@ -78,61 +71,57 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 	if a.Resolved != nil {
 		p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
 	}
-	writeJSON(w, http.StatusOK, fitJSON{Artifact: res.artifact, Program: p.Program, Profile: p, Assessment: a})
+	writeJSON(w, http.StatusOK, report.NewFit(res.artifact, a, p))
 	return nil
 }
 
-// fitProfile reads the model and the serving profile, with the CLI's
-// defaults (engine.ServerDefaults): what is not given is what
-// llama-server would run, or the program that program names.
+// fitProfile reads the model and the serving profile. The profile's
+// parameters are llama.cpp's flags under the API's names (ctx is -c,
+// parallel -np, ...), and args is a llama.cpp command line of its own
+// (args=-c 8192 -ctk q8_0 --jinja); both are read by the CLI's one reader
+// of those flags (request.ParseProfile), so the API takes what fit takes
+// and means the same by it.
 func fitProfile(q *query) (string, plan.Profile, error) {
-	p := engine.ServerDefaults()
-	p.Program = program(q)
-	if !p.Program.IsServer() {
-		p = p.Program.Defaults()
-	}
 	ref, ok := q.str("model")
 	if !ok && q.err == nil {
 		q.fail("model is required: a catalog variant such as qwen3-8b/Q4_K_M")
 	}
-	p.Ctx = q.intIn("ctx", 0, 0, maxCtx)
-	if _, given := q.v["parallel"]; given {
-		p.Parallel, p.KVUnified = q.intIn("parallel", 1, 1, 256), false
-	}
-	switch s, _ := q.str("ngl"); s {
-	case "", "all", "auto":
-		// Without --fit, llama.cpp's auto offloads every layer.
-		p.GPULayers = plan.GPULayersAuto
-	default:
-		p.GPULayers = q.intIn("ngl", plan.GPULayersAuto, 0, 9999)
-	}
-	p.CacheK = q.oneOf("ctk", p.CacheK, engine.CacheTypes()...)
-	p.CacheV = q.oneOf("ctv", p.CacheV, engine.CacheTypes()...)
-	p.FlashAttn = plan.FlashAttn(q.oneOf("fa", string(p.FlashAttn), "on", "off", "auto"))
-	// A plan's layer split and MoE expert placement (-ts, --n-cpu-moe),
-	// so a plan can be checked, and re-checked live, as it was made.
-	p.CPUMoE = q.intIn("ncmoe", 0, 0, 9999)
-	if ts, ok := q.str("ts"); ok && ts != "" {
-		split, err := plan.ParseTensorSplit(ts)
+	pr := program(q)
+	var args []string
+	if line, ok := q.str("args"); ok {
+		words, err := llamaflags.ShellWords(line)
 		if err != nil {
-			q.fail("ts: %v", err)
+			q.fail("args: %v", err)
 		}
-		p.TensorSplit = split
+		args = words
 	}
-	if sv, ok := p.ServingOf(); ok {
-		// What llama-server keeps past the load, llama-server's
-		// defaults where not given.
-		sv.CacheRAM = q.intIn("cram", sv.CacheRAM, -1, 1<<24)
-		sv.Checkpoints = q.intIn("ctxcp", sv.Checkpoints, 0, 1<<16)
-		sv.CheckpointMinStep = q.intIn("cms", sv.CheckpointMinStep, 0, maxCtx)
-		p.Serving = &sv
-	} else if _, given := q.v["cram"]; given && q.err == nil {
-		q.fail("cram: %s keeps no prompt cache", p.Program)
+	// Each parameter is checked for its JSON type and range here, then
+	// given to the reader as the flag it names.
+	for _, f := range []struct {
+		param, flag string
+		lo, hi      int
+	}{{"ctx", "-c", 0, maxCtx}, {"parallel", "-np", 1, 256}, {"ncmoe", "-ncmoe", 0, 9999},
+		{"cram", "-cram", -1, 1 << 24}, {"ctxcp", "-ctxcp", 0, 1 << 16}, {"cms", "-cms", 0, maxCtx}} {
+		if _, given := q.v[f.param]; given {
+			args = append(args, f.flag, strconv.Itoa(q.intIn(f.param, 0, f.lo, f.hi)))
+		}
 	}
-	if err := p.Check(); err != nil && q.err == nil {
-		q.fail("program %s: %v", p.Program, err)
+	if s, _ := q.str("ngl"); s != "" && s != "all" && s != "auto" {
+		args = append(args, "-ngl", strconv.Itoa(q.intIn("ngl", 0, 0, 9999)))
 	}
-	return ref, p, q.err
+	for _, f := range []struct{ param, flag string }{{"ctk", "-ctk"}, {"ctv", "-ctv"}, {"fa", "-fa"}, {"ts", "-ts"}} {
+		if v, ok := q.str(f.param); ok && v != "" {
+			args = append(args, f.flag, v)
+		}
+	}
+	if q.err != nil {
+		return ref, plan.Profile{}, q.err
+	}
+	p, err := request.ParseProfile(args, pr)
+	if err != nil {
+		return ref, p, badRequest("%v", err)
+	}
+	return ref, p, nil
 }
 
 // program reads the program parameter; llama-server when it is absent.

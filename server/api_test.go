@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/headroom-llm/headroom/report"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -66,6 +68,8 @@ func TestErrors(t *testing.T) {
 		{"open: failure", withRuntime, "GET", "/api/fit?model=hf:example/offline", "", "", false, 400, "invalid_request_error", "did not answer"},
 		{"plan of an incompatible model", withRuntime, "GET", "/api/plan?model=hf:example/strange-GGUF", "", "", false, 400, "invalid_request_error", "cannot be planned"},
 		{"model missing", bare, "GET", "/api/fit?machine=rtx-4090", "", "", false, 400, "invalid_request_error", "model is required"},
+		{"args: a refused flag", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&args=-sm%20row", "", "", false, 400, "invalid_request_error", "-sm: how layers are split"},
+		{"args: a bad value", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&args=-fa%20maybe", "", "", false, 400, "invalid_request_error", "want on, off or auto"},
 		{"ctx negative", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&ctx=-1", "", "", false, 400, "invalid_request_error", "ctx must be"},
 		{"ctx not a number", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&ctx=8k", "", "", false, 400, "invalid_request_error", `"8k"`},
 		{"ctx too large", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&ctx=16777217", "", "", false, 400, "invalid_request_error", "16777216"},
@@ -74,7 +78,7 @@ func TestErrors(t *testing.T) {
 		{"ngl negative", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&ngl=-2", "", "", false, 400, "invalid_request_error", "ngl"},
 		{"ngl word", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&ngl=most", "", "", false, 400, "invalid_request_error", "ngl"},
 		{"cache type", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&ctk=q9_0", "", "", false, 400, "invalid_request_error", "ctk"},
-		{"flash attention", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&fa=yes", "", "", false, 400, "invalid_request_error", "fa must be on, off or auto"},
+		{"flash attention", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&fa=yes", "", "", false, 400, "invalid_request_error", "-fa, --flash-attn \"yes\": want on, off or auto"},
 		{"quantized V without flash attention", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&ctv=q8_0&fa=off", "", "", false, 400, "invalid_request_error", "flash attention"},
 		{"min_ctx too small", bare, "GET", "/api/plan?model=qwen3-8b/Q4_K_M&min_ctx=100", "", "", false, 400, "invalid_request_error", "min_ctx"},
 		{"plan goal", bare, "GET", "/api/plan?model=qwen3-8b/Q4_K_M&goal=quality", "", "", false, 400, "invalid_request_error", "goal"},
@@ -200,7 +204,7 @@ func TestHW(t *testing.T) {
 
 // fitAnswer is what the tests read of /api/fit.
 type fitAnswer struct {
-	Artifact artifact        `json:"artifact"`
+	Artifact report.Artifact `json:"artifact"`
 	Profile  plan.Profile    `json:"profile"`
 	Verdict  string          `json:"verdict"`
 	Reason   string          `json:"reason"`
@@ -276,6 +280,13 @@ func TestFit(t *testing.T) {
 			func(t *testing.T, a fitAnswer) {
 				if a.Artifact.Ref != "hf:example/tiny-GGUF:Q4_K_M" || a.Artifact.Architecture != "qwen3" || a.Artifact.SizeBytes <= 0 || a.Verdict != plan.Fits {
 					t.Errorf("artifact %+v verdict %q, want the opened model, fitting", a.Artifact, a.Verdict)
+				}
+			}},
+		{"a llama.cpp command line, read as fit reads it", "model=qwen3-8b/Q4_K_M&machine=rtx-4090&args=" + url.QueryEscape("-c 8192 -np 2 -fa 1 -ctk q8_0 --jinja -t 4"), nil,
+			func(t *testing.T, a fitAnswer) {
+				p := a.Profile
+				if p.Ctx != 8192 || p.Parallel != 2 || p.KVUnified || p.FlashAttn != plan.FlashOn || p.CacheK != "q8_0" || strings.Join(p.Pass, " ") != "--jinja -t 4" {
+					t.Errorf("profile %+v, want -c 8192 -np 2 -fa on -ctk q8_0 and --jinja -t 4 passed through", p)
 				}
 			}},
 		{"incompatible architecture", "model=hf:example/strange-GGUF&machine=rtx-4090", nil,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/headroom-llm/headroom/report"
 	"reflect"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 func TestJSONDoc(t *testing.T) {
 	c := jsondoc.New(t, "../docs/json.md")
 	for section, ty := range map[string]reflect.Type{
-		"api-fit":       reflect.TypeFor[fitJSON](),
+		"api-fit":       reflect.TypeFor[report.Fit](),
 		"api-plan":      reflect.TypeFor[planJSON](),
 		"api-recommend": reflect.TypeFor[recommendJSON](),
 		"models":        reflect.TypeFor[modelList](),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/report"
 	"io/fs"
 	"net/http"
 
@@ -13,24 +14,12 @@ import (
 	"github.com/headroom-llm/headroom/source"
 )
 
-// artifact is the artifact object of 'headroom fit --json', plus what a
-// catalog variant adds: its name and where its planner inputs came from.
-type artifact struct {
-	Ref          string                `json:"ref"`
-	Architecture string                `json:"architecture"`
-	Commit       string                `json:"commit,omitempty"`
-	Files        []source.ArtifactFile `json:"files"`
-	SizeBytes    int64                 `json:"size_bytes"`
-	Variant      string                `json:"variant,omitempty"`
-	Provenance   string                `json:"provenance,omitempty"`
-}
-
 // resolved is a model ready to plan. archErr is set, and m nil, when
 // headroom cannot model its architecture: that is a verdict, not a failure.
 type resolved struct {
 	m        *arch.Model
 	archErr  error
-	artifact artifact
+	artifact report.Artifact
 	// serverArgs name the model on a llama-server command line; nil
 	// where this server knows no name llama-server could load it by (a
 	// model Config.Open found, named as the request named it).
@@ -52,7 +41,7 @@ func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
 	m, err := s.opener.get(ctx, ref)
 	switch {
 	case err != nil && arch.IsIncompatible(err):
-		return &resolved{archErr: err, artifact: artifact{Ref: ref, Files: []source.ArtifactFile{}}}, nil
+		return &resolved{archErr: err, artifact: report.Artifact{Ref: ref, Files: []source.ArtifactFile{}}}, nil
 	case errors.Is(err, ErrForbidden):
 		return nil, withStatus(http.StatusForbidden, err, "model %q", ref)
 	case errors.Is(err, fs.ErrNotExist):
@@ -68,13 +57,13 @@ func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
 	for _, t := range m.Tensors {
 		size += int64(t.Size)
 	}
-	return &resolved{m: m, artifact: artifact{Ref: ref, Architecture: m.Arch, Files: []source.ArtifactFile{}, SizeBytes: size}}, nil
+	return &resolved{m: m, artifact: report.Artifact{Ref: ref, Architecture: m.Arch, Files: []source.ArtifactFile{}, SizeBytes: size}}, nil
 }
 
 func (s *server) catalogModel(e *catalog.Entry, v *catalog.Variant) (*resolved, error) {
 	m, prov, size, err := s.cfg.Catalog.Model(e, *v, s.cfg.Lock)
 	key := catalog.VariantKey(e.ID, v.Quant)
-	r := &resolved{m: m, artifact: artifact{Ref: v.Ref, Files: []source.ArtifactFile{}, SizeBytes: size, Variant: key, Provenance: prov},
+	r := &resolved{m: m, artifact: report.Artifact{Ref: v.Ref, Files: []source.ArtifactFile{}, SizeBytes: size, Variant: key, Inputs: prov},
 		serverArgs: s.cfg.Lock.ServerArgs(e, *v)}
 	switch {
 	case err != nil && arch.IsIncompatible(err):

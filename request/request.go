@@ -1,6 +1,7 @@
-package cli
+package request
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,47 +11,48 @@ import (
 	"github.com/headroom-llm/headroom/plan"
 )
 
-// mlockLoads applies one build rule the same way for every command: from
-// llama.cpp's PR #26135 --mlock is --load-mode mlock, loaded and not
-// mapped, unless the mapping is asked for too (--mmap, or --load-mode
-// mmap+mlock).
-func mlockLoads(fs *flags, p *plan.Profile, rules builds.Rules) {
-	lm := ""
-	if f := fs.Lookup("lm"); f != nil {
-		lm = f.Value.String()
-	}
-	if p.Mlock && rules.MlockLoads && !fs.isSet("mmap") && lm != "mmap" && lm != "mmap+mlock" {
-		p.Mmap = false
+// MaxSlots is the most parallel slots a command line may ask for.
+const MaxSlots = 256
+
+// Error is a command line's mistake: a flag's value headroom does not
+// take, or flags that contradict each other. The CLI exits 2 on it and
+// the API answers 400.
+type Error struct{ msg string }
+
+func (e Error) Error() string { return e.msg }
+
+func errorf(format string, args ...any) error { return Error{fmt.Sprintf(format, args...)} }
+
+// Flags is a flag set that takes llama.cpp's flags under all their
+// spellings: -c and --ctx-size are one Value, so help lists them as one.
+type Flags struct{ *flag.FlagSet }
+
+// Alias registers the flag name again under more names, on the same
+// Value.
+func (f Flags) Alias(name string, more ...string) {
+	fl := f.Lookup(name)
+	for _, n := range more {
+		f.Var(fl.Value, n, fl.Usage)
 	}
 }
 
-// loadMode is -lm, --load-mode: how the weights are loaded.
-type loadMode struct{ mode *string }
-
-func (l loadMode) String() string {
-	if l.mode == nil {
-		return ""
-	}
-	return *l.mode
+// IsSet reports whether the command line gave the flag under any of the
+// names (a flag's spellings).
+func (f Flags) IsSet(names ...string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || slices.Contains(names, fl.Name) })
+	return set
 }
 
-func (l loadMode) Set(s string) error {
-	switch s {
-	case "auto", "none", "mmap", "mlock", "mmap+mlock":
-		*l.mode = s
-		return nil
-	case "dio":
-		return fmt.Errorf("dio loads with direct I/O into buffers, which headroom does not account yet: want auto, none, mmap, mlock or mmap+mlock")
-	}
-	return fmt.Errorf("want auto, none, mmap, mlock or mmap+mlock, not %q", s)
-}
-
-// request holds the modeled llama.cpp flags' values while a command line
-// is parsed.
-type request struct {
+// Llama holds the modeled llama.cpp flags' values while a command line is
+// parsed: the one place headroom reads them, for every command and the
+// API.
+type Llama struct {
+	fs                                            Flags
+	search                                        bool
 	p                                             plan.Profile
 	np                                            int
-	ngl                                           *gpuLayers
+	ngl                                           *GPULayers
 	ts                                            *floats
 	ot                                            *overrides
 	kvu, noKVU, noMmap, mmapOn, nkvo, kvo, cpuMoE bool
@@ -58,27 +60,27 @@ type request struct {
 	serving                                       func() (plan.Serving, error)
 }
 
-// requestFlags registers every llama.cpp flag headroom models, once for
-// all commands, under llama.cpp's spellings (each held to the build's
-// table by TestModeledFlagsEverywhere), and returns a function that reads
-// them after parsing. search is for the commands that search a plan
-// (plan, pull, serve, serve-api): there a flag given is kept and checked,
-// one not given is searched, and -np defaults to the search's slots.
-func requestFlags(fs *flags, search bool) func() (plan.Profile, error) {
-	r := &request{p: engine.ServerDefaults(), np: -1, ts: &floats{}, lm: "auto"}
-	r.ngl = &gpuLayers{n: r.p.GPULayers}
+// Register defines every llama.cpp flag headroom models on fs, under
+// llama.cpp's spellings (each held to the build's table by the CLI's
+// TestModeledFlagsEverywhere). search is for the commands that search a
+// plan (plan, pull, serve, serve-api): there a flag given is kept and
+// checked, one not given is searched, and -np defaults to the search's
+// slots.
+func Register(fs Flags, search bool) *Llama {
+	r := &Llama{fs: fs, search: search, p: engine.ServerDefaults(), np: -1, ts: &floats{}, lm: "auto"}
+	r.ngl = &GPULayers{N: r.p.GPULayers}
 	r.fa = string(r.p.FlashAttn)
 	if search {
 		r.np = plan.DefaultSearch().Parallel
-		r.ngl.n = plan.GPULayersAuto
+		r.ngl.N = plan.GPULayersAuto
 	}
 	r.register(fs, search)
-	return func() (plan.Profile, error) { return r.profile(fs, search) }
+	return r
 }
 
 // register defines the flags, with help that says how a searching
 // command reads them.
-func (r *request) register(fs *flags, search bool) {
+func (r *Llama) register(fs Flags, search bool) {
 	p := &r.p
 	ctxHelp, nglHelp, ctkHelp := "context size in cells across all sequences; 0 = the model's trained context",
 		"layers on the GPU: a number, auto or all (the output layer counts as one)", "K cache type: "+strings.Join(engine.CacheTypes(), ", ")
@@ -90,41 +92,43 @@ func (r *request) register(fs *flags, search bool) {
 		npHelp = "parallel conversations (slots); each gets its own context"
 	}
 	fs.IntVar(&p.Ctx, "c", 0, ctxHelp)
-	fs.alias("c", "ctx-size")
+	fs.Alias("c", "ctx-size")
 	fs.IntVar(&r.np, "np", r.np, npHelp)
-	fs.alias("np", "parallel")
+	fs.Alias("np", "parallel")
 	fs.BoolVar(&r.kvu, "kvu", false, "one KV cache shared by all sequences")
-	fs.alias("kvu", "kv-unified")
+	fs.Alias("kvu", "kv-unified")
 	fs.BoolVar(&r.noKVU, "no-kvu", false, "a KV cache per sequence (llama-server's -np auto turns -kvu on)")
-	fs.alias("no-kvu", "no-kv-unified")
+	fs.Alias("no-kvu", "no-kv-unified")
 	fs.IntVar(&p.Batch, "b", p.Batch, "logical batch size")
-	fs.alias("b", "batch-size")
+	fs.Alias("b", "batch-size")
 	fs.IntVar(&p.UBatch, "ub", p.UBatch, "physical batch size (micro-batch)")
-	fs.alias("ub", "ubatch-size")
+	fs.Alias("ub", "ubatch-size")
 	fs.StringVar(&p.CacheK, "ctk", p.CacheK, ctkHelp)
-	fs.alias("ctk", "cache-type-k")
+	fs.Alias("ctk", "cache-type-k")
 	fs.StringVar(&p.CacheV, "ctv", p.CacheV, "V cache type (quantized V needs -fa on)")
-	fs.alias("ctv", "cache-type-v")
+	fs.Alias("ctv", "cache-type-v")
 	fs.StringVar(&r.fa, "fa", r.fa, "flash attention: on, off or auto")
-	fs.alias("fa", "flash-attn")
+	fs.Alias("fa", "flash-attn")
 	fs.Var(r.ngl, "ngl", nglHelp)
-	fs.alias("ngl", "gpu-layers", "n-gpu-layers")
+	fs.Alias("ngl", "gpu-layers", "n-gpu-layers")
 	fs.Var(r.ts, "ts", "share of layers per GPU, e.g. 3,1 (default: in proportion to free memory)")
-	fs.alias("ts", "tensor-split")
+	fs.Alias("ts", "tensor-split")
 	fs.BoolVar(&r.noMmap, "no-mmap", false, "load weights into memory instead of mapping the file")
 	fs.BoolVar(&r.mmapOn, "mmap", false, "map the file (the default)")
 	fs.Var(loadMode{&r.lm}, "lm", "how the weights are loaded: auto, none (read into buffers), mmap, mlock or mmap+mlock")
-	fs.alias("lm", "load-mode")
+	fs.Alias("lm", "load-mode")
 	fs.BoolVar(&p.Mlock, "mlock", false, "lock the weights in RAM: none of them is reclaimable, and RLIMIT_MEMLOCK is checked (from llama.cpp's PR #26135, about b10115: loaded into host buffers, not mapped)")
 	fs.BoolVar(&r.nkvo, "nkvo", false, "keep the KV cache in system memory")
-	fs.alias("nkvo", "no-kv-offload")
+	fs.Alias("nkvo", "no-kv-offload")
 	fs.BoolVar(&r.kvo, "kvo", false, "offload the KV cache with its layers (the default)")
-	fs.alias("kvo", "kv-offload")
+	fs.Alias("kvo", "kv-offload")
 	fs.IntVar(&p.CPUMoE, "ncmoe", 0, "keep the routed experts of the first N layers in system memory (MoE models)")
-	fs.alias("ncmoe", "n-cpu-moe")
+	fs.Alias("ncmoe", "n-cpu-moe")
 	fs.BoolVar(&r.cpuMoE, "cmoe", false, "keep every layer's routed experts in system memory (MoE models)")
-	fs.alias("cmoe", "cpu-moe")
-	r.ot = overrideFlags(fs)
+	fs.Alias("cmoe", "cpu-moe")
+	r.ot = &overrides{}
+	fs.Var(r.ot, "ot", "PATTERN=BUFFER_TYPE,...: weights whose name the regular expression matches go to that buffer type (CPU, CUDA0, Vulkan0, MTL0, ...); first match wins; may be repeated")
+	fs.Alias("ot", "override-tensor")
 	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers (a library context's default: --swa-full=false turns it off)")
 	r.serving = servingFlags(fs)
 	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
@@ -132,7 +136,8 @@ func (r *request) register(fs *flags, search bool) {
 
 // profile builds the profile the parsed flags give, or says which flag
 // is wrong and why.
-func (r *request) profile(fs *flags, search bool) (plan.Profile, error) {
+func (r *Llama) Profile(pass []string) (plan.Profile, error) {
+	search := r.search
 	p := r.p
 	// llama.cpp's words for on, off and auto (common_arg_utils).
 	switch r.fa {
@@ -143,13 +148,13 @@ func (r *request) profile(fs *flags, search bool) (plan.Profile, error) {
 	case "auto", "-1":
 		p.FlashAttn = plan.FlashAuto
 	default:
-		return p, usagef("-fa, --flash-attn %q: want on, off or auto", r.fa)
+		return p, errorf("-fa, --flash-attn %q: want on, off or auto", r.fa)
 	}
 	switch np := r.np; {
-	case search && (np < 1 || np > maxSlots):
-		return p, usagef("-np, --parallel %d: want 1 to %d slots", np, maxSlots)
-	case np != -1 && (np < 1 || np > maxSlots):
-		return p, usagef("-np, --parallel %d: want -1 (llama-server's auto) or 1 to %d slots", np, maxSlots)
+	case search && (np < 1 || np > MaxSlots):
+		return p, errorf("-np, --parallel %d: want 1 to %d slots", np, MaxSlots)
+	case np != -1 && (np < 1 || np > MaxSlots):
+		return p, errorf("-np, --parallel %d: want -1 (llama-server's auto) or 1 to %d slots", np, MaxSlots)
 	case np != -1:
 		p.Parallel, p.KVUnified = np, r.kvu
 	case r.noKVU:
@@ -160,11 +165,11 @@ func (r *request) profile(fs *flags, search bool) (plan.Profile, error) {
 		names string
 	}{{r.kvu && r.noKVU, "-kvu and --no-kv-unified"}, {r.kvo && r.nkvo, "--kv-offload and --no-kv-offload"}, {r.mmapOn && r.noMmap, "--mmap and --no-mmap"}} {
 		if c.both {
-			return p, usagef("%s contradict each other: give one", c.names)
+			return p, errorf("%s contradict each other: give one", c.names)
 		}
 	}
-	p.GPULayers = r.ngl.n
-	if !search && p.GPULayers == gpuLayersAll {
+	p.GPULayers = r.ngl.N
+	if !search && p.GPULayers == GPULayersAll {
 		p.GPULayers = plan.GPULayersAuto // fit checks every layer as auto places them
 	}
 	p.TensorSplit = []float64(*r.ts)
@@ -190,7 +195,7 @@ func (r *request) profile(fs *flags, search bool) (plan.Profile, error) {
 		return p, err
 	}
 	p.Serving = &sv
-	p.Pass = fs.line.PassWords()
+	p.Pass = pass
 	return p, nil
 }
 
@@ -198,20 +203,30 @@ func (r *request) profile(fs *flags, search bool) (plan.Profile, error) {
 func checkProfile(p plan.Profile) error {
 	for _, c := range []struct{ flag, v string }{{"-ctk, --cache-type-k", p.CacheK}, {"-ctv, --cache-type-v", p.CacheV}} {
 		if !slices.Contains(engine.CacheTypes(), c.v) {
-			return usagef("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
+			return errorf("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
 		}
 	}
 	switch {
 	case p.Ctx < 0:
-		return usagef("-c, --ctx-size %d: want 0 (the trained context) or more cells", p.Ctx)
+		return errorf("-c, --ctx-size %d: want 0 (the trained context) or more cells", p.Ctx)
 	case p.Batch <= 0:
-		return usagef("-b, --batch-size %d: want 1 or more", p.Batch)
+		return errorf("-b, --batch-size %d: want 1 or more", p.Batch)
 	case p.UBatch <= 0:
-		return usagef("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
+		return errorf("-ub, --ubatch-size %d: want 1 or more", p.UBatch)
 	case p.CPUMoE < 0:
-		return usagef("-ncmoe, --n-cpu-moe %d: want 0 or more layers", p.CPUMoE)
+		return errorf("-ncmoe, --n-cpu-moe %d: want 0 or more layers", p.CPUMoE)
 	case p.FlashAttn == plan.FlashOff && p.CacheV != "f16" && p.CacheV != "f32" && p.CacheV != "bf16":
-		return usagef("-ctv %s with -fa off: llama.cpp needs flash attention for a quantized V cache", p.CacheV)
+		return errorf("-ctv %s with -fa off: llama.cpp needs flash attention for a quantized V cache", p.CacheV)
 	}
 	return nil
+}
+
+// MlockLoads applies one build rule the same way for every command: from
+// llama.cpp's PR #26135 --mlock is --load-mode mlock, loaded and not
+// mapped, unless the mapping is asked for too (--mmap, or --load-mode
+// mmap+mlock).
+func (r *Llama) MlockLoads(p *plan.Profile, rules builds.Rules) {
+	if p.Mlock && rules.MlockLoads && !r.fs.IsSet("mmap") && r.lm != "mmap" && r.lm != "mmap+mlock" {
+		p.Mmap = false
+	}
 }
