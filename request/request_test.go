@@ -16,7 +16,9 @@ func TestParseProfile(t *testing.T) {
 		check   func(plan.Profile) bool
 		err     string
 	}{
-		{args: "", check: func(p plan.Profile) bool { return p.Parallel == 4 && p.KVUnified && p.Ctx == 0 && p.Serving != nil && p.Serving.CacheRAM == 8192 }},
+		{args: "", check: func(p plan.Profile) bool {
+			return p.Parallel == 4 && p.KVUnified && p.Ctx == 0 && p.Serving != nil && p.Serving.CacheRAM == 8192
+		}},
 		{args: "-c 8192 -np 2", check: func(p plan.Profile) bool { return p.Ctx == 8192 && p.Parallel == 2 && !p.KVUnified }},
 		{args: "--ctx-size=4096 --parallel=2 -kvu", check: func(p plan.Profile) bool { return p.Ctx == 4096 && p.KVUnified }},
 		{args: "--no-kv-unified", check: func(p plan.Profile) bool { return p.Parallel == 4 && !p.KVUnified }},
