@@ -131,13 +131,13 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	}
 	switch {
 	case *forget:
-		if err := os.Remove(st.path); err != nil && !os.IsNotExist(err) {
+		if err := st.Forget(); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "forgot this machine's speed measurements (%s)\n", st.path)
+		fmt.Fprintf(env.Stdout, "forgot this machine's speed measurements (%s)\n", st.Path())
 		return nil
 	case *show:
-		samples, err := st.load()
+		samples, err := st.Load()
 		if err != nil {
 			return err
 		}
@@ -155,10 +155,10 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := st.add(fresh...); err != nil {
+	if err := st.Add(fresh...); err != nil {
 		return fmt.Errorf("bench: keeping the runs: %w", err)
 	}
-	all, err := st.load()
+	all, err := st.Load()
 	if err != nil {
 		return err
 	}

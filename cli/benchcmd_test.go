@@ -195,11 +195,11 @@ func TestBenchRefusals(t *testing.T) {
 	_, _, _ = h.run("bench", "--show")
 	snap, _ := benchHome{t: t, home: h.home}.probe()
 	st, _ := samplesFor(Env{Getenv: homeGetenv(h.home, nil)}, snap)
-	if err := os.WriteFile(st.path, []byte("{not json"), 0o644); err != nil {
+	if err := os.WriteFile(st.Path(), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := h.run("bench", "--show")
-	if code == 0 || !strings.Contains(errOut, st.path) || !strings.Contains(errOut, "remove the file") {
+	if code == 0 || !strings.Contains(errOut, st.Path()) || !strings.Contains(errOut, "remove the file") {
 		t.Errorf("damaged file: exit %d\n%s%s", code, out, errOut)
 	}
 	_, _, errOut = h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1")
@@ -256,7 +256,7 @@ func TestCalibrationMemo(t *testing.T) {
 		return speed.Sample{Schema: speed.SampleSchema, Model: model, Backend: "CPU", Build: "b1", Weights: "random",
 			FullBandwidthMs: 1000 / tps / 2, Bandwidths: map[string]float64{"ram": 20}, Layers: layers, ActiveParams: 1e9, DecodeTPS: tps, DecodeBest: tps}
 	}
-	if err := st.add(run("a", 50, 20), run("b", 30, 30), run("c", 20, 16)); err != nil {
+	if err := st.Add(run("a", 50, 20), run("b", 30, 30), run("c", 20, 16)); err != nil {
 		t.Fatal(err)
 	}
 	first := memo.get(snap)
@@ -266,7 +266,7 @@ func TestCalibrationMemo(t *testing.T) {
 	if again := memo.get(snap); again != first {
 		t.Error("fitted again with nothing changed")
 	}
-	if err := st.add(run("d", 40, 24)); err != nil {
+	if err := st.Add(run("d", 40, 24)); err != nil {
 		t.Fatal(err)
 	}
 	if c := memo.get(snap); c == nil || c.Backends["CPU"].Samples != 4 {

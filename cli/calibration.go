@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"github.com/headroom-llm/headroom/internal/atomicfile"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -17,73 +12,9 @@ import (
 	"github.com/headroom-llm/headroom/speed"
 )
 
-// maxSamples bounds what one machine keeps: the newest runs win, and a
-// calibration fits the newest build's anyway.
-const maxSamples = 500
-
-// sampleFile is what a machine's measurements are kept as.
-type sampleFile struct {
-	Hardware string         `json:"hardware"`
-	Samples  []speed.Sample `json:"samples"`
-}
-
-// sampleStore keeps the llama-bench runs of one machine in the user's
-// cache directory, under a hash of the probe's hardware key: a new DIMM
-// or another card starts a new file.
-type sampleStore struct {
-	path     string
-	hardware string
-}
-
-// samplesFor is the store of snapshot s's machine; ok is false for a
-// machine that was not probed (a preset) or where no cache directory is
-// known, which keep nothing.
-func samplesFor(env Env, s *hw.Snapshot) (sampleStore, bool) {
-	dir := cacheDir(env, "speed")
-	if s == nil || s.Hardware == "" || dir == "" {
-		return sampleStore{}, false
-	}
-	sum := sha256.Sum256([]byte(s.Hardware))
-	return sampleStore{path: filepath.Join(dir, "samples-"+hex.EncodeToString(sum[:16])+".json"), hardware: s.Hardware}, true
-}
-
-// load reads the kept samples; a missing file is none, a damaged one or
-// another machine's is an error that says which file.
-func (st sampleStore) load() ([]speed.Sample, error) {
-	data, err := os.ReadFile(st.path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var f sampleFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("reading speed measurements %s: %w (remove the file to start afresh)", st.path, err)
-	}
-	if f.Hardware != st.hardware {
-		return nil, fmt.Errorf("speed measurements %s are of %q, not this machine (%q)", st.path, f.Hardware, st.hardware)
-	}
-	return f.Samples, nil
-}
-
-// add appends samples, keeping the newest maxSamples, and replaces the
-// file whole (atomicfile). Two processes adding at once can lose one's
-// runs, never damage the file.
-func (st sampleStore) add(more ...speed.Sample) error {
-	old, err := st.load()
-	if err != nil {
-		return err
-	}
-	all := append(old, more...)
-	if len(all) > maxSamples {
-		all = all[len(all)-maxSamples:]
-	}
-	data, err := json.MarshalIndent(sampleFile{Hardware: st.hardware, Samples: all}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(st.path, data)
+// samplesFor is the store of snapshot s's machine in the user's cache.
+func samplesFor(env Env, s *hw.Snapshot) (speed.SampleStore, bool) {
+	return speed.SamplesIn(cacheDir(env, "speed"), s)
 }
 
 // machineCalibration is this machine's fitted speed parameters, nil when
@@ -95,7 +26,7 @@ func machineCalibration(env Env, s *hw.Snapshot, w io.Writer) *speed.Calibration
 	if !ok {
 		return nil
 	}
-	samples, err := st.load()
+	samples, err := st.Load()
 	if err != nil {
 		if w != nil {
 			fmt.Fprintf(w, "headroom: %v; speed estimates use their priors\n", err)
@@ -120,9 +51,9 @@ func (c *calibrationMemo) get(s *hw.Snapshot) *speed.Calibration {
 	if !ok {
 		return nil
 	}
-	key := st.path + "\x00missing"
-	if fi, err := os.Stat(st.path); err == nil {
-		key = fmt.Sprintf("%s\x00%d\x00%d", st.path, fi.Size(), fi.ModTime().UnixNano())
+	key := st.Path() + "\x00missing"
+	if fi, err := os.Stat(st.Path()); err == nil {
+		key = fmt.Sprintf("%s\x00%d\x00%d", st.Path(), fi.Size(), fi.ModTime().UnixNano())
 	}
 	// The bandwidth figures decide which runs count (speed.Current).
 	for _, d := range s.Domains {
@@ -156,7 +87,7 @@ func keepSample(env Env, name, weights string, m *arch.Model, p plan.Profile, s 
 		return
 	}
 	smp.Weights = weights
-	if err := st.add(smp); err != nil {
+	if err := st.Add(smp); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom: keeping the measurement: %v\n", err)
 	}
 }

@@ -49,12 +49,16 @@ rounded up, plus llama-server's logits buffer; the output says so.
 
 A llama-server command line can be pasted after "--" (headroom fit --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
--hf REPO:QUANT (and -hff FILE): flags that change nothing a load
-allocates (threads, the HTTP server, sampling, logging, templates) are
-accepted and listed as ignored; --mlock is accounted (the weights locked in
-RAM, RLIMIT_MEMLOCK checked); --embedding, --lora, --spec-type, the
-router's (a line with no model, --models-dir) and VAR=VALUE before the
-program are refused with the reason.
+-hf REPO:QUANT (and -hff FILE), or the whole line given in quotes. Every
+flag is read against the build's own argument table (docs/llama-flags.md):
+flags that change nothing headroom counts (threads, the HTTP server and
+its --api-key, sampling, logging, templates) are passed through, said on
+standard error and written into the printed command; --mlock is
+accounted (the weights locked in RAM, RLIMIT_MEMLOCK checked); flags that
+change memory in ways headroom does not count (--embedding, --lora,
+--spec-type, -sm, -dev, ...), the router's (a line with no model,
+--models-dir) and VAR=VALUE before the program are refused with the
+reason. A pasted llama-cli or llama-completion line sets --program.
 
 --program says which llama.cpp program will run the model: llama-server
 (the default), llama-cli, llama-completion, or library (a context made
@@ -116,6 +120,7 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	nglWarning := gpuLayersHere(fs, &p, snap)
 	note, err := engineNote(ctx, *eng, *llama)
 	if err != nil {
 		return err
@@ -152,8 +157,8 @@ func runFit(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, gpus := plan.Devices(snap); len(gpus) == 0 && p.GPULayers != 0 && fs.isSet("ngl", "gpu-layers", "n-gpu-layers") {
-		a.Warnings = append(a.Warnings, "-ngl has no effect here: the machine has no GPU, so every layer runs on the CPU")
+	if nglWarning != "" {
+		a.Warnings = append(a.Warnings, nglWarning)
 	}
 	if w := mlockWarning(plan.LockedBytes(a.Buffers, p), *machine == ""); w != "" {
 		a.Warnings = append(a.Warnings, w)
@@ -211,6 +216,25 @@ func (x planExtras) fit(ctx context.Context, env Env, in *modelInputs, a *plan.A
 		}
 	}
 	return check, m, nil
+}
+
+// noGPUWarning is what fit and plan say of -ngl on a machine without a
+// GPU.
+const noGPUWarning = "-ngl has no effect here: the machine has no GPU, so every layer runs on the CPU (-ngl 0)"
+
+// gpuLayersHere says -ngl one way on a machine without a GPU: -ngl 0, as
+// a plan for the machine does, with a warning where a number of layers
+// was given.
+func gpuLayersHere(fs *flags, p *plan.Profile, snap *hw.Snapshot) string {
+	if _, gpus := plan.Devices(snap); len(gpus) > 0 {
+		return ""
+	}
+	given := fs.isSet("ngl", "gpu-layers", "n-gpu-layers") && p.GPULayers != 0
+	p.GPULayers = 0
+	if given {
+		return noGPUWarning
+	}
+	return ""
 }
 
 func fitReport(in *modelInputs, a *plan.Assessment, p plan.Profile) report.Fit {

@@ -14,7 +14,7 @@ import (
 // through, refused ones are an error that says why. A pasted command
 // line (after "--", or whole in one quoted word) is read the same way.
 func (f *flags) split(args []string) error {
-	tb, err := llamaflags.For("")
+	tb, err := llamaflags.Union()
 	if err != nil {
 		return err
 	}

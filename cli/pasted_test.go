@@ -80,8 +80,8 @@ func TestPastedServerExamples(t *testing.T) {
 }
 
 // -ngl pasted for a machine without a GPU is said to do nothing, not
-// passed over in silence; on a machine with one it says nothing of the
-// kind.
+// passed over in silence, by fit and plan alike, and both print -ngl 0
+// there; on a machine with one neither says anything of the kind.
 func TestGPULayersWithoutGPU(t *testing.T) {
 	model := synthFile(t, "qwen3-0.6b")
 	for machine, said := range map[string]bool{"cpu-32": true, "rtx-4090": false} {
@@ -89,6 +89,19 @@ func TestGPULayersWithoutGPU(t *testing.T) {
 		if code != 0 || strings.Contains(out, "-ngl has no effect") != said {
 			t.Errorf("%s: exit %d, said %v, want %v\n%s%s", machine, code, !said, said, out, errs)
 		}
+		code, out2, errs2 := run(t, "plan", "--quiet", "--machine", machine, "--", "llama-server", "-m", model, "-ngl", "999")
+		if code != 0 || strings.Contains(errs2, "-ngl has no effect") != said {
+			t.Errorf("plan on %s: exit %d, said %v, want %v\n%s%s", machine, code, !said, said, out2, errs2)
+		}
+		// Without a GPU both print -ngl 0, given or not.
+		for _, o := range []string{out, out2} {
+			if said && !strings.Contains(o, " -ngl 0 ") {
+				t.Errorf("%s: the command does not say -ngl 0:\n%s", machine, o)
+			}
+		}
+	}
+	if _, out, _ := run(t, "fit", "--quiet", "--machine", "cpu-32", model, "-c", "4096"); !strings.Contains(out, " -ngl 0 ") {
+		t.Errorf("fit without -ngl on a machine without a GPU: want -ngl 0, as plan says:\n%s", out)
 	}
 }
 

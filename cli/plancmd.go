@@ -55,12 +55,16 @@ searched there, and the plan says its figures are llama.cpp's.
 
 A llama-server command line can be pasted after "--" (headroom plan --
 llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
--hf REPO:QUANT (and -hff FILE): flags that change nothing a load
-allocates (threads, the HTTP server, sampling, logging, templates) are
-accepted and listed as ignored; --mlock is accounted (the weights locked in
-RAM, RLIMIT_MEMLOCK checked); --embedding, --lora, --spec-type, the
-router's (a line with no model, --models-dir) and VAR=VALUE before the
-program are refused with the reason.
+-hf REPO:QUANT (and -hff FILE), or the whole line given in quotes. Every
+flag is read against the build's own argument table (docs/llama-flags.md):
+flags that change nothing headroom counts (threads, the HTTP server and
+its --api-key, sampling, logging, templates) are passed through, said on
+standard error and written into the printed command; --mlock is
+accounted (the weights locked in RAM, RLIMIT_MEMLOCK checked); flags that
+change memory in ways headroom does not count (--embedding, --lora,
+--spec-type, -sm, -dev, ...), the router's (a line with no model,
+--models-dir) and VAR=VALUE before the program are refused with the
+reason. A pasted llama-cli or llama-completion line sets --program.
 
 --bench measures the chosen flags with llama.cpp's own llama-bench
 (beside --llama-server, or on PATH) before any download: on the model's
@@ -148,6 +152,13 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	snap, err := loadMachine(ctx, env, *machine, *llama)
 	if err != nil {
 		return err
+	}
+	if _, gpus := plan.Devices(snap); len(gpus) == 0 && opts.Fixed.GPULayers != nil {
+		// As fit says it: the plan's -ngl 0 is the only one there is.
+		if *opts.Fixed.GPULayers != 0 {
+			fmt.Fprintln(env.Stderr, wrap(noGPUWarning, "headroom plan: ", "  ", textWidth))
+		}
+		opts.Fixed.GPULayers = nil
 	}
 	if *routerPreset != "" {
 		if err := routerPresetTakes(fs.Visit); err != nil {

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/llamaflags"
 	"maps"
 	"os"
 	"path/filepath"
@@ -81,7 +83,7 @@ func runRouterPreset(ctx context.Context, env Env, path string, refs []string, s
 	for i, m := range models {
 		needs[i] = m.Need
 	}
-	k, limit := safeModelsMax(needs, avail)
+	k, limit := admission.SafeTogether(needs, avail)
 	if k == 0 {
 		// llama-server reads --models-max 0 as no limit at all; a plan
 		// that fits alone makes this unreachable.
@@ -151,39 +153,6 @@ func splitHubSource(s string) (repo, file, commit string) {
 	return parts[0] + "/" + parts[1], parts[2], commit
 }
 
-// safeModelsMax is the largest k such that every k of the models fit
-// together: in each domain, the k largest needs add up to no more than
-// what is available, the arithmetic serve-api's admission uses (each
-// plan left --fit-target free on its own; beside each other they are
-// held to the domain's size, as the ledger holds them). Each domain is a sum of its own, so the k models that
-// need the most there are the worst set for it, whichever they are. limit
-// names the domain that stops k+1 ("" when every model fits together).
-// k is at least 1 for models that fit alone.
-func safeModelsMax(needs []map[string]int64, avail map[string]int64) (k int, limit string) {
-	k = len(needs)
-	for _, d := range slices.Sorted(maps.Keys(avail)) {
-		var col []int64
-		for _, n := range needs {
-			col = append(col, n[d])
-		}
-		slices.Sort(col)
-		slices.Reverse(col)
-		var sum int64
-		fit := 0
-		for _, n := range col {
-			if sum+n > avail[d] {
-				break
-			}
-			sum += n
-			fit++
-		}
-		if fit < k {
-			k, limit = fit, d
-		}
-	}
-	return k, limit
-}
-
 // modelsMaxSays is why --models-max is what it is, in one line.
 func modelsMaxSays(k, n int, limit string) string {
 	switch {
@@ -235,11 +204,14 @@ func renderPreset(models []presetModel, k int, says string) (string, error) {
 	return b.String(), nil
 }
 
-// switches are the flags of headroom's plans that take no value.
-var switches = map[string]bool{"--no-mmap": true, "-kvu": true, "--kv-unified": true, "--swa-full": true, "-nkvo": true, "--no-kv-offload": true}
-
-// presetKeys turns llama-server flags into preset keys and values.
+// presetKeys turns llama-server flags into preset keys and values, each
+// flag's values counted by the build's argument table (llamaflags): a
+// flag without one is "= true".
 func presetKeys(flags []string) ([][2]string, error) {
+	tb, err := llamaflags.Union()
+	if err != nil {
+		return nil, err
+	}
 	var out [][2]string
 	for i := 0; i < len(flags); i++ {
 		f := flags[i]
@@ -247,11 +219,16 @@ func presetKeys(flags []string) ([][2]string, error) {
 		if !strings.HasPrefix(f, "-") || key == "" {
 			return nil, fmt.Errorf("flag %d is %q, expected one starting with -", i, f)
 		}
-		if switches[f] {
+		e := tb.Lookup(f)
+		switch {
+		case e == nil:
+			return nil, fmt.Errorf("%s is not a flag of llama-server %s", f, tb.Build)
+		case e.Values == 0:
 			out = append(out, [2]string{key, "true"})
 			continue
-		}
-		if i+1 >= len(flags) {
+		case e.Values > 1:
+			return nil, fmt.Errorf("%s takes %d values, which a preset line cannot hold", f, e.Values)
+		case i+1 >= len(flags):
 			return nil, fmt.Errorf("%s has no value", f)
 		}
 		v := flags[i+1]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/headroom-llm/headroom/admission"
 	"net"
 	"net/http"
 	"os"
@@ -47,7 +48,7 @@ func TestSafeModelsMax(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			k, limit := safeModelsMax(tc.needs, tc.avail)
+			k, limit := admission.SafeTogether(tc.needs, tc.avail)
 			if k != tc.want || limit != tc.wantLimit {
 				t.Errorf("got %d (%q), want %d (%q)", k, limit, tc.want, tc.wantLimit)
 			}
@@ -100,6 +101,15 @@ func TestRouterPresetRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "[[c 4096] [no-mmap true] [np 2] [kvu true]]"; fmt.Sprint(kv) != want {
+		t.Errorf("keys %v, want %s", kv, want)
+	}
+	// Flags passed through keep their own arity, read from llama.cpp's
+	// table: --jinja takes no value, -t one.
+	kv, err = presetKeys([]string{"-c", "4096", "--jinja", "-t", "2", "--no-cache-idle-slots", "-cmoe", "--api-key", "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[[c 4096] [jinja true] [t 2] [no-cache-idle-slots true] [cmoe true] [api-key k]]"; fmt.Sprint(kv) != want {
 		t.Errorf("keys %v, want %s", kv, want)
 	}
 	code, _, stderr := run(t, "plan", "--router-preset", filepath.Join(t.TempDir(), "x.ini"), "--machine", "rtx-5070", "--quiet", "qwen3-0.6b/Q8_0", "qwen3-0.6b/Q8_0")

@@ -50,11 +50,16 @@ the context checkpoints stop growing, and holds llama-server's peak
 resident memory to what the plan counts for RAM (docs/serving.md).
 
 llama-server is looked up on PATH unless --llama-server names it; the
-devices it reports (--list-devices) are the ones planned for.
+devices it reports (--list-devices) are the ones planned for. Its flags
+that change nothing headroom counts (--api-key, --jinja, -t, sampling,
+templates; docs/llama-flags.md) are passed to it unchanged, and serve's
+own readiness completion sends the --api-key; flags that change memory
+are planned (-c, -np, -ctk, -fa, ...) or refused with the reason.
 
 Examples:
   headroom serve llama-3.1-8b-instruct/Q4_K_M
   headroom serve ./model.gguf --parallel 4 --port 8081
+  headroom serve ./model.gguf --api-key "$KEY" --jinja -t 8
   headroom serve hf:Qwen/Qwen3-8B-GGUF:Q4_K_M --llama-server ~/llama.cpp/build/bin/llama-server
   headroom serve ./model.gguf --check`
 

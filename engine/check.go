@@ -113,7 +113,7 @@ func withoutFitFlags(args []string) []string {
 		}
 		out = append(out, args[i])
 	}
-	tb, err := llamaflags.For("")
+	tb, err := llamaflags.Union()
 	if err != nil {
 		return out
 	}
@@ -128,7 +128,7 @@ func withoutFitFlags(args []string) []string {
 // bytes; headroom accounts the projected context as it is for the
 // comparison.
 func FitParamsProfile(p plan.Profile) plan.Profile {
-	tb, err := llamaflags.For("")
+	tb, err := llamaflags.Union()
 	if err != nil {
 		return p
 	}

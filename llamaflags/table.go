@@ -87,6 +87,38 @@ func For(build string) (*Table, error) {
 	return Load(build)
 }
 
+// Union is every held build's table in one, for reading a command line
+// whose build is not known yet: a flag any measured build has is known,
+// with the programs and class of the newest build that has it (de3ff81
+// dropped --no-mmap, which 80fb11a's table still gives).
+func Union() (*Table, error) {
+	bs := Builds()
+	if len(bs) == 0 {
+		return nil, fmt.Errorf("no argument tables are embedded")
+	}
+	u := &Table{Build: strings.Join(bs, "+"), byName: map[string]*Entry{}}
+	for i := len(bs) - 1; i >= 0; i-- {
+		t, err := Load(bs[i])
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range t.entries {
+			known := false
+			for _, n := range e.Names {
+				known = known || u.byName[n] != nil
+			}
+			if known {
+				continue
+			}
+			u.entries = append(u.entries, e)
+			for _, n := range e.Names {
+				u.byName[n] = e
+			}
+		}
+	}
+	return u, nil
+}
+
 // Load reads and classifies the tables of one held build. A flag that
 // the classification does not know is an error: no flag of a measured
 // build goes unclassified.

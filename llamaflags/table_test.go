@@ -156,3 +156,28 @@ func TestHeldBuildsMeasured(t *testing.T) {
 		t.Errorf("held folders %d, measured builds among them %v: a folder names a build builds.Measured does not list", len(ds), Builds())
 	}
 }
+
+// TestUnion: a flag only the older build has is known to the union, and
+// a flag of both builds is the newest's.
+func TestUnion(t *testing.T) {
+	u, err := Union()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, err := For("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newest.Lookup("--no-mmap") != nil {
+		t.Skip("the newest held build has --no-mmap again")
+	}
+	if e := u.Lookup("--no-mmap"); e == nil || e.Use != Modeled {
+		t.Errorf("--no-mmap (80fb11a's) in the union: %+v", e)
+	}
+	if e := u.Lookup("--log-jsonl"); e == nil {
+		t.Error("--log-jsonl (de3ff81's) is not in the union")
+	}
+	if u.Lookup("-c") != nil && len(u.Entries()) <= len(newest.Entries()) {
+		t.Errorf("the union has %d flags, the newest build %d", len(u.Entries()), len(newest.Entries()))
+	}
+}

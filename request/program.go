@@ -145,7 +145,7 @@ func ParseProfile(args []string, pr plan.Program) (plan.Profile, error) {
 	fs := flag.NewFlagSet("request", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	r := Register(Flags{fs}, false)
-	tb, err := llamaflags.For("")
+	tb, err := llamaflags.Union()
 	if err != nil {
 		return plan.Profile{}, err
 	}
