@@ -47,18 +47,7 @@ your own llama.cpp: llama-fit-params beside --llama-server (or on PATH)
 projects the load without allocating, and the verdict uses its figures,
 rounded up, plus llama-server's logits buffer; the output says so.
 
-A llama-server command line can be pasted after "--" (headroom fit --
-llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
--hf REPO:QUANT (and -hff FILE), or the whole line given in quotes. Every
-flag is read against the build's own argument table (docs/llama-flags.md):
-flags that change nothing headroom counts (threads, the HTTP server and
-its --api-key, sampling, logging, templates) are passed through, said on
-standard error and written into the printed command; --mlock is
-accounted (the weights locked in RAM, RLIMIT_MEMLOCK checked); flags that
-change memory in ways headroom does not count (--embedding, --lora,
---spec-type, -sm, -dev, ...), the router's (a line with no model,
---models-dir) and VAR=VALUE before the program are refused with the
-reason. A pasted llama-cli or llama-completion line sets --program.
+` + pastedHelp + `
 
 --program says which llama.cpp program will run the model: llama-server
 (the default), llama-cli, llama-completion, or library (a context made

@@ -53,18 +53,7 @@ or on PATH): the most GPU layers at --min-ctx, then the most context, in a
 few projections of a fraction of a second each; expert offload is not
 searched there, and the plan says its figures are llama.cpp's.
 
-A llama-server command line can be pasted after "--" (headroom plan --
-llama-server -m FILE -c 8192 ...), or its flags given with -m FILE or
--hf REPO:QUANT (and -hff FILE), or the whole line given in quotes. Every
-flag is read against the build's own argument table (docs/llama-flags.md):
-flags that change nothing headroom counts (threads, the HTTP server and
-its --api-key, sampling, logging, templates) are passed through, said on
-standard error and written into the printed command; --mlock is
-accounted (the weights locked in RAM, RLIMIT_MEMLOCK checked); flags that
-change memory in ways headroom does not count (--embedding, --lora,
---spec-type, -sm, -dev, ...), the router's (a line with no model,
---models-dir) and VAR=VALUE before the program are refused with the
-reason. A pasted llama-cli or llama-completion line sets --program.
+` + pastedHelp + `
 
 --bench measures the chosen flags with llama.cpp's own llama-bench
 (beside --llama-server, or on PATH) before any download: on the model's
