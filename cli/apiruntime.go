@@ -77,6 +77,33 @@ func (rt *apiRuntime) checkRef(ref string) error {
 	return fmt.Errorf("%s: the API takes catalog variants, hf: references and store paths, not URLs: %w", ref, server.ErrForbidden)
 }
 
+// canonical is the one name of the model ref names: a path is made
+// absolute and clean, symbolic links followed (/s//m.gguf, /s/./m.gguf,
+// /s/x/../m.gguf and a link to it are one file, one server); a catalog
+// variant, a --models-dir name and an hf: reference stay as given.
+func (rt *apiRuntime) canonical(ref string) string {
+	if _, ok := rt.dir[ref]; ok {
+		return ref
+	}
+	if rt.d.Catalog != nil {
+		if e, _, _ := rt.d.Catalog.FindRef(ref); e != nil {
+			return ref
+		}
+	}
+	r, err := source.ParseRef(ref)
+	if err != nil || r.Kind != source.KindLocal {
+		return ref
+	}
+	abs, err := filepath.Abs(r.Path)
+	if err != nil {
+		return ref
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return abs
+}
+
 // notExist marks a reference that names nothing, for the API's 404.
 type notExist struct{ error }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"github.com/headroom-llm/headroom/internal/lookpath"
 
 	"github.com/headroom-llm/headroom/arch"
 
@@ -35,10 +36,14 @@ func openProjection(ctx context.Context, env Env, in *modelInputs, llamaServer s
 		// llama-fit-params projects llama-server's context, not this one.
 		return nil, incompatibleReason(in.ArchErr) + "; llama.cpp's own projection is taken for llama-server only, not " + program.Words()
 	}
-	bin, _ := engine.FindFitParams(llamaServer, nil)
-	pr, cleanup, err := engine.OpenProjector(ctx, source.NewClient(env.Getenv), in.Header, in.ArchErr, bin)
-	if err != nil {
-		return nil, incompatibleReason(err)
+	bin, err := engine.FindFitParams(llamaServer, nil)
+	pr, cleanup, perr := engine.OpenProjector(ctx, source.NewClient(env.Getenv), in.Header, in.ArchErr, bin)
+	switch {
+	case perr != nil && errors.Is(err, lookpath.ErrRelative):
+		// Say why the llama-fit-params that is there was not run.
+		return nil, incompatibleReason(perr) + "; " + err.Error()
+	case perr != nil:
+		return nil, incompatibleReason(perr)
 	}
 	return &projection{Projector: *pr, cleanup: cleanup}, ""
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -97,7 +96,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if *check && !fs.isSet("port") {
 		*port = 0 // a check serves nobody: any free port
 	}
-	path, err := engine.Find(*bin, exec.LookPath)
+	path, err := engine.Find(*bin, nil)
 	if err != nil {
 		return err
 	}

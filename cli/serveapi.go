@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/launch"
 	"github.com/headroom-llm/headroom/llamaflags"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -123,7 +123,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if path, err := engine.Find(*bin, exec.LookPath); err != nil {
+	if path, err := engine.Find(*bin, nil); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
 	} else if build, err := engine.Version(ctx, path); err != nil {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %v\n  the API will plan but not load models\n", oneLine(err.Error()))
@@ -157,9 +157,9 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 	// memory that no one can give back; end them now rather than at the
 	// first load.
 	launch.ReapOrphans(ctx, rt.ledger, func(format string, args ...any) {
-		fmt.Fprintf(env.Stderr, "headroom serve-api: "+format+"\n", args...)
+		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", term.Text(fmt.Sprintf(format, args...)))
 	})
-	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Pool: pool, Rules: &note.Rules,
+	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Pool: pool, Rules: &note.Rules, Search: &rt.opts,
 		Calibration: (&calibrationMemo{env: env}).get}
 	ln, h, banner, err := listenAPI(env, cfg, apiListen{addr: *addr, remote: *remote, token: tok, tokenOnCLI: *token != "", tokenGiven: *token != "" || *tokenFile != ""})
 	if err != nil {
@@ -186,8 +186,8 @@ func (rt *apiRuntime) startPool(env Env, dir string, pins names, idle time.Durat
 	if err != nil {
 		return nil, err
 	}
-	rt.pool = server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Idle: idle, Queue: queue,
-		Log: func(line string) { fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", line) }})
+	rt.pool = server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Canonical: rt.canonical, Idle: idle, Queue: queue,
+		Log: func(line string) { fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", term.Text(line)) }})
 	return rt.pool, nil
 }
 

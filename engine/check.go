@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/lookpath"
 	"github.com/headroom-llm/headroom/llamaflags"
 	"os"
 	"os/exec"
@@ -39,10 +40,14 @@ func FindFitParams(llamaServer string, lookPath func(string) (string, error)) (s
 // together ("" is the llama-server on PATH), else the one on PATH.
 func FindTool(name, llamaServer string, lookPath func(string) (string, error)) (string, error) {
 	if lookPath == nil {
-		lookPath = exec.LookPath
+		lookPath = lookpath.LookPath
 	}
 	if llamaServer == "" {
-		llamaServer, _ = lookPath("llama-server")
+		// A llama-server that cannot be run (found through a relative
+		// PATH entry) has no tools beside it worth running either.
+		if p, err := lookPath("llama-server"); err == nil {
+			llamaServer = p
+		}
 	}
 	if llamaServer != "" {
 		p := filepath.Join(filepath.Dir(llamaServer), name)
@@ -51,6 +56,9 @@ func FindTool(name, llamaServer string, lookPath func(string) (string, error)) (
 		}
 	}
 	p, err := lookPath(name)
+	if errors.Is(err, lookpath.ErrRelative) {
+		return "", fmt.Errorf("%s not found beside %q, and on PATH %w", name, llamaServer, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s not found beside %q or on PATH (it is built with llama-server: cmake --build build --target %s): %w", name, llamaServer, name, ErrNotFound)
 	}

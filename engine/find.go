@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/lookpath"
 	"os"
 	"os/exec"
 	"regexp"
@@ -22,7 +23,8 @@ var ErrNotFound = errors.New("llama-server not found")
 
 // Find returns the llama-server to run: explicit when it is set (it must be
 // an existing executable file), otherwise llama-server on PATH as lookPath
-// finds it. A nil lookPath means exec.LookPath. When none is found the
+// finds it. A nil lookPath means lookpath.LookPath, which refuses a match
+// through a relative PATH entry. When none is found the
 // error tells the user how to get one and wraps ErrNotFound.
 func Find(explicit string, lookPath func(string) (string, error)) (string, error) {
 	if explicit != "" {
@@ -40,7 +42,7 @@ func Find(explicit string, lookPath func(string) (string, error)) (string, error
 		return explicit, nil
 	}
 	if lookPath == nil {
-		lookPath = exec.LookPath
+		lookPath = lookpath.LookPath
 	}
 	path, err := lookPath(BinaryName)
 	if err != nil || path == "" {

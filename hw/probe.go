@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/lookpath"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -28,8 +29,9 @@ type ExecRunner struct {
 	Timeout time.Duration
 }
 
-// LookPath implements Runner with exec.LookPath.
-func (ExecRunner) LookPath(file string) (string, error) { return exec.LookPath(file) }
+// LookPath implements Runner with lookpath.LookPath: a program found
+// only through a relative PATH entry is not run.
+func (ExecRunner) LookPath(file string) (string, error) { return lookpath.LookPath(file) }
 
 // Output implements Runner with os/exec.
 func (r ExecRunner) Output(ctx context.Context, name string, args ...string) ([]byte, []byte, error) {

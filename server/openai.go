@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/source"
 	"io"
 	"io/fs"
 	"net/http"
@@ -85,7 +86,8 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // poolError gives a failure to get a model loaded its status: 503 when
 // there is no room (with the reason) or too many wait, 404 for a model
-// not served, 502 when its server failed to start.
+// not served, 400 for a name that is no reference, 502 when its server
+// failed to start.
 func poolError(w http.ResponseWriter, model string, err error) error {
 	var (
 		busy    *Busy
@@ -103,6 +105,9 @@ func poolError(w http.ResponseWriter, model string, err error) error {
 		return withStatus(http.StatusNotFound, err, "model %q", model)
 	case errors.Is(err, ErrForbidden):
 		return withStatus(http.StatusForbidden, err, "model %q", model)
+	case errors.Is(err, source.ErrBadRef):
+		// As /api/load answers it: the request named no model at all.
+		return withStatus(http.StatusBadRequest, err, "model %q", model)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/term"
 	"maps"
 	"slices"
 	"sync"
@@ -77,6 +78,10 @@ type PoolConfig struct {
 	// catalog variant, an hf: reference, a store path), which is then
 	// served under that name with Idle and no pin; nil accepts none.
 	Accept func(ref string) error
+	// Canonical is the one name of the model a request names (a store
+	// path named as /s//m.gguf or /s/x/../m.gguf is /s/m.gguf), so one
+	// file is one entry and one server; nil keeps names as given.
+	Canonical func(ref string) string
 	// Idle is the idle time-out of models not in Models; 0 never.
 	Idle time.Duration
 	// Queue bounds the requests waiting for one model to load; past it
@@ -133,7 +138,15 @@ type entry struct {
 	waiting int
 	// changed is closed, and replaced, at every change of state.
 	changed chan struct{}
+	// requested is an entry a request made (Accept), not one of
+	// PoolConfig.Models: it is dropped when its load fails and when
+	// too many such entries stand unloaded.
+	requested bool
 }
+
+// maxRequested bounds the entries requests made that stand unloaded: a
+// client naming thousands of models leaves at most this many behind.
+const maxRequested = 64
 
 type attempt struct {
 	done chan struct{}
@@ -238,15 +251,41 @@ func (p *Pool) entry(name string) (*entry, error) {
 	if e := p.entries[name]; e != nil {
 		return e, nil
 	}
+	if p.cfg.Canonical != nil {
+		name = p.cfg.Canonical(name)
+		if e := p.entries[name]; e != nil {
+			return e, nil
+		}
+	}
 	if p.cfg.Accept == nil {
 		return nil, fmt.Errorf("%q: %w; GET /v1/models lists the ones this server serves", name, ErrUnknownModel)
 	}
 	if err := p.cfg.Accept(name); err != nil {
 		return nil, err
 	}
-	e := &entry{ServedModel: ServedModel{Name: name, Ref: name, Idle: p.cfg.Idle}, state: StateUnloaded, changed: make(chan struct{})}
+	p.trimRequested()
+	e := &entry{ServedModel: ServedModel{Name: name, Ref: name, Idle: p.cfg.Idle}, state: StateUnloaded, changed: make(chan struct{}), requested: true}
 	p.entries[name] = e
 	return e, nil
+}
+
+// trimRequested drops the least recently used entries requests made that
+// stand unloaded with nobody waiting, down to maxRequested-1, before one
+// more is added; p.mu is held.
+func (p *Pool) trimRequested() {
+	var idle []*entry
+	for _, e := range p.entries {
+		if e.requested && e.state == StateUnloaded && e.waiting == 0 && e.inFlight == 0 {
+			idle = append(idle, e)
+		}
+	}
+	if len(idle) < maxRequested {
+		return
+	}
+	slices.SortFunc(idle, func(a, b *entry) int { return a.lastUsed.Compare(b.lastUsed) })
+	for _, e := range idle[:len(idle)-maxRequested+1] {
+		delete(p.entries, e.Name)
+	}
 }
 
 func (p *Pool) release(e *entry) {
@@ -301,6 +340,12 @@ func (p *Pool) startLoad(e *entry) {
 			p.event(kind, e.Name, nil, err.Error())
 			close(a.done)
 			e.set(StateUnloaded)
+			if e.requested && p.entries[e.Name] == e {
+				// A name whose load failed is not kept: the waiters
+				// have the attempt's error, and /v1/models lists only
+				// what was served or could be.
+				delete(p.entries, e.Name)
+			}
 			p.mu.Unlock()
 			return
 		}
@@ -465,7 +510,10 @@ func (p *Pool) event(kind, model string, mem map[string]int64, reason string) {
 		p.events = slices.Delete(p.events, 0, len(p.events)-maxEvents)
 	}
 	if p.cfg.Log != nil {
-		line := fmt.Sprintf("%s %s: %s", kind, model, reason)
+		// A name is the request's: a line break in it would forge a
+		// line of the log. It is escaped, and so is the reason, which
+		// may quote it.
+		line := fmt.Sprintf("%s %s: %s", kind, term.Text(model), term.Text(reason))
 		if len(mem) > 0 {
 			line += " [" + memSays(mem) + "]"
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -16,8 +17,10 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/source"
 )
 
 const mib = 1 << 20
@@ -619,5 +622,162 @@ func TestProviderListsAndShows(t *testing.T) {
 	}
 	if len(inst.Events) != 1 || inst.Events[0].Kind != "load" {
 		t.Errorf("events %+v", inst.Events)
+	}
+}
+
+// TestProviderLogLinesCannotBeForged: a model name with a line break, in
+// a request, reaches serve-api's log on one line: the break is escaped,
+// and no line of the log starts with what followed it.
+func TestProviderLogLinesCannotBeForged(t *testing.T) {
+	forged := "a\r\nload forged: ready on http://evil"
+	l := newFakeLoader(t, 250*mib, map[string]int64{forged: 100 * mib})
+	var mu sync.Mutex
+	var logged []string
+	srv, _ := providerServer(t, l, PoolConfig{Log: func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, line)
+	}})
+	for _, m := range []string{forged, "b\nrefusal x: forged"} {
+		resp, err := chat(srv.URL, m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) == 0 {
+		t.Fatal("nothing was logged")
+	}
+	for _, line := range logged {
+		if strings.ContainsAny(line, "\r\n") {
+			t.Errorf("a logged line holds a line break: %q", line)
+		}
+	}
+}
+
+// TestProviderBadReferenceIs400: a name that is no model reference at all
+// (file://) is the request's fault on /v1/chat/completions, as on
+// /api/load: 400, not 502.
+func TestProviderBadReferenceIs400(t *testing.T) {
+	l := newFakeLoader(t, 250*mib, map[string]int64{"a": 100 * mib})
+	srv, _ := providerServer(t, l, PoolConfig{Accept: func(ref string) error {
+		_, err := source.ParseRef(ref)
+		return err
+	}})
+	resp, err := chat(srv.URL, "file:///etc/passwd", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "invalid model reference") {
+		t.Errorf("file://: %d %s, want 400 saying the reference is invalid", resp.StatusCode, b)
+	}
+}
+
+// TestProviderNamesDoNotPileUp: a name whose load fails leaves no entry
+// behind (300 names of nothing leave none), the entries requests made
+// that stand unloaded are bounded (100 models loaded one after another
+// leave at most maxRequested), and one store file named four ways is one
+// entry and one load.
+func TestProviderNamesDoNotPileUp(t *testing.T) {
+	need := map[string]int64{"/s/m.gguf": 10 * mib}
+	for i := range 100 {
+		need[fmt.Sprintf("ok-%d", i)] = 100 * mib
+	}
+	l := newFakeLoader(t, 150*mib, need)
+	srv, pool := providerServer(t, l, PoolConfig{
+		Accept:    func(string) error { return nil },
+		Canonical: func(ref string) string { return path.Clean(ref) },
+	})
+	ask := func(m string) int {
+		resp, err := chat(srv.URL, m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 300 {
+		if code := ask(fmt.Sprintf("hf:nobody/missing-%d", i)); code == 200 {
+			t.Fatalf("a missing model answered 200")
+		}
+	}
+	if n := len(pool.Models()); n != 0 {
+		t.Errorf("after 300 failed names the pool lists %d models, want none", n)
+	}
+	for i := range 100 {
+		if code := ask(fmt.Sprintf("ok-%d", i)); code != 200 {
+			t.Fatalf("ok-%d: %d", i, code)
+		}
+	}
+	if n := len(pool.Models()); n > maxRequested+1 {
+		t.Errorf("after 100 models loaded in turn the pool lists %d, want at most %d", n, maxRequested+1)
+	}
+	for _, m := range []string{"/s/m.gguf", "/s//m.gguf", "/s/./m.gguf", "/s/x/../m.gguf"} {
+		if code := ask(m); code != 200 {
+			t.Fatalf("%s: %d", m, code)
+		}
+	}
+	loads := 0
+	for _, k := range eventKinds(pool) {
+		if k == "load /s/m.gguf" {
+			loads++
+		}
+	}
+	if loads != 1 {
+		t.Errorf("one file named four ways was loaded %d times, want once (events %q)", loads, eventKinds(pool))
+	}
+}
+
+// TestModelsJudgedAsLoaded: /v1/models judges a model the pool serves
+// with the options the runtime loads it with (serve-api's -np, -c,
+// --min-ctx), not the default search: the same model is available under
+// the defaults and disabled under options no plan can meet on the
+// machine. A second listing within judgeTTL reuses the judgement.
+func TestModelsJudgedAsLoaded(t *testing.T) {
+	const ref = "hf:example/tiny-GGUF:Q4_K_M"
+	for _, tc := range []struct {
+		name   string
+		search *plan.SearchOptions
+		status string
+	}{
+		{"defaults", nil, "available"},
+		{"serve-api's options", func() *plan.SearchOptions {
+			o := plan.DefaultSearch()
+			o.Parallel, o.MinCtx = 256, 1<<20 // 256 slots of a million cells: no machine holds them
+			return &o
+		}(), "disabled"},
+	} {
+		opened := 0
+		l := newFakeLoader(t, 250*mib, map[string]int64{ref: 100 * mib})
+		pool := NewPool(PoolConfig{Loader: l, Models: []ServedModel{{Name: ref, Ref: ref}}})
+		t.Cleanup(func() { pool.Close(context.Background()) })
+		h := newTestHandler(t, func(c *Config) {
+			open := fakeOpen(c.Catalog, c.Lock)
+			c.Open = func(ctx context.Context, r string) (*arch.Model, error) {
+				opened++
+				return open(ctx, r)
+			}
+			c.Pool, c.Search = pool, tc.search
+		})
+		for range 2 {
+			status, _, body := do(t, h, "GET", "/v1/models", "", nil)
+			if status != 200 {
+				t.Fatalf("%s: %d %s", tc.name, status, body)
+			}
+			list := decode[modelList](t, body)
+			i := slices.IndexFunc(list.Data, func(m modelObject) bool { return m.ID == ref })
+			if i < 0 || list.Data[i].Status != tc.status {
+				t.Errorf("%s: %+v, want %s", tc.name, list.Data, tc.status)
+			}
+		}
+		if opened != 1 {
+			t.Errorf("%s: two listings opened the model %d times, want once", tc.name, opened)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/headroom-llm/headroom/hw"
@@ -29,7 +30,7 @@ func (s *server) withServed(ctx context.Context, data []modelObject, snap *hw.Sn
 		}
 		mo := modelObject{ID: pm.Name, Object: "model", OwnedBy: "headroom", Name: pm.Name, Ref: pm.Ref, Status: "available", State: pm.State}
 		if pm.State == StateUnloaded {
-			s.judge(ctx, &mo, snap)
+			s.judged.judge(mo.ID, &mo, func(mo *modelObject) { s.judge(ctx, mo, snap) })
 		} else {
 			mo.Verdict = plan.Fits
 		}
@@ -56,6 +57,9 @@ func (s *server) judge(ctx context.Context, mo *modelObject, snap *hw.Snapshot) 
 		return
 	}
 	o := plan.DefaultSearch()
+	if s.cfg.Search != nil {
+		o = *s.cfg.Search // as the runtime will load it
+	}
 	o.Base.Rules = s.cfg.Rules
 	p, err := plan.Search(res.m, snap, o)
 	switch {
@@ -67,6 +71,50 @@ func (s *server) judge(ctx context.Context, mo *modelObject, snap *hw.Snapshot) 
 	default:
 		mo.Verdict, mo.Reason = plan.Fits, fmt.Sprintf("fits: %d slot(s) of %d tokens", p.Chosen.Profile.Parallel, p.Chosen.CtxPerSlot)
 	}
+}
+
+// judgeTTL is how long a model's judgement stands in /v1/models: long
+// enough that a client polling the list does not open every header (and
+// ask the Hub) each time, short enough to follow the machine.
+const judgeTTL = 30 * time.Second
+
+// judgement is one model's listing as judged, and when.
+type judgement struct {
+	at time.Time
+	mo modelObject
+}
+
+// judgements are the judged listings of the models outside the catalog,
+// by name.
+type judgements struct {
+	mu sync.Mutex
+	at map[string]judgement
+}
+
+// judge fills mo from a judgement younger than judgeTTL, else judges it
+// with fresh and keeps the result. Old judgements are dropped as new
+// ones are made, so the map holds no more than the pool lists.
+func (j *judgements) judge(name string, mo *modelObject, fresh func(*modelObject)) {
+	j.mu.Lock()
+	if k, ok := j.at[name]; ok && time.Since(k.at) < judgeTTL {
+		j.mu.Unlock()
+		state := mo.State
+		*mo = k.mo
+		if mo.Status != "disabled" {
+			mo.State = state
+		}
+		return
+	}
+	j.mu.Unlock()
+	fresh(mo)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for n, k := range j.at {
+		if time.Since(k.at) >= judgeTTL {
+			delete(j.at, n)
+		}
+	}
+	j.at[name] = judgement{at: time.Now(), mo: *mo}
 }
 
 // servedInstances are the pool's models that hold or are getting memory,

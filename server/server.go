@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/headroom-llm/headroom/builds"
+	"github.com/headroom-llm/headroom/plan"
 	"net/http"
 	"strings"
 
@@ -76,6 +77,11 @@ type Config struct {
 	// Calibration estimates every machine with the published fits and
 	// priors.
 	Calibration func(*hw.Snapshot) *speed.Calibration
+	// Search is what the runtime plans each load with (serve-api's -np,
+	// -c, ...): /v1/models judges the models the pool serves with it, so
+	// a model listed available is one that loads. nil is the default
+	// search.
+	Search *plan.SearchOptions
 }
 
 // calibration is the machine's own speed calibration, nil for none.
@@ -99,6 +105,10 @@ type server struct {
 	plans catalog.MemoryCache
 	// upstream forwards OpenAI-compatible requests to the children.
 	upstream *http.Client
+	// judged keeps /v1/models' judgement of each model outside the
+	// catalog for judgeTTL: listing it again neither opens its header nor
+	// asks the Hub.
+	judged *judgements
 }
 
 // New returns the API and panel as one handler.
@@ -120,7 +130,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		cfg.Lock = l
 	}
-	s := &server{cfg: cfg, plans: catalog.MemoryCache{Max: 4096}, upstream: newUpstream()}
+	s := &server{cfg: cfg, plans: catalog.MemoryCache{Max: 4096}, upstream: newUpstream(), judged: &judgements{at: map[string]judgement{}}}
 	if cfg.Open != nil {
 		s.opener = newOpener(cfg.Open, cfg.MaxOpens)
 	}
