@@ -117,7 +117,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 	bench, budget := benchFlags(fs)
 	netGbps := fs.Float64("network-gbps", 0, "the link to the rpc-servers of a joined machine, in Gbit/s, for the network share of a token (default: 1, gigabit Ethernet, said in the output)")
 	program := programFlag(fs)
-	routerPreset := fs.String("router-preset", "", "write to this file a llama-server router presets INI (--models-preset) for every MODEL given, one section each with its planned flags, and the --models-max safe for that set on this machine")
+	routerPreset, force := routerPresetFlags(fs)
 	refs, err := fs.parseModels(args)
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		if err := routerPresetTakes(fs.Visit); err != nil {
 			return err
 		}
-		return runRouterPreset(ctx, env, *routerPreset, refs, snap, opts, *quiet)
+		return runRouterPreset(ctx, env, presetOut{*routerPreset, *force}, refs, snap, opts, *quiet)
 	}
 	ref, err := entryQuant(env, refs[0], snap, opts.Parallel, opts.FitTarget, opts.Base.Rules)
 	if err != nil {

@@ -2,9 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/internal/atomicfile"
 	"github.com/headroom-llm/headroom/llamaflags"
+	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -41,10 +45,17 @@ type presetModel struct {
 // runRouterPreset plans each model alone on snap and writes llama-server's
 // router presets INI to path: one section per model with its planned
 // flags, and the --models-max that is safe for the set.
-func runRouterPreset(ctx context.Context, env Env, path string, refs []string, snap *hw.Snapshot, opts plan.SearchOptions, quiet bool) error {
+func runRouterPreset(ctx context.Context, env Env, out presetOut, refs []string, snap *hw.Snapshot, opts plan.SearchOptions, quiet bool) error {
 	if len(refs) == 0 {
 		return usagef("--router-preset needs at least one MODEL")
 	}
+	// Before anything is planned: a file that is not a preset this
+	// command wrote (a model named where the INI should be) is not
+	// replaced, and a link is not followed.
+	if err := out.check(); err != nil {
+		return err
+	}
+	path := out.path
 	var models []presetModel
 	var avail map[string]int64
 	seen := map[string]string{}
@@ -94,10 +105,57 @@ func runRouterPreset(ctx context.Context, env Env, path string, refs []string, s
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(ini), 0o644); err != nil {
+	// Written whole or not at all, by a rename that replaces a link
+	// rather than writing through it.
+	if err := atomicfile.WriteFile(path, []byte(ini)); err != nil {
 		return fmt.Errorf("--router-preset: %w", err)
 	}
 	fmt.Fprintf(env.Stdout, "wrote %s: %d model(s)\n%s\n  llama-server --models-preset %s --models-max %d\n", path, len(models), says, path, k)
+	return nil
+}
+
+// presetHeader is the first line of every presets file headroom writes:
+// what --router-preset may replace without --force.
+const presetHeader = "; llama-server router presets written by headroom plan --router-preset\n"
+
+// routerPresetFlags are --router-preset FILE and --force.
+func routerPresetFlags(fs *flags) (*string, *bool) {
+	return fs.String("router-preset", "", "write to this file a llama-server router presets INI (--models-preset) for every MODEL given, one section each with its planned flags, and the --models-max safe for that set on this machine"),
+		fs.Bool("force", false, "with --router-preset: replace FILE even where it is not a presets file headroom wrote")
+}
+
+// presetOut is where --router-preset writes, and whether --force lets it
+// replace a file it did not write.
+type presetOut struct {
+	path  string
+	force bool
+}
+
+// check refuses a destination that is a link, not a regular file, or a
+// file headroom did not write (unless --force).
+func (o presetOut) check() error {
+	fi, err := os.Lstat(o.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--router-preset %s: %w", o.path, err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return usagef("--router-preset %s is a symbolic link: not followed; name the file itself", o.path)
+	case !fi.Mode().IsRegular():
+		return usagef("--router-preset %s is not a regular file", o.path)
+	case o.force:
+		return nil
+	}
+	f, err := os.Open(o.path)
+	if err != nil {
+		return fmt.Errorf("--router-preset %s: %w", o.path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(presetHeader))
+	if n, _ := io.ReadFull(f, head); n != len(head) || string(head) != presetHeader {
+		return usagef("--router-preset %s exists and is not a presets file headroom wrote (%s): not replaced; name a new file, or give --force", o.path, units.Size(fi.Size()))
+	}
 	return nil
 }
 
@@ -169,15 +227,15 @@ func modelsMaxSays(k, n int, limit string) string {
 // presets"), a flag without a value as "= true".
 func renderPreset(models []presetModel, k int, says string) (string, error) {
 	var b strings.Builder
-	b.WriteString("; llama-server router presets written by headroom plan --router-preset\n")
+	b.WriteString(presetHeader)
 	fmt.Fprintf(&b, "; %s\n", says)
 	fmt.Fprintf(&b, "; start the router with: llama-server --models-preset FILE --models-max %d\n", k)
 	b.WriteString("; --models-max counts every model the router runs, these and any other\n")
 	b.WriteString("; (its cache, --models-dir): it is safe for these models alone.\n")
 	b.WriteString("version = 1\n")
 	for _, m := range models {
-		if strings.ContainsAny(m.Name, "]\n\r") {
-			return "", fmt.Errorf("%q cannot name a section of an INI file", m.Name)
+		if err := iniName(m.Name); err != nil {
+			return "", err
 		}
 		fmt.Fprintf(&b, "\n[%s]\n", m.Name)
 		var mem []string
@@ -191,6 +249,9 @@ func renderPreset(models []presetModel, k int, says string) (string, error) {
 			fmt.Fprintf(&b, "; %s\n", m.Note)
 		}
 		for _, kv := range m.Source {
+			if err := iniValue(kv[0], kv[1], true); err != nil {
+				return "", fmt.Errorf("%s: %w", m.Name, err)
+			}
 			fmt.Fprintf(&b, "%s = %s\n", kv[0], kv[1])
 		}
 		kvs, err := presetKeys(m.Flags)
@@ -202,6 +263,32 @@ func renderPreset(models []presetModel, k int, says string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// iniName refuses a section name llama.cpp's preset parser would read as
+// something else: "*" is its section for every model, and brackets, line
+// breaks, ";", "#" and "=" end or split the header.
+func iniName(name string) error {
+	if name == "" || name == "*" || strings.ContainsAny(name, "[]\n\r;#=") || strings.TrimSpace(name) != name {
+		return fmt.Errorf("%q cannot name a section of llama-server's presets file (its parser would read it as another section or cut it): rename the file", name)
+	}
+	return nil
+}
+
+// iniValue refuses a value llama.cpp's preset parser would split: it ends
+// a value at ";" or "#", and a line break starts a key of its own (a
+// path through a directory named with one would add keys). A path (the
+// model's file) is held to more: no brackets or "=", which no model path
+// needs and a section header or key would.
+func iniValue(key, v string, path bool) error {
+	bad := "\n\r;#"
+	if path {
+		bad += "[]="
+	}
+	if strings.ContainsAny(v, bad) || strings.TrimSpace(v) != v {
+		return fmt.Errorf("%s's value %q cannot be written in an INI line of llama-server's presets file: its parser would cut or split it at %q", key, v, strings.Trim(bad, "\n\r"))
+	}
+	return nil
 }
 
 // presetKeys turns llama-server flags into preset keys and values, each
@@ -232,8 +319,8 @@ func presetKeys(flags []string) ([][2]string, error) {
 			return nil, fmt.Errorf("%s has no value", f)
 		}
 		v := flags[i+1]
-		if strings.ContainsAny(v, "\n\r;#") {
-			return nil, fmt.Errorf("%s's value %q cannot be written in an INI line", f, v)
+		if err := iniValue(f, v, false); err != nil {
+			return nil, err
 		}
 		out = append(out, [2]string{key, v})
 		i++

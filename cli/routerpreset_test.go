@@ -195,3 +195,87 @@ func TestLiveRouterPreset(t *testing.T) {
 		t.Errorf("the router ignored an option of the file:\n%s", log.String())
 	}
 }
+
+// TestRouterPresetDestination: --router-preset replaces only a presets
+// file it wrote. A model named where the INI should go (plan
+// --router-preset a.gguf b.gguf) is left byte-identical, a symbolic link
+// is not followed (its target is left as it was), --force replaces a
+// file that is not a preset, and a file headroom wrote is replaced.
+func TestRouterPresetDestination(t *testing.T) {
+	dir := t.TempDir()
+	// A model's bytes stand in for a model: what matters is that they
+	// are left alone.
+	a, b := filepath.Join(dir, "a.gguf"), synthFile(t, "qwen3-0.6b")
+	before := []byte("GGUF\x03\x00\x00\x00 a model's 637 MiB")
+	if err := os.WriteFile(a, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	presetOf := func(out string, extra ...string) (int, string) {
+		args := append([]string{"plan", "--router-preset", out, "--machine", "rtx-5070", "--quiet"}, extra...)
+		code, _, errs := run(t, append(args, b)...)
+		return code, errs
+	}
+	if code, errs := presetOf(a); code != exitUsage || !strings.Contains(errs, "is not a presets file headroom wrote") {
+		t.Errorf("a model as the presets file: exit %d, %s", code, errs)
+	}
+	if after, _ := os.ReadFile(a); string(after) != string(before) {
+		t.Fatalf("the model named as the presets file was changed (%d bytes, was %d)", len(after), len(before))
+	}
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.ini")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if code, errs := presetOf(link, "--force"); code != exitUsage || !strings.Contains(errs, "symbolic link") {
+		t.Errorf("a link: exit %d, %s", code, errs)
+	}
+	if got, _ := os.ReadFile(secret); string(got) != "keep me" {
+		t.Errorf("the link's target was written: %q", got)
+	}
+	other := filepath.Join(dir, "notes.ini")
+	os.WriteFile(other, []byte("[mine]\nx = 1\n"), 0o644)
+	if code, errs := presetOf(other); code != exitUsage {
+		t.Errorf("a file headroom did not write, without --force: exit %d, %s", code, errs)
+	}
+	if code, errs := presetOf(other, "--force"); code != 0 {
+		t.Errorf("--force: exit %d, %s", code, errs)
+	}
+	if code, errs := presetOf(other); code != 0 {
+		t.Errorf("replacing a presets file headroom wrote: exit %d, %s", code, errs)
+	}
+}
+
+// TestRouterPresetInjection: paths and names llama.cpp's preset parser
+// would split or read as another section are refused, never written: a
+// directory with ";" (the value would end there), one with a line break
+// (a key of its own), and a file whose stem is "*" (the section for
+// every model).
+func TestRouterPresetInjection(t *testing.T) {
+	for _, c := range []struct{ dir, file, says string }{
+		{"semi;colon", "m.gguf", "cannot be written"},
+		{"line\nbreak", "m.gguf", "cannot be written"},
+		{"plain", "*.gguf", "cannot name a section"},
+		{"eq=sign", "m.gguf", "cannot be written"},
+	} {
+		dir := filepath.Join(t.TempDir(), c.dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		model := filepath.Join(dir, c.file)
+		if err := os.Rename(writeShape(t, dir, "qwen3-0.6b", synth.Q8_0), model); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "p.ini")
+		code, _, errs := run(t, "plan", "--router-preset", out, "--machine", "rtx-5070", "--quiet", model)
+		if code == 0 || !strings.Contains(errs, c.says) {
+			t.Errorf("%q/%q: exit %d, %s; want refused: %s", c.dir, c.file, code, errs, c.says)
+		}
+		if _, err := os.Stat(out); err == nil {
+			got, _ := os.ReadFile(out)
+			t.Errorf("%q/%q: a presets file was written:\n%s", c.dir, c.file, got)
+		}
+	}
+}
