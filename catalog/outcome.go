@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/headroom-llm/headroom/builds"
+	"math"
 	"slices"
 	"strings"
 
@@ -247,6 +249,54 @@ func saveKept(c Cache, key string, k kept) {
 		return
 	}
 	c.Put(key, b)
+}
+
+// plausible refuses a kept outcome no plan could have given, so an edited
+// or damaged cache is planned again rather than believed: a verdict it
+// does not know, a size or need below zero or not finite, and for a plan
+// that fits, needs that do not add up to its memory or that hold less
+// than half the model's bytes (every weight is resident in some domain,
+// mapped ones in RAM's page cache), and speeds that are not finite and
+// positive. size is the model's size where the lock knows it (0 where
+// it does not), which the outcome must give.
+func (o outcome) plausible(size int64) error {
+	switch o.Verdict {
+	case plan.Fits, plan.DoesNotFit, plan.Incompatible:
+	default:
+		return fmt.Errorf("verdict %q", o.Verdict)
+	}
+	if o.SizeBytes < 0 || size > 0 && o.SizeBytes != size {
+		return fmt.Errorf("size %d bytes, the model has %d", o.SizeBytes, size)
+	}
+	if o.Verdict != plan.Fits {
+		return nil
+	}
+	var sum int64
+	for _, n := range o.Needs {
+		if n.Bytes < 0 {
+			return fmt.Errorf("%s needs %d bytes", n.Domain, n.Bytes)
+		}
+		sum += n.Bytes
+	}
+	switch {
+	case o.Plan == nil || len(o.Needs) == 0:
+		return errors.New("a plan that fits without its plan or needs")
+	case o.Plan.MemoryBytes != sum:
+		return fmt.Errorf("needs add up to %d bytes, the plan holds %d", sum, o.Plan.MemoryBytes)
+	case sum < o.SizeBytes/2:
+		return fmt.Errorf("needs of %d bytes for a model of %d", sum, o.SizeBytes)
+	}
+	if sp := o.Speed; sp != nil {
+		for _, v := range []*float64{sp.DecodeTokensPerSec, sp.PrefillTokensPerSec} {
+			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v <= 0) {
+				return fmt.Errorf("a speed of %v tokens/s", *v)
+			}
+		}
+		if math.IsNaN(sp.ErrorLowPct) || math.IsInf(sp.ErrorLowPct, 0) || math.IsNaN(sp.ErrorHighPct) || math.IsInf(sp.ErrorHighPct, 0) {
+			return errors.New("an error bound that is not finite")
+		}
+	}
+	return nil
 }
 
 // recheck judges a fitting outcome's plan against the memory free now:

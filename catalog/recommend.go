@@ -266,6 +266,16 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		k = loadKept(o.Cache, file, now)
 	}
 	known := k.Outcomes
+	for i, key := range keys {
+		// A kept outcome is re-checked against what it claims: one no
+		// plan could give (an edited cache) is planned again.
+		if out, ok := known[key]; ok {
+			e := cat.Entry(rows[i].Entry)
+			if out.plausible(lockedSize(lock, e, *e.Variant(rows[i].Quant))) != nil {
+				delete(known, key)
+			}
+		}
+	}
 	// Each distinct model is planned once: catalog entries that share a
 	// shape and a quantization share their derived header, and so their
 	// plan.
@@ -310,6 +320,20 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		}
 	}
 	return rows, nil
+}
+
+// lockedSize is the bytes of a variant's locked files, 0 where it is not
+// locked.
+func lockedSize(lock *LockFile, e *Entry, v Variant) int64 {
+	pkg, _ := lock.Lookup(e.ID, v)
+	if pkg == nil {
+		return 0
+	}
+	var n int64
+	for _, f := range pkg.Files {
+		n += f.Size
+	}
+	return n
 }
 
 // SearchOptions are the plan.Search options behind every row of

@@ -138,8 +138,10 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 		return nil
 	case *show:
 		samples, err := st.Load()
-		if err != nil {
+		if err != nil && samples == nil {
 			return err
+		} else if err != nil {
+			fmt.Fprintln(env.Stderr, wrap(term.Text(err.Error()), "headroom bench: ", "  ", textWidth))
 		}
 		return printCalibration(env.Stdout, *asJSON, samples, nil, snap)
 	}
@@ -159,7 +161,7 @@ func runBenchCmd(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("bench: keeping the runs: %w", err)
 	}
 	all, err := st.Load()
-	if err != nil {
+	if err != nil && all == nil {
 		return err
 	}
 	return printCalibration(env.Stdout, *asJSON, all, fresh, snap)

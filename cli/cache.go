@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/headroom-llm/headroom/internal/atomicfile"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -49,8 +50,15 @@ const cacheMaxAge = 30 * 24 * time.Hour
 
 func (c dirCache) path(key string) string { return filepath.Join(c.dir, key+".json") }
 
+// maxCacheEntry bounds one entry read: a recommend entry for the whole
+// catalog is a few hundred KiB, and a file of gigabytes (or a FIFO in
+// its place, which would block the reader) is refused at once.
+const maxCacheEntry = 32 << 20
+
+// Get reads an entry; a missing, oversized or irregular one (a FIFO, a
+// device) is none, and is planned or measured again.
 func (c dirCache) Get(key string) ([]byte, bool) {
-	b, err := os.ReadFile(c.path(key))
+	b, err := atomicfile.ReadFile(c.path(key), maxCacheEntry)
 	return b, err == nil
 }
 
@@ -144,6 +152,11 @@ func buildID() string {
 	return id
 }
 
+// maxBandwidthGBps is above every memory a machine has (HBM3e stacks of
+// today's largest accelerators read about 8 TB/s): a kept figure above it
+// was not measured.
+const maxBandwidthGBps = 100_000
+
 // bandwidthStore keeps bandwidth measurements as files named by a hash
 // of the hardware they were taken on.
 type bandwidthStore struct{ c dirCache }
@@ -163,6 +176,11 @@ func (b bandwidthStore) Load(hardware string) (hw.Measured, bool) {
 		hw.Measured
 	}
 	if json.Unmarshal(data, &kept) != nil || kept.Hardware != hardware {
+		return hw.Measured{}, false
+	}
+	// A kept figure no memory gives (not finite, not positive, above
+	// any machine's) is measured again rather than believed.
+	if g := kept.GBps; math.IsNaN(g) || math.IsInf(g, 0) || g <= 0 || g > maxBandwidthGBps {
 		return hw.Measured{}, false
 	}
 	return kept.Measured, true

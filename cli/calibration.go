@@ -27,10 +27,14 @@ func machineCalibration(env Env, s *hw.Snapshot, w io.Writer) *speed.Calibration
 		return nil
 	}
 	samples, err := st.Load()
-	if err != nil {
-		if w != nil {
+	if err != nil && w != nil {
+		if len(samples) == 0 {
 			fmt.Fprintf(w, "headroom: %v; speed estimates use their priors\n", err)
+		} else {
+			fmt.Fprintf(w, "headroom: %v; the rest calibrate the estimates\n", err)
 		}
+	}
+	if len(samples) == 0 {
 		return nil
 	}
 	return speed.Fit(speed.Current(samples, s), "")
