@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/internal/scratch"
 	"io"
 	"os"
 	"path/filepath"
@@ -39,7 +40,9 @@ func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap
 	if err != nil {
 		return nil, fmt.Errorf("--bench: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "headroom-bench-")
+	// Named by this process: twins left by a run that was killed
+	// (SIGKILL) are removed here, by the next run.
+	dir, _, err := scratch.Dir("headroom-bench-")
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/scratch"
 	"io"
 	"os"
 	"path/filepath"
@@ -235,7 +236,9 @@ func referenceRuns(snap *hw.Snapshot, refs []reference) ([]referenceRun, error) 
 // each model's pair of runs alike, instead of making the models measured
 // first look faster than the rest.
 func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot, runs []referenceRun, w synth.Weights, reps int, quiet bool) ([]speed.Sample, error) {
-	dir, err := os.MkdirTemp("", "headroom-bench-")
+	// Named by this process: twins left by a run that was killed
+	// (SIGKILL) are removed here, by the next run.
+	dir, _, err := scratch.Dir("headroom-bench-")
 	if err != nil {
 		return nil, err
 	}

@@ -187,7 +187,7 @@ func TestBenchRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d with %q:\n%s%s", tc.args, code, tc.code, tc.want, out, errOut)
 		}
 	}
-	// A damaged file is named, not silently replaced.
+	// A damaged file is named and set aside, not silently replaced.
 	dir := filepath.Join(h.home, ".cache", "headroom", "speed")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -199,12 +199,15 @@ func TestBenchRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := h.run("bench", "--show")
-	if code == 0 || !strings.Contains(errOut, st.Path()) || !strings.Contains(errOut, "remove the file") {
+	if code == 0 || !strings.Contains(errOut, st.Path()) || !strings.Contains(errOut, "set aside as") {
 		t.Errorf("damaged file: exit %d\n%s%s", code, out, errOut)
 	}
-	_, _, errOut = h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1")
-	if !strings.Contains(errOut, "speed estimates use their priors") {
-		t.Errorf("plan does not say the damaged file was ignored:\n%s", errOut)
+	// Set aside, where the user can look at it, and out of the way.
+	if _, err := os.Stat(st.Path() + ".damaged"); err != nil {
+		t.Errorf("the damaged file was not set aside: %v", err)
+	}
+	if code, _, errOut = h.run("plan", "qwen3-0.6b/Q8_0", "-np", "1"); code != 0 || strings.Contains(errOut, "speed measurements") {
+		t.Errorf("plan after the damaged file was set aside: exit %d\n%s", code, errOut)
 	}
 }
 

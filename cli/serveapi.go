@@ -305,9 +305,15 @@ func serveHTTP(ctx context.Context, ln net.Listener, srv *http.Server, rt *apiRu
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	// The children first: their answers in flight end with them. Then a
+	// few seconds for the handlers to finish, and every connection left
+	// (a client that stopped reading) is closed: SIGTERM ends serve-api
+	// within seconds whatever its clients do.
 	rt.stopAll(stopCtx)
-	if err := srv.Shutdown(stopCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	shut, cancelShut := context.WithTimeout(stopCtx, 3*time.Second)
+	defer cancelShut()
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		srv.Close()
 	}
 	return nil
 }

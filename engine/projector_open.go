@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/scratch"
 	"os"
 	"strings"
 
@@ -30,7 +31,9 @@ func OpenProjector(ctx context.Context, c *source.Client, h *source.Header, arch
 		return nil, none, &arch.Incompatible{Reason: why}
 	}
 	b, _ := arch.BasicsOf(h.Model)
-	dir, err := os.MkdirTemp("", "headroom-twin-")
+	// Named by this process: a twin left by one that was killed is
+	// removed by the next that makes one.
+	dir, _, err := scratch.Dir("headroom-twin-")
 	if err != nil {
 		return nil, none, err
 	}

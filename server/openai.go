@@ -62,7 +62,7 @@ func (s *server) openAI(path string) handlerFunc {
 			return poolError(w, head.Model, err)
 		}
 		defer release()
-		return forward(w, r, s.upstream, child.URL()+path, body)
+		return forward(w, r, s.upstream, child.URL()+path, body, s.writeStall())
 	}
 }
 
@@ -114,13 +114,24 @@ func poolError(w http.ResponseWriter, model string, err error) error {
 	return withStatus(http.StatusBadGateway, err, "loading %s", model)
 }
 
+// DefaultWriteStall is how long one write of an answer may wait for the
+// client to read (Config.WriteStall).
+const DefaultWriteStall = 20 * time.Second
+
+func (s *server) writeStall() time.Duration {
+	if s.cfg.WriteStall > 0 {
+		return s.cfg.WriteStall
+	}
+	return DefaultWriteStall
+}
+
 // forward posts body to url and copies the answer back, flushing each
 // read so that server-sent events reach the client as the child sends
 // them. The upstream request has the client's context: a client that
 // hangs up cancels it. A child that fails once the answer has begun
 // (killed mid-stream) leaves the status sent; the client gets an error
 // event, for a stream, and a cut connection either way.
-func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url string, body []byte) error {
+func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url string, body []byte, writeStall time.Duration) error {
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -145,14 +156,22 @@ func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url st
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	buf := make([]byte, 32<<10)
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
+			// Each write has writeStall to go through: only a client that
+			// stops reading (the connection's buffers full) reaches it,
+			// and it then loses the answer rather than holding the model
+			// in flight, and every load waiting to evict it, for good.
+			rc.SetWriteDeadline(time.Now().Add(writeStall))
 			if _, err := w.Write(buf[:n]); err != nil {
-				return nil // the client went away; its context cancels upstream
+				return nil // the client went away or stalled; its context cancels upstream
 			}
-			rc.Flush()
+			if err := rc.Flush(); err != nil {
+				return nil
+			}
 		}
 		if rerr == io.EOF {
 			return nil

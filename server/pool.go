@@ -89,7 +89,15 @@ type PoolConfig struct {
 	Queue int
 	// Log receives one line for each load, eviction, refusal and exit.
 	Log func(line string)
+	// Drain bounds how long stopping a model (to make room, or when it
+	// is idle) waits for its requests in flight: past it the server is
+	// stopped under them. DefaultDrain when 0.
+	Drain time.Duration
 }
+
+// DefaultDrain is how long a stop waits for requests in flight: longer
+// than an answer takes, and what a stalled client can hold up a load.
+const DefaultDrain = 30 * time.Second
 
 // DefaultQueue is the requests that may wait for one model's load.
 const DefaultQueue = 64
@@ -421,13 +429,37 @@ func shortSays(short map[string]int64) string {
 	return s
 }
 
-// stop waits for e's requests in flight to finish, stops its server and
-// marks it unloaded. e.state is StateStopping already, so no new request
+// drainTimeout is how long a stop waits for a model's requests in flight
+// to be answered before it stops the server under them.
+func (p *Pool) drainTimeout() time.Duration {
+	if p.cfg.Drain > 0 {
+		return p.cfg.Drain
+	}
+	return DefaultDrain
+}
+
+// drain waits, p.mu held, until e has no request in flight, the pool is
+// closing, or drainTimeout has passed, and returns how many are left: a
+// client that stops reading a stream holds a request in flight for as
+// long as it likes, and an eviction (which holds the load lock) or a
+// shutdown must not wait on it for good.
+func (p *Pool) drain(e *entry) int {
+	deadline := time.Now().Add(p.drainTimeout())
+	wake := time.AfterFunc(p.drainTimeout(), p.cond.Broadcast)
+	defer wake.Stop()
+	for e.inFlight > 0 && !p.closed && time.Now().Before(deadline) {
+		p.cond.Wait()
+	}
+	return e.inFlight
+}
+
+// stop waits for e's requests in flight to finish (drain), stops its
+// server and marks it unloaded. e.state is StateStopping already, so no new request
 // starts on it.
 func (p *Pool) stop(ctx context.Context, e *entry, kind, reason string) error {
 	p.mu.Lock()
-	for e.inFlight > 0 {
-		p.cond.Wait()
+	if left := p.drain(e); left > 0 {
+		reason += fmt.Sprintf("; %d request(s) still in flight after %s were cut", left, p.drainTimeout())
 	}
 	c := e.child
 	p.mu.Unlock()
@@ -537,6 +569,8 @@ func memSays(mem map[string]int64) string {
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
+	// Stops waiting for requests in flight (drain) give up now.
+	p.cond.Broadcast()
 	var live []*entry
 	for _, e := range p.entries {
 		if e.child != nil && e.state != StateStopping {

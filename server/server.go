@@ -22,6 +22,7 @@ import (
 	"github.com/headroom-llm/headroom/plan"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/catalog"
@@ -77,6 +78,10 @@ type Config struct {
 	// Calibration estimates every machine with the published fits and
 	// priors.
 	Calibration func(*hw.Snapshot) *speed.Calibration
+	// WriteStall bounds each write of a forwarded answer: a client that
+	// stops reading a stream loses it after this long instead of holding
+	// its model in flight. DefaultWriteStall when 0.
+	WriteStall time.Duration
 	// Search is what the runtime plans each load with (serve-api's -np,
 	// -c, ...): /v1/models judges the models the pool serves with it, so
 	// a model listed available is one that loads. nil is the default

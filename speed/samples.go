@@ -92,9 +92,11 @@ func (st SampleStore) Load() ([]Sample, error) {
 }
 
 // ceilingSlack is how far over the bandwidth ceiling a measured decode
-// rate may be before it is refused: the ceiling's bytes are headroom's
-// count, and a cache line or two more or less moves it by little.
-const ceilingSlack = 1.10
+// rate may be before it is refused. A small model's weights can sit in
+// part in a CPU's last-level cache (96 MiB on some), and a bandwidth
+// probe of two threads reads less than the memory can give, so a real
+// run may beat the ceiling; by four times, none does.
+const ceilingSlack = 4
 
 // plausible refuses a sample no measurement could give: a figure that is
 // not finite or below zero, or a generation rate above the rate at which
@@ -113,7 +115,7 @@ func (s Sample) plausible() error {
 	if s.FullBandwidthMs > 0 {
 		ceiling := 1000 / s.FullBandwidthMs
 		if best := max(s.DecodeBest, s.DecodeTPS); best > ceiling*ceilingSlack {
-			return fmt.Errorf("%.1f tokens/s decoded, above the %.1f tokens/s at which the devices read its bytes at full bandwidth", best, ceiling)
+			return fmt.Errorf("%.1f tokens/s decoded, more than %g times the %.1f tokens/s at which the devices read its bytes at full bandwidth", best, float64(ceilingSlack), ceiling)
 		}
 	}
 	return nil

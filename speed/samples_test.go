@@ -43,7 +43,7 @@ func TestSampleStoreDistrusts(t *testing.T) {
 	}
 	write(sampleFile{Hardware: "test machine", Samples: []Sample{good, fast}})
 	got, err := st.Load()
-	if len(got) != 1 || got[0].Model != "good" || err == nil || !strings.Contains(err.Error(), "above the 25.0 tokens/s") {
+	if len(got) != 1 || got[0].Model != "good" || err == nil || !strings.Contains(err.Error(), "more than 4 times the 25.0 tokens/s") {
 		t.Errorf("a forged sample: kept %v, %v; want it left out with the reason", got, err)
 	}
 	// JSON cannot say +Inf; a huge figure stands in for it.
