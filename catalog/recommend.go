@@ -266,16 +266,7 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		k = loadKept(o.Cache, file, now)
 	}
 	known := k.Outcomes
-	for i, key := range keys {
-		// A kept outcome is re-checked against what it claims: one no
-		// plan could give (an edited cache) is planned again.
-		if out, ok := known[key]; ok {
-			e := cat.Entry(rows[i].Entry)
-			if out.plausible(lockedSize(lock, e, *e.Variant(rows[i].Quant))) != nil {
-				delete(known, key)
-			}
-		}
-	}
+	dropImplausible(cat, lock, known, keys, rows)
 	// Each distinct model is planned once: catalog entries that share a
 	// shape and a quantization share their derived header, and so their
 	// plan.
@@ -320,6 +311,19 @@ func Recommend(cat *Catalog, lock *LockFile, snap *hw.Snapshot, o Options) ([]Ro
 		}
 	}
 	return rows, nil
+}
+
+// dropImplausible re-checks each kept outcome against what it claims:
+// one no plan could give (an edited cache) is dropped, and planned again.
+func dropImplausible(cat *Catalog, lock *LockFile, known map[string]outcome, keys []string, rows []Row) {
+	for i, key := range keys {
+		if out, ok := known[key]; ok {
+			e := cat.Entry(rows[i].Entry)
+			if out.plausible(lockedSize(lock, e, *e.Variant(rows[i].Quant))) != nil {
+				delete(known, key)
+			}
+		}
+	}
 }
 
 // lockedSize is the bytes of a variant's locked files, 0 where it is not

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -753,14 +754,14 @@ func TestModelsJudgedAsLoaded(t *testing.T) {
 			return &o
 		}(), "disabled"},
 	} {
-		opened := 0
+		var opened atomic.Int32
 		l := newFakeLoader(t, 250*mib, map[string]int64{ref: 100 * mib})
 		pool := NewPool(PoolConfig{Loader: l, Models: []ServedModel{{Name: ref, Ref: ref}}})
 		t.Cleanup(func() { pool.Close(context.Background()) })
 		h := newTestHandler(t, func(c *Config) {
 			open := fakeOpen(c.Catalog, c.Lock)
 			c.Open = func(ctx context.Context, r string) (*arch.Model, error) {
-				opened++
+				opened.Add(1)
 				return open(ctx, r)
 			}
 			c.Pool, c.Search = pool, tc.search
@@ -776,8 +777,8 @@ func TestModelsJudgedAsLoaded(t *testing.T) {
 				t.Errorf("%s: %+v, want %s", tc.name, list.Data, tc.status)
 			}
 		}
-		if opened != 1 {
-			t.Errorf("%s: two listings opened the model %d times, want once", tc.name, opened)
+		if n := opened.Load(); n != 1 {
+			t.Errorf("%s: two listings opened the model %d times, want once", tc.name, n)
 		}
 	}
 }

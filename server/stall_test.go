@@ -94,8 +94,11 @@ func TestProviderStalledClient(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("closing the pool took %v with a stalled client", d)
 	}
-	if n := len(l.live); n != 0 {
-		t.Errorf("%d servers left after close", n)
+	l.mu.Lock()
+	left := len(l.live)
+	l.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d servers left after close", left)
 	}
 }
 
