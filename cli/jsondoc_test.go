@@ -24,7 +24,7 @@ func TestJSONDoc(t *testing.T) {
 	c := jsondoc.New(t, "../docs/json.md")
 	for section, ty := range map[string]reflect.Type{
 		"fit":       reflect.TypeFor[report.Fit](),
-		"plan":      reflect.TypeFor[planReport](),
+		"plan":      reflect.TypeFor[report.Plan](),
 		"recommend": reflect.TypeFor[recommendReport](),
 		// What /api/instances lists; the empty lists below reach no row.
 		"instance": reflect.TypeFor[server.Instance](),

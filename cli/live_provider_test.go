@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -398,15 +399,30 @@ func TestLiveProviderSIGTERM(t *testing.T) {
 	if n := len(enginesServing(t, filepath.Join(dir, "a.gguf"))) + len(enginesServing(t, filepath.Join(dir, "b.gguf"))); n != 2 {
 		t.Errorf("%d llama-servers serve a and b, want 2", n)
 	}
+	// A client that opens a long stream and never reads it: SIGTERM
+	// still ends serve-api within 5 s.
+	stalled, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	body := `{"model":"a","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"count to a million"}]}`
+	fmt.Fprintf(stalled, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		strings.TrimPrefix(base, "http://"), len(body), body)
+	time.Sleep(time.Second)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	signalled := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Errorf("serve-api exited with %v after SIGTERM:\n%s", err, out.String())
+		}
+		if d := time.Since(signalled); d > 5*time.Second {
+			t.Errorf("serve-api took %v to stop after SIGTERM with a stalled client, want 5 s at most", d)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("serve-api did not stop within 60 s of SIGTERM:\n%s", out.String())

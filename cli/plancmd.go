@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"github.com/headroom-llm/headroom/report"
 	"io"
 	"strings"
 	"time"
@@ -164,12 +164,12 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	_, gpus := plan.Devices(snap)
-	out := planReport{Model: in.Ref, Program: opts.Base.Program, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: note, Backends: plan.Backends(gpus)}
+	out := report.Plan{Model: in.Ref, Program: opts.Base.Program, Inputs: in.Provenance, Speed: []speed.Result{}, Engine: &note, Backends: plan.Backends(gpus)}
 	p, why, err := searchModel(ctx, env, in, snap, opts, companions, &out, *llama, *quiet || *printArgs)
 	if err != nil {
 		return err
 	}
-	out.judge(in, p, why, *machine == "")
+	judge(&out, in, p, why, *machine == "")
 	if out.Verdict == plan.Fits {
 		x := planExtras{netGbps: *netGbps, verify: *verify, bench: *bench, budget: *budget, llama: *llama, quiet: *quiet || *printArgs}
 		if err := x.add(ctx, env, &out, in, p.Chosen, snap); err != nil {
@@ -200,7 +200,7 @@ func runPlan(ctx context.Context, env Env, args []string) error {
 // where it does not and the build can; why says what the projection
 // said where it could not run.
 func searchModel(ctx context.Context, env Env, in *modelInputs, snap *hw.Snapshot, opts plan.SearchOptions,
-	companions func(context.Context, Env, bool, *gguf.Model) (*plan.Companions, error), out *planReport, llama string, quiet bool) (*plan.Plan, string, error) {
+	companions func(context.Context, Env, bool, *gguf.Model) (*plan.Companions, error), out *report.Plan, llama string, quiet bool) (*plan.Plan, string, error) {
 	var p *plan.Plan
 	pr, why := openProjection(ctx, env, in, llama, opts.Base.Program)
 	if pr != nil {
@@ -267,7 +267,7 @@ type planExtras struct {
 // add estimates the chosen candidate's speed (with an empty context and
 // with one slot's context full) and its network share, asks llama.cpp
 // itself with --verify, and measures the speed with --bench.
-func (x planExtras) add(ctx context.Context, env Env, out *planReport, in *modelInputs, c *plan.Candidate, snap *hw.Snapshot) error {
+func (x planExtras) add(ctx context.Context, env Env, out *report.Plan, in *modelInputs, c *plan.Candidate, snap *hw.Snapshot) error {
 	cpu, gpus := plan.Devices(snap)
 	var err error
 	if in.Arch != nil { // a projected architecture has no model to estimate from
@@ -304,7 +304,7 @@ func searchProjected(ctx context.Context, env Env, pr *projection, snap *hw.Snap
 
 // printPlan prints a plan that fits: the llama-server command line first,
 // then why, the speed, the build and the engine check.
-func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out planReport) {
+func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out report.Plan) {
 	// The reference, device names and the explanation's sentences may
 	// quote a header or a machine file: term.Text escapes them.
 	args := p.Chosen.Command(modelArgs(in))
@@ -348,35 +348,6 @@ func modelArgs(in *modelInputs) []string {
 		return []string{"-hf", term.Text(strings.TrimPrefix(in.Ref, "hf:"))}
 	}
 	return []string{"-m", term.Text(in.Ref)}
-}
-
-// planReport is what 'headroom plan --json' prints: the verdict and why,
-// whether or not anything fits, and the search behind it.
-type planReport struct {
-	Model string `json:"model"`
-	// Program is the llama.cpp program the plan is for.
-	Program plan.Program `json:"program"`
-	// Inputs is a catalog variant's provenance (derived or inspected);
-	// empty for a file or Hub reference, read from its own header.
-	Inputs  string `json:"inputs,omitempty"`
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason"`
-	*plan.Plan
-	Speed []speed.Result `json:"speed"`
-	// Network is the share of a token spent crossing to rpc-servers.
-	Network *speed.Network `json:"network,omitempty"`
-	// EngineCheck is --verify's comparison with llama.cpp's own
-	// projection of the chosen flags.
-	EngineCheck *engine.Check `json:"engine_check,omitempty"`
-	// Engine says which llama.cpp build the figures are for.
-	Engine engine.EngineNote `json:"engine"`
-	// Projected says the plan's figures are llama.cpp's own projection,
-	// for an architecture headroom does not model.
-	Projected string `json:"projected,omitempty"`
-	// Backends say whether each GPU backend's figures were measured.
-	Backends []plan.BackendNote `json:"backends,omitempty"`
-	// Measured is --bench's: llama-bench's own speed for the chosen flags.
-	Measured *speed.Measured `json:"speed_measured,omitempty"`
 }
 
 // catalogSource is the reference a catalog variant's file is read from.
@@ -441,28 +412,18 @@ func routerPresetTakes(visit func(func(*flag.Flag))) error {
 	return nil
 }
 
-// judge sets the report's verdict, reason and plan from the search: p is
-// nil where only llama.cpp's projection could have answered and did not
-// (why says so). here says the plan is for this machine, whose
-// RLIMIT_MEMLOCK an --mlock plan is checked against.
-func (out *planReport) judge(in *modelInputs, p *plan.Plan, why string, here bool) {
-	switch {
-	case in.ArchErr != nil && p == nil:
-		reason := cmp.Or(why, in.ArchErr.Error())
-		out.Verdict, out.Reason = plan.Incompatible, reason
-		out.Plan = &plan.Plan{Candidates: []plan.Candidate{}, Explain: []string{reason}}
-	case p.Chosen == nil:
-		out.Verdict, out.Reason, out.Plan = plan.DoesNotFit, strings.Join(p.Explain, "; "), p
-		if p.Candidates == nil {
-			p.Candidates = []plan.Candidate{}
-		}
-	default:
-		out.Verdict, out.Reason, out.Plan = plan.Fits, "fits", p
-		if r := p.Chosen.Result; r != nil && r.Reason != "" {
-			out.Reason = r.Reason
-			if w := mlockWarning(plan.LockedBytes(r.Buffers, p.Chosen.Profile), here); w != "" {
-				p.Explain = append(p.Explain, w)
-			}
+// judge sets the report's verdict, reason, plan and command from the
+// search (report.Plan.Judge), and warns of an --mlock plan past this
+// machine's RLIMIT_MEMLOCK where the plan is for this machine (here).
+func judge(out *report.Plan, in *modelInputs, p *plan.Plan, why string, here bool) {
+	out.Judge(p, in.ArchErr, why)
+	if p == nil || p.Chosen == nil {
+		return
+	}
+	out.Command = p.Chosen.Command(modelArgs(in))
+	if r := p.Chosen.Result; r != nil && r.Reason != "" {
+		if w := mlockWarning(plan.LockedBytes(r.Buffers, p.Chosen.Profile), here); w != "" {
+			p.Explain = append(p.Explain, w)
 		}
 	}
 }

@@ -134,23 +134,6 @@ func program(q *query) plan.Program {
 	return pr
 }
 
-// planJSON is the part of 'headroom plan --json' the API answers: the
-// search (chosen null and explain saying why where nothing fits), its
-// speed estimates, and whose projection it is for an architecture
-// headroom does not model.
-type planJSON struct {
-	// Program is the llama.cpp program the plan is for.
-	Program plan.Program `json:"program"`
-	*plan.Plan
-	// Command is the chosen plan's llama-server command line, as 'headroom
-	// plan' prints it.
-	Command []string       `json:"command,omitempty"`
-	Speed   []speed.Result `json:"speed"`
-	// Projected says the plan's figures are llama.cpp's own projection,
-	// for an architecture headroom does not model.
-	Projected string `json:"projected,omitempty"`
-}
-
 func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	q, err := parseQuery(r, "model", "machine", "parallel", "min_ctx", "goal", "headless", "program", "cram")
 	if err != nil {
@@ -193,7 +176,10 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return withStatus(http.StatusBadRequest, err, "llama.cpp's own projection of %s failed", ref)
 		}
-		writeJSON(w, http.StatusOK, planJSON{Program: o.Base.Program, Plan: p, Command: command(p, res), Speed: []speed.Result{}, Projected: engine.ProjectedSays(pr.Basics.Arch, pr.Bin)})
+		out := newPlanAnswer(ref, o, res, m.snap)
+		out.Judge(p, res.archErr, "")
+		out.Command, out.Projected = command(p, res), engine.ProjectedSays(pr.Basics.Arch, pr.Bin)
+		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
 	if res.archErr != nil {
@@ -205,7 +191,9 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Where nothing fits the CLI fails; the API answers the search
 	// itself (chosen null, explain saying why), which a client can show.
-	out := planJSON{Program: o.Base.Program, Plan: p, Command: command(p, res), Speed: []speed.Result{}}
+	out := newPlanAnswer(ref, o, res, m.snap)
+	out.Judge(p, nil, "")
+	out.Command = command(p, res)
 	if c := p.Chosen; c != nil {
 		// As the CLI's plan reports it: an empty context, and one slot's
 		// context full.
@@ -214,6 +202,14 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// newPlanAnswer is the report /api/plan fills: plan --json's, without what
+// only the command line runs (--verify, --bench) and without the engine
+// note (/api/hw and the panel say the build).
+func newPlanAnswer(ref string, o plan.SearchOptions, res *resolved, snap *hw.Snapshot) report.Plan {
+	_, gpus := plan.Devices(snap)
+	return report.Plan{Model: ref, Program: o.Base.Program, Inputs: res.artifact.Inputs, Speed: []speed.Result{}, Backends: plan.Backends(gpus)}
 }
 
 // command is the chosen plan's llama-server command line; nil where

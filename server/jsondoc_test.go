@@ -17,7 +17,7 @@ func TestJSONDoc(t *testing.T) {
 	c := jsondoc.New(t, "../docs/json.md")
 	for section, ty := range map[string]reflect.Type{
 		"api-fit":       reflect.TypeFor[report.Fit](),
-		"api-plan":      reflect.TypeFor[planJSON](),
+		"api-plan":      reflect.TypeFor[report.Plan](),
 		"api-recommend": reflect.TypeFor[recommendJSON](),
 		"models":        reflect.TypeFor[modelList](),
 		"error":         reflect.TypeFor[errorBody](),
