@@ -17,7 +17,10 @@ import (
 // library caller does, with one output row per token of the batch, so
 // headroom accounts that context for the comparison (the model and
 // context figures are the server's; only compute differs). The model is
-// checked alone: a projector or draft is left out on both sides. A remote
+// checked alone: a projector or draft is left out on both sides, and so
+// is a unified cache (-kvu), which llama-fit-params does not take: its
+// context keeps one stream per sequence, and headroom accounts the same
+// (engine.FitParamsProfile). A remote
 // model is checked before any byte of its weights moves: the projection
 // runs on a sparse twin, its header bytes then a hole up to its size,
 // removed afterwards.
