@@ -30,7 +30,10 @@ func (s *server) withServed(ctx context.Context, data []modelObject, snap *hw.Sn
 		}
 		mo := modelObject{ID: pm.Name, Object: "model", OwnedBy: "headroom", Name: pm.Name, Ref: pm.Ref, Status: "available", State: pm.State}
 		if pm.State == StateUnloaded {
-			s.judged.judge(mo.ID, &mo, func(mo *modelObject) { s.judge(ctx, mo, snap) })
+			// Judged for this machine: a listing for a preset
+			// (?machine=) is judged apart from this machine's.
+			key := mo.ID + "\x00" + snap.Preset + "\x00" + snap.Host
+			s.judged.judge(key, &mo, func(mo *modelObject) { s.judge(ctx, mo, snap) })
 		} else {
 			mo.Verdict = plan.Fits
 		}
@@ -85,18 +88,18 @@ type judgement struct {
 }
 
 // judgements are the judged listings of the models outside the catalog,
-// by name.
+// by name and machine.
 type judgements struct {
 	mu sync.Mutex
 	at map[string]judgement
 }
 
-// judge fills mo from a judgement younger than judgeTTL, else judges it
-// with fresh and keeps the result. Old judgements are dropped as new
+// judge fills mo from a judgement under key (a model on a machine)
+// younger than judgeTTL, else judges it with fresh and keeps the result. Old judgements are dropped as new
 // ones are made, so the map holds no more than the pool lists.
-func (j *judgements) judge(name string, mo *modelObject, fresh func(*modelObject)) {
+func (j *judgements) judge(key string, mo *modelObject, fresh func(*modelObject)) {
 	j.mu.Lock()
-	if k, ok := j.at[name]; ok && time.Since(k.at) < judgeTTL {
+	if k, ok := j.at[key]; ok && time.Since(k.at) < judgeTTL {
 		j.mu.Unlock()
 		state := mo.State
 		*mo = k.mo
@@ -114,7 +117,7 @@ func (j *judgements) judge(name string, mo *modelObject, fresh func(*modelObject
 			delete(j.at, n)
 		}
 	}
-	j.at[name] = judgement{at: time.Now(), mo: *mo}
+	j.at[key] = judgement{at: time.Now(), mo: *mo}
 }
 
 // servedInstances are the pool's models that hold or are getting memory,
