@@ -26,6 +26,9 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, ta
 	fs.StringVar(&draft, "md", "", "a speculative-decoding draft model (a path, URL or hf: reference); its weights and one context per slot are counted, and the plan's flags pass it on as given (llama-server needs a local file)")
 	fs.alias("md", "model-draft", "spec-draft-model")
 	fs.Var(ngld, "ngld", "the draft's layers on the GPU: a number, auto or all")
+	// fit and plan, which take companions, read a joined machine from a
+	// file; serve joins rpc-servers itself (its --rpc).
+	refuseHere(fs, "fit and plan read a machine joined over RPC from a file: headroom hw --rpc HOST:PORT --json > m.json, then --machine m.json; headroom serve --rpc joins the rpc-servers itself", "rpc")
 	fs.alias("ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
 	return func(ctx context.Context, env Env, quiet bool, target *gguf.Model) (*plan.Companions, error) {
 		if mmproj == "" && draft == "" {
