@@ -97,7 +97,7 @@ func (hc headerCache) loadEntry(ctx context.Context, k cacheKey, budget *gguf.Bu
 		budget = gguf.NewBudget(hc.maxHeader)
 	}
 	p := hc.headerPath(k)
-	fh, err := openNoBlock(p)
+	fh, err := atomicfile.OpenNoBlock(p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -214,7 +214,7 @@ func (hc headerCache) storeRef(repo, rev, commit string) error {
 
 func (hc headerCache) loadRef(repo, rev string) (string, error) {
 	p := hc.refPath(repo, rev)
-	fh, err := openNoBlock(p)
+	fh, err := atomicfile.OpenNoBlock(p)
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/atomicfile"
 	"io"
 	"strings"
 )
@@ -145,7 +146,7 @@ func decodeRevision(r io.Reader, add func(sibling)) (sha string, err error) {
 // edit, and a name it holds ends up in a URL sent with the token.
 func (hc headerCache) loadListing(repo, commit string) (*listing, error) {
 	p := hc.listingPath(repo, commit)
-	fh, err := openNoBlock(p)
+	fh, err := atomicfile.OpenNoBlock(p)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/headroom-llm/headroom/internal/atomicfile"
 	"io/fs"
 	"os"
 
@@ -44,12 +45,12 @@ func fileKind(m fs.FileMode) string {
 }
 
 // readLocal parses the header of the local file p, charging budget. The
-// file is opened without blocking (see openNoBlock) and checked to be a
+// file is opened without blocking (see atomicfile.OpenNoBlock) and checked to be a
 // regular file through the descriptor itself, so that a FIFO swapped in
 // after the caller's Stat is refused too; ctx stops the parse between
 // reads.
 func readLocal(ctx context.Context, p string, budget *gguf.Budget) (*gguf.File, error) {
-	fh, err := openNoBlock(p)
+	fh, err := atomicfile.OpenNoBlock(p)
 	if err != nil {
 		return nil, fmt.Errorf("opening model file: %w", err)
 	}

@@ -1,7 +1,9 @@
 // Package atomicfile writes a file whole or not at all: through a
 // temporary file in the same directory and a rename, so that a reader,
 // another headroom process among them, sees the old file or the new one,
-// never part of one.
+// never part of one. It also reads such files back as files anyone who
+// can write the directory may have replaced: without blocking on a FIFO
+// (OpenNoBlock), regular files only, within a bound (ReadFile).
 package atomicfile
 
 import (

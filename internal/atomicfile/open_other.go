@@ -4,6 +4,6 @@ package atomicfile
 
 import "os"
 
-// openNonBlocking opens for reading; other systems have no FIFOs in the
-// file system to block on.
-func openNonBlocking(path string) (*os.File, error) { return os.Open(path) }
+// OpenNoBlock opens path for reading; outside Unix there are no FIFOs in
+// the file system to block on.
+func OpenNoBlock(path string) (*os.File, error) { return os.Open(path) }

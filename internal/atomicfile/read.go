@@ -21,7 +21,7 @@ var ErrTooLarge = errors.New("larger than its bound")
 // for reading would wait for a writer), and only up to max bytes, so a
 // huge file costs nothing to refuse.
 func ReadFile(path string, max int64) ([]byte, error) {
-	f, err := openNonBlocking(path)
+	f, err := OpenNoBlock(path)
 	if err != nil {
 		return nil, err
 	}
