@@ -42,7 +42,7 @@ func measure(ctx context.Context, env Env, in *modelInputs, p plan.Profile, snap
 	}
 	// Named by this process: twins left by a run that was killed
 	// (SIGKILL) are removed here, by the next run.
-	dir, _, err := scratch.Dir("headroom-bench-")
+	dir, err := scratch.Dir("headroom-bench-")
 	if err != nil {
 		return nil, err
 	}

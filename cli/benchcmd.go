@@ -238,7 +238,7 @@ func referenceRuns(snap *hw.Snapshot, refs []reference) ([]referenceRun, error) 
 func benchReference(ctx context.Context, env Env, bin string, snap *hw.Snapshot, runs []referenceRun, w synth.Weights, reps int, quiet bool) ([]speed.Sample, error) {
 	// Named by this process: twins left by a run that was killed
 	// (SIGKILL) are removed here, by the next run.
-	dir, _, err := scratch.Dir("headroom-bench-")
+	dir, err := scratch.Dir("headroom-bench-")
 	if err != nil {
 		return nil, err
 	}

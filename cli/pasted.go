@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/headroom-llm/headroom/request"
 
 	"github.com/headroom-llm/headroom/llamaflags"
 	"github.com/headroom-llm/headroom/plan"
@@ -31,12 +32,7 @@ func (f *flags) own(name string) (defined, boolean bool) {
 	if name == "h" || name == "help" {
 		return true, true
 	}
-	fl := f.Lookup(name)
-	if fl == nil {
-		return false, false
-	}
-	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
-	return true, ok && b.IsBoolFlag()
+	return request.Defines(f.FlagSet)(name)
 }
 
 // pastedProgram applies the program a pasted line named: llama-cli or

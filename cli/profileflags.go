@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"github.com/headroom-llm/headroom/llamaflags"
 
 	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/hw"
@@ -14,12 +14,15 @@ import (
 
 // notHere is a modeled llama.cpp flag a command does not take, with the
 // reason, so the error says why rather than "not defined".
-type notHere struct{ name, why string }
-
-func (n notHere) String() string { return "" }
-func (n notHere) IsBoolFlag() bool {
-	return strings.HasPrefix(n.name, "no-") || n.name == "mmproj-offload"
+// Whether it takes a value is llama.cpp's table's word; the name keeps
+// each one apart in help.
+type notHere struct {
+	name, why string
+	noValue   bool
 }
+
+func (n notHere) String() string   { return "" }
+func (n notHere) IsBoolFlag() bool { return n.noValue }
 func (n notHere) Set(string) error { return errors.New(n.why) }
 
 // whyServeCompanions is why serve takes no projector or draft flags.
@@ -28,8 +31,17 @@ const whyServeCompanions = "serve loads the projector and draft a catalog entry 
 
 // refuseHere registers names as flags that fail with why.
 func refuseHere(fs *flags, why string, names ...string) {
+	// The tables are embedded and held by TestEveryFlagClassified; were
+	// they unreadable, each name would only be taken as wanting a value.
+	tb, _ := llamaflags.Union()
 	for _, n := range names {
-		fs.Var(notHere{n, why}, n, "not taken here: "+why)
+		noValue := false
+		if tb != nil {
+			if e := tb.Lookup("--" + n); e != nil {
+				noValue = e.Values == 0
+			}
+		}
+		fs.Var(notHere{name: n, why: why, noValue: noValue}, n, "not taken here: "+why)
 	}
 }
 

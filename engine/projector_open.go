@@ -33,7 +33,7 @@ func OpenProjector(ctx context.Context, c *source.Client, h *source.Header, arch
 	b, _ := arch.BasicsOf(h.Model)
 	// Named by this process: a twin left by one that was killed is
 	// removed by the next that makes one.
-	dir, _, err := scratch.Dir("headroom-twin-")
+	dir, err := scratch.Dir("headroom-twin-")
 	if err != nil {
 		return nil, none, err
 	}

@@ -135,6 +135,19 @@ func (r *Llama) ServingFor(opts *plan.SearchOptions) error {
 	return nil
 }
 
+// Defines is how a flag set takes a name, as llamaflags.Table.Split asks:
+// whether it defines it, and whether it is a flag without a value.
+func Defines(fs *flag.FlagSet) llamaflags.Own {
+	return func(name string) (defined, boolean bool) {
+		fl := fs.Lookup(name)
+		if fl == nil {
+			return false, false
+		}
+		b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+		return true, ok && b.IsBoolFlag()
+	}
+}
+
 // ParseProfile reads a llama.cpp command line (flags only, the model
 // named apart) into the profile a check of program pr assesses, as fit's
 // command line is read: the API's fit reads its request this way, so it
@@ -149,14 +162,7 @@ func ParseProfile(args []string, pr plan.Program) (plan.Profile, error) {
 	if err != nil {
 		return plan.Profile{}, err
 	}
-	line, err := tb.Split(args, func(name string) (bool, bool) {
-		fl := fs.Lookup(name)
-		if fl == nil {
-			return false, false
-		}
-		b, ok := fl.Value.(interface{ IsBoolFlag() bool })
-		return true, ok && b.IsBoolFlag()
-	})
+	line, err := tb.Split(args, Defines(fs))
 	if err != nil {
 		return plan.Profile{}, errorf("%v", err)
 	}

@@ -14,12 +14,10 @@ import (
 
 // Dir makes a new directory under the system's temporary directory named
 // prefix, this process's ID and a random part, after removing the ones of
-// the same prefix whose process is gone. It returns the directory and
-// how many left-overs it removed.
-func Dir(prefix string) (string, int, error) {
-	removed := sweep(os.TempDir(), prefix)
-	dir, err := os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
-	return dir, removed, err
+// the same prefix whose process is gone.
+func Dir(prefix string) (string, error) {
+	sweep(os.TempDir(), prefix)
+	return os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
 }
 
 // sweep removes the directories under tmp named prefix+PID+"-..." whose
