@@ -739,7 +739,8 @@ func TestProviderNamesDoNotPileUp(t *testing.T) {
 // with the options the runtime loads it with (serve-api's -np, -c,
 // --min-ctx), not the default search: the same model is available under
 // the defaults and disabled under options no plan can meet on the
-// machine. A second listing within judgeTTL reuses the judgement.
+// machine. Two listings open the model once (the opener keeps it;
+// TestJudgementsKept holds the judgement kept).
 func TestModelsJudgedAsLoaded(t *testing.T) {
 	const ref = "hf:example/tiny-GGUF:Q4_K_M"
 	for _, tc := range []struct {
@@ -780,5 +781,30 @@ func TestModelsJudgedAsLoaded(t *testing.T) {
 		if n := opened.Load(); n != 1 {
 			t.Errorf("%s: two listings opened the model %d times, want once", tc.name, n)
 		}
+	}
+}
+
+// TestJudgementsKept: a model's judgement is made once per machine within
+// judgeTTL (a second listing plans nothing), and apart for another
+// machine; a kept judgement keeps the listing's live state unless it
+// disables the model.
+func TestJudgementsKept(t *testing.T) {
+	j := &judgements{at: map[string]judgement{}}
+	made := 0
+	fresh := func(mo *modelObject) { made++; mo.Status, mo.Reason = "available", "fits" }
+	for range 3 {
+		mo := modelObject{ID: "m", State: StateUnloaded}
+		j.judge("m\x00\x00here", &mo, fresh)
+		if mo.Reason != "fits" || mo.State != StateUnloaded {
+			t.Errorf("listing: %+v", mo)
+		}
+	}
+	if made != 1 {
+		t.Errorf("three listings judged %d times, want once", made)
+	}
+	mo := modelObject{ID: "m"}
+	j.judge("m\x00rtx-4090\x00", &mo, fresh)
+	if made != 2 {
+		t.Errorf("another machine's listing reused this machine's judgement")
 	}
 }
