@@ -115,6 +115,18 @@ type Model struct {
 	// 0 its graph multiplies Q by a per-token factor, an input of the
 	// graph (build_inp_attn_scale).
 	AttnTempScale float64
+	// Encoder models (BERT and its kin) attend over the whole
+	// micro-batch in both directions and keep no memory between batches:
+	// llama_model::create_memory makes none, so every layer is
+	// NoAttention with its heads and widths kept for the graph.
+	Encoder bool
+	// Pooling is the pooling_type the file asks for (llama_pooling_type:
+	// 0 none, 1 mean, 2 cls, 3 last, 4 rank), what llama-server pools
+	// embeddings by unless --pooling says otherwise.
+	Pooling int
+	// ClsOut is a reranker's classifier width (n_cls_out: the number of
+	// classifier.output_labels, else 1).
+	ClsOut int
 	// Tensors are the model's tensors with their layer assignment.
 	Tensors []Tensor
 }
@@ -196,6 +208,9 @@ func fromGGUF(m *gguf.Model, tensors bool) (*Model, error) {
 		}
 	}
 	shareKV(fam, a)
+	if err := embedding(h, fam, a); err != nil {
+		return nil, err
+	}
 	placeTensors(m, h, fam, a)
 	if tensors {
 		if err := checkTensors(h, a); err != nil {
@@ -354,6 +369,10 @@ func assignTensors(m *gguf.Model, nLayer int) ([]Tensor, bool) {
 			if strings.HasPrefix(t.Name, "output.weight") {
 				tied = false
 			}
+		case strings.HasPrefix(t.Name, "cls."):
+			// A reranker's pooler and classifier are the output layer's
+			// in every architecture (LLM_TENSOR_CLS, CLS_OUT, CLS_NORM).
+			at.Layer = nLayer
 		case strings.HasPrefix(t.Name, "rope_freqs"):
 			// Created as a per-layer tensor of layer 0 and duplicated to
 			// the other layers' devices.

@@ -44,6 +44,9 @@ type family struct {
 	// as layer 0's (a block index in tn() without "blk.%d" in the name), so
 	// they live on layer 0's device, not the input layer's.
 	firstLayerTensors []string
+	// encoder architectures keep no memory (create_memory makes none):
+	// see Model.Encoder.
+	encoder bool
 }
 
 // families lists the architectures headroom accounts for. An architecture
@@ -106,6 +109,11 @@ var families = map[string]family{
 	// KV only in the first 20 layers whatever attention.shared_kv_layers
 	// says, the AltUp projections on the output layer and the per-layer
 	// input projection on layer 0 (LLM_TENSOR_INFOS in llama-arch.cpp).
+	// BERT encoders (src/models/bert.cpp, nomic-bert.cpp): no memory,
+	// the embedding norm on layer 0 (LLM_TENSOR_TOKEN_EMBD_NORM is a
+	// repeating layer's), a reranker's head on the output layer.
+	"bert":       {encoder: true, firstLayerTensors: encoderFirstLayer},
+	"nomic-bert": {encoder: true, firstLayerTensors: encoderFirstLayer},
 	"gemma3n": {swaPattern: 5, swaPeriodKey: true, kvFromStart: gemma3nKVLayers, adjust: gemma3n,
 		outputTensors:     []string{"altup_proj.weight", "altup_unembd_proj.weight"},
 		firstLayerTensors: []string{"per_layer_model_proj.weight", "per_layer_proj_norm.weight"}},

@@ -161,6 +161,12 @@ func profileOf(c *conformance.Case) plan.Profile {
 		}
 	}
 	p.CPUMoE = pr.CPUMoE
+	switch pr.Embedding {
+	case "on":
+		p.Embedding = &plan.Embedding{On: true}
+	case "rerank":
+		p.Embedding = &plan.Embedding{On: true, Pooling: "rank"}
+	}
 	return p
 }
 

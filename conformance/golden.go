@@ -119,6 +119,9 @@ type Profile struct {
 	// first CPUMoE layers stayed in system memory (all of them when it is
 	// n_layer or more).
 	CPUMoE int `json:"cpu_moe_layers,omitempty"`
+	// Embedding is "on" for a server started with --embedding, "rerank"
+	// for one started with --rerank; empty for a generating server.
+	Embedding string `json:"embedding,omitempty"`
 }
 
 // RPCEndpoints are the rpc-servers of an RPC load, in --rpc order, from

@@ -74,7 +74,8 @@ func classes() map[string]Class {
 	set(Class{Use: Refused, Why: "overrides the model's metadata, which can change any shape headroom reads from it"}, "--override-kv")
 	set(Class{Use: Refused, Why: "limits each slot's share of a unified cache, which headroom does not model yet"}, "--kv-unified-per-slot")
 	set(Class{Use: Refused, Why: "samples on the device, with buffers headroom does not count (experimental in llama.cpp)"}, "--backend-sampling")
-	set(Class{Use: Refused, Why: "serves embeddings or reranking, with an output buffer of embeddings per token; headroom plans a generating server"}, "--embedding", "--rerank")
+	set(Class{Use: Modeled, Why: "an embedding or reranking server: every prompt token an output, n_batch lowered to n_ubatch, the pooling in the graph, no prompt cache (docs/embeddings.md)"},
+		"--embedding", "--rerank", "--pooling")
 	set(Class{Use: Refused, Why: "picks how drafts are made: the draft-eagle3, draft-dflash, draft-dspark and draft-mtp types take the target's hidden states into draft models of their own, and the n-gram types keep tables of their own, none of which headroom accounts yet; the default, a draft model given with -md, is accounted"}, "--spec-type")
 	set(Class{Use: Refused, Why: "names a draft model on Hugging Face: give it to headroom with -md hf:REPO:QUANT, which resolves and counts it"}, "--spec-draft-hf")
 	set(Class{Use: Refused, Why: "names a projector by URL: give it with --mmproj (a path, URL or hf: reference), which headroom counts"}, "--mmproj-url")
@@ -123,7 +124,7 @@ func classes() map[string]Class {
 		"--mcp-servers-json", "--agent", "--ui", "--api-key", "--api-key-file", "--ssl-key-file", "--ssl-cert-file", "--timeout",
 		"--sse-ping-interval", "--threads-http", "--metrics", "--props", "--slots", "--slot-save-path", "--media-path", "--alias",
 		"--tags", "--cont-batching", "--slot-prompt-similarity", "--sleep-idle-seconds", "--cache-prompt", "--cache-reuse",
-		"--pooling", "--embd-normalize", "--video-fps", "--video-timestamp-interval", "--video-ffmpeg-dir")
+		"--embd-normalize", "--video-fps", "--video-timestamp-interval", "--video-ffmpeg-dir")
 	set(Class{Use: PassThrough, Why: "picks the one GPU of --split-mode none (llama.cpp's llama_model_load keeps only it); with the layer split, the default and the one headroom takes, it changes nothing"}, "--main-gpu")
 	set(Class{Use: PassThrough, Why: "chat templates and reasoning"},
 		"--jinja", "--chat-template", "--chat-template-file", "--chat-template-kwargs", "--reasoning-format", "--reasoning",

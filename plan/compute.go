@@ -22,7 +22,7 @@ func outputBuffer(m *arch.Model, c graph.Context, rules builds.Rules, cpu Device
 	if rules.OutputRows > 0 {
 		rows = rules.OutputRows
 	}
-	if rules.OutputEmbd {
+	if rules.OutputEmbd || c.Embeddings {
 		row += m.NEmbd
 	}
 	return Buffer{Device: cpu.Name, BufferType: buft, Kind: KindOutput, Bytes: int64(4*row*rows) + pad}

@@ -93,6 +93,7 @@ func (p Profile) Args() []string {
 	if p.CPUMoE > 0 {
 		f = append(f, "--n-cpu-moe", strconv.Itoa(p.CPUMoE))
 	}
+	f = append(f, p.Embedding.flags()...)
 	f = append(f, p.Serving.flags()...)
 	f = append(f, p.Companions.Flags()...)
 	return append(f, p.Pass...)

@@ -68,6 +68,9 @@ type Profile struct {
 	// as llamaflags read them: Args writes them after the flags headroom
 	// chose, so they reach llama-server unchanged.
 	Pass []string `json:"pass_through,omitempty"`
+	// Embedding is --embedding, --pooling and --rerank; nil for a
+	// generating server.
+	Embedding *Embedding `json:"embedding,omitempty"`
 	// loadOnly leaves out what the program keeps past the load
 	// (SearchOptions.loadOnly).
 	loadOnly bool
@@ -110,8 +113,12 @@ const DraftTokens = 3
 // ServerOutputsMax is the n_outputs_max llama-server gives its context
 // (server_output_limits, common_speculative_get_output_limits): one
 // output row per slot, and 1 + DraftTokens per slot with a draft model,
-// never more than n_batch.
+// never more than n_batch; n_batch for an embedding server (--embedding,
+// or a --pooling other than none), every prompt token being an output.
 func (p Profile) ServerOutputsMax(nBatch int) int {
+	if p.embedding() || p.pooled() {
+		return nBatch
+	}
 	perSlot := 1
 	if p.Companions != nil && p.Companions.Draft != nil {
 		perSlot += DraftTokens

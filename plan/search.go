@@ -149,6 +149,10 @@ func Search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	// Every candidate copies Base: its rules are worked out here once, not
 	// by each of the hundreds of accountings.
 	o.Base = o.Base.withRules()
+	if o.Base.Embedding == nil {
+		// an embedding or reranking model is planned as it is served
+		o.Base.Embedding = EmbeddingFor(m)
+	}
 	if err := o.Base.Check(); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,10 @@ func searchServing(o SearchOptions) SearchOptions {
 		o.Base.loadOnly = true
 		return o
 	}
+	if o.Base.embedding() {
+		// an embedding server keeps no prompts (servingBuffers)
+		return o
+	}
 	sv, ok := o.Base.ServingOf()
 	if !ok {
 		return o
@@ -245,7 +249,9 @@ func needCeiling(m *arch.Model, o SearchOptions, systemMemory bool, minCtx, ceil
 // servingPlan gives a candidate found with the search's serving base
 // its checkpoints and prompt cache, and writes its flags.
 func servingPlan(m *arch.Model, s *hw.Snapshot, o SearchOptions, cpu Device, gpus []Device, c *Candidate) {
-	promptCache(m, s, o, cpu, c)
+	if !c.Profile.embedding() {
+		promptCache(m, s, o, cpu, c)
+	}
 	c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
 }
 

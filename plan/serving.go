@@ -225,6 +225,13 @@ func servingBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device) []Buf
 	var out []Buffer
 	slots := max(c.NSeq, 1)
 	ckpt := int64(0)
+	if p.embedding() {
+		// An embedding server caches no prompts and makes no checkpoints:
+		// server-context.cpp caches "prompts only for completion tasks",
+		// and a completion to a server started with --embedding
+		// evaluates no token (tokens_evaluated 0, tried on 80fb11a).
+		sv = Serving{}
+	}
 	if sv.Checkpoints > 0 && needsCheckpoints(m, p.SWAFull) {
 		per := checkpointsPerSlot(sv, c.NCtxSeq, p.rules().CheckpointsToCap)
 		ckpt = st.partial(c.NCtxSeq)

@@ -58,6 +58,8 @@ type Llama struct {
 	kvu, noKVU, noMmap, mmapOn, nkvo, kvo, cpuMoE bool
 	fa, lm                                        string
 	serving                                       func() (plan.Serving, error)
+	embd, rerank                                  bool
+	pooling                                       string
 }
 
 // Register defines every llama.cpp flag headroom models on fs, under
@@ -131,6 +133,11 @@ func (r *Llama) register(fs Flags, search bool) {
 	fs.Alias("ot", "override-tensor")
 	fs.BoolVar(&p.SWAFull, "swa-full", false, "full-size caches for sliding-window layers (a library context's default: --swa-full=false turns it off)")
 	r.serving = servingFlags(fs)
+	fs.BoolVar(&r.embd, "embedding", false, "serve embeddings only (/v1/embeddings): every prompt token is an output; an embedding model's plan has it")
+	fs.Alias("embedding", "embeddings")
+	fs.BoolVar(&r.rerank, "rerank", false, "serve reranking (/v1/rerank): --embedding with rank pooling; a reranker's plan has it")
+	fs.Alias("rerank", "reranking")
+	fs.StringVar(&r.pooling, "pooling", "", "pooling of embeddings: none, mean, cls, last or rank; default: the model's")
 	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
 }
 
@@ -196,6 +203,21 @@ func (r *Llama) Profile(pass []string) (plan.Profile, error) {
 	}
 	p.Serving = &sv
 	p.Pass = pass
+	if r.embd || r.rerank || r.pooling != "" {
+		if r.pooling != "" {
+			if err := plan.ParsePooling(r.pooling); err != nil {
+				return p, errorf("%v", err)
+			}
+		}
+		e := &plan.Embedding{On: r.embd || r.rerank, Pooling: r.pooling}
+		if r.rerank {
+			if r.pooling != "" && r.pooling != "rank" {
+				return p, errorf("--rerank is rank pooling: --pooling %s contradicts it", r.pooling)
+			}
+			e.Pooling = "rank"
+		}
+		p.Embedding = e
+	}
 	return p, nil
 }
 

@@ -31,6 +31,8 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"gemma3n":       gemma3nBlocks,
 	"gemma4":        gemma4Blocks,
 	"gptneox":       gptneoxBlocks,
+	"bert":          bertBlocks,
+	"nomic-bert":    nomicBertBlocks,
 }
 
 // output writes the final norm and, unless the embedding is tied, the
@@ -94,6 +96,7 @@ func denseBlocks(t *tensors, s Shape) {
 		}
 	}
 	output(t, s, "output_norm.weight")
+	clsHead(t, s) // a reranker's classifier (Qwen3-Reranker)
 }
 
 // phi3Blocks: one attn_qkv, and ffn_up holding gate and up side by side.

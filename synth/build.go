@@ -149,6 +149,7 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	if s.AltUp != nil {
 		altUpMetadata(b, s)
 	}
+	embedMetadata(k, s)
 }
 
 // keys writes an architecture's metadata keys.
@@ -209,7 +210,7 @@ func headsKVMetadata(k keys, s Shape) {
 			}
 		}
 		k.set("attention.head_count_kv", gguf.Int32sValue(kv))
-	case s.Arch == "gptneox":
+	case s.Arch == "gptneox" || s.encoder():
 		// The converter writes no KV head count: as many as the heads.
 	default:
 		k.u32("attention.head_count_kv", s.HeadsKV)
@@ -419,8 +420,10 @@ func tokenizer(b *gguf.Builder, s Shape) error {
 		b.Set("tokenizer.ggml.bos_token_id", gguf.Uint32Value(1))
 		b.Set("tokenizer.ggml.eos_token_id", gguf.Uint32Value(2))
 		b.Set("tokenizer.ggml.unknown_token_id", gguf.Uint32Value(0))
+	case "bert":
+		return wordPiece(b, s)
 	default:
-		return fmt.Errorf("synth: unknown tokenizer %q (have gpt2, llama)", s.Tokenizer)
+		return fmt.Errorf("synth: unknown tokenizer %q (have gpt2, llama, bert)", s.Tokenizer)
 	}
 	return nil
 }

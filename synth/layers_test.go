@@ -14,6 +14,9 @@ func TestFirstLayers(t *testing.T) {
 	for _, name := range Names() {
 		full, _ := Lookup(name)
 		for _, n := range []int{1, 2, 4, 8, full.Layers} {
+			if n > full.Layers {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
 				s, err := full.FirstLayers(n)
 				if err != nil {

@@ -276,4 +276,30 @@ var shapes = map[string]Shape{
 		Vocab: 202048, CtxTrain: 10485760, RopeTheta: 500000, NormEps: 1e-5, Tokenizer: "gpt2", TokenizerPre: "llama4",
 		MoE:    &MoE{Experts: 16, Used: 1, FF: 8192, Step: 1},
 		Source: "meta-llama/Llama-4-Scout-17B-16E config.json (text_config)"},
+
+	// Embedding and reranking models. BERT encoders keep no KV cache;
+	// the converter writes no KV head count (as many as the heads) and a
+	// layer norm epsilon.
+	"bge-small-en-v1.5": {Name: "bge-small-en-v1.5", Arch: "bert", Layers: 12, Embd: 384, Heads: 12, HeadsKV: 12, FF: 1536,
+		Vocab: 30522, CtxTrain: 512, NormEps: 1e-12, LayerNorm: true, Tokenizer: "bert", Pooling: "cls",
+		ClsLabels: []string{"LABEL_0"},
+		Source:    "BAAI/bge-small-en-v1.5 config.json (its one id2label entry is written as classifier.output_labels), CLS pooling"},
+	"all-minilm-l6-v2": {Name: "all-MiniLM-L6-v2", Arch: "bert", Layers: 6, Embd: 384, Heads: 12, HeadsKV: 12, FF: 1536,
+		Vocab: 30522, CtxTrain: 512, NormEps: 1e-12, LayerNorm: true, Tokenizer: "bert", Pooling: "mean",
+		Source: "sentence-transformers/all-MiniLM-L6-v2 config.json, mean pooling (1_Pooling/config.json)"},
+	// nomic-bert: RoPE instead of position embeddings, a fused QKV and a
+	// SwiGLU FFN; the converter writes 2048 positions.
+	"nomic-embed-text-v1.5": {Name: "nomic-embed-text-v1.5", Arch: "nomic-bert", Layers: 12, Embd: 768, Heads: 12, HeadsKV: 12, FF: 3072,
+		Vocab: 30528, CtxTrain: 2048, RopeTheta: 1000, NormEps: 1e-12, LayerNorm: true, Tokenizer: "bert", Pooling: "mean",
+		Source: "nomic-ai/nomic-embed-text-v1.5 config.json (n_positions 8192, max_trained_positions 2048: the converter writes 2048; vocabulary padded to a multiple of 64), mean pooling"},
+	// Decoders converted for embeddings (last-token pooling) and for
+	// reranking (a classifier of the lm_head's "yes" and "no" rows).
+	"qwen3-embedding-0.6b": {Name: "Qwen3-Embedding-0.6B", Arch: "qwen3", Layers: 28, Embd: 1024, Heads: 16, HeadsKV: 8, HeadDim: 128, FF: 3072,
+		Vocab: 151669, CtxTrain: 32768, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "gpt2",
+		Pooling: "last",
+		Source:  "Qwen/Qwen3-Embedding-0.6B config.json, last-token pooling"},
+	"qwen3-reranker-0.6b": {Name: "Qwen3-Reranker-0.6B", Arch: "qwen3", Layers: 28, Embd: 1024, Heads: 16, HeadsKV: 8, HeadDim: 128, FF: 3072,
+		Vocab: 151669, CtxTrain: 40960, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "gpt2",
+		Pooling: "rank", ClsLabels: []string{"yes", "no"}, RerankPrompt: qwen3RerankPrompt,
+		Source: "Qwen/Qwen3-0.6B config.json, which Qwen3-Reranker-0.6B is tuned from, with Qwen3-Embedding-0.6B's 151669 tokens; llama.cpp's converter makes cls.output of the lm_head's yes and no rows"},
 }

@@ -89,6 +89,20 @@ type Shape struct {
 	// split of the rotated dimensions (Qwen3.5's mrope_section padded to
 	// four, as the converter writes it); nil leaves the key out.
 	RopeSections []int32
+	// Pooling is the pooling_type the converter wrote for an embedding or
+	// reranking model ("mean", "cls", "last", "rank"); empty leaves the key
+	// out, as for a generating model.
+	Pooling string
+	// ClsLabels are classifier.output_labels, as the converter writes
+	// them from id2label; a reranker (Pooling "rank") has one row of
+	// cls.output per label. Pooler adds a classifier's dense layer
+	// (cls.weight and the biases) before it.
+	ClsLabels []string
+	Pooler    bool
+	// RerankPrompt is tokenizer.chat_template.rerank, the prompt
+	// llama-server formats a query and a document with ({query},
+	// {document}); empty leaves it out.
+	RerankPrompt string
 }
 
 // MoE describes the expert layers. llama.cpp stores each layer's experts as

@@ -92,6 +92,16 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		{"nemotron-nano-9b-v2", 8888227328},
 		// Tied embedding (published: 2.6B).
 		{"lfm2-2.6b", 2569272320},
+		// BERT encoders without the pooler the converter drops (147,840
+		// parameters): published 33.4M and 22.7M with it.
+		{"bge-small-en-v1.5", 33212160},
+		{"all-minilm-l6-v2", 22565376},
+		// Published: 137M.
+		{"nomic-embed-text-v1.5", 136731648},
+		// Exactly the count of keras-hub's Qwen3-Embedding-0.6B preset; the
+		// reranker adds its two-row classifier.
+		{"qwen3-embedding-0.6b", 595776512},
+		{"qwen3-reranker-0.6b", 595778560},
 	}
 	for _, tc := range tests {
 		m := model(t, tc.name, Q4_K_M)
@@ -225,6 +235,13 @@ func TestTiedOutput(t *testing.T) {
 		has := false
 		for _, ti := range m.Files[0].Tensors {
 			has = has || ti.Name == "output.weight"
+		}
+		if s.encoder() {
+			// an encoder has no LM head at all
+			if has {
+				t.Errorf("%s: an encoder with output.weight", n)
+			}
+			continue
 		}
 		if has == s.TiedOutput {
 			t.Errorf("%s: TiedOutput %v but output.weight present = %v", n, s.TiedOutput, has)

@@ -20,6 +20,9 @@
 //                 counts layers on the rpc devices
 //   tensorSplit   -ts, one figure per device in llama.cpp's order (the
 //                 rpc devices, in --rpc order)
+//   embedding     llama-server driver only: "on" (--embedding) or "rerank"
+//                 (--rerank); the load is proven with /v1/embeddings or
+//                 /v1/rerank instead of a completion
 //   cpuMoE        --n-cpu-moe: the routed experts of the first cpuMoE
 //                 layers stay in system memory (n_layer or more: all of
 //                 them, what --cpu-moe does)
@@ -48,6 +51,8 @@ export function caseId(c) {
         parts.push("swafull");
     if (c.cpuMoE)
         parts.push(`cpumoe${c.cpuMoE}`);
+    if (c.embedding)
+        parts.push(c.embedding === "rerank" ? "rerank" : "embd");
     return parts.join(".");
 }
 
@@ -128,7 +133,17 @@ const bigMoE = [
     vk(8, {contextSize: 4096, sequences: 2})
 ];
 
+// Embedding and reranking models, as their plans serve them.
+const embd = (extra = {}) => ({embedding: "on", ...extra});
+const rerank = (extra = {}) => ({embedding: "rerank", ...extra});
+
 export const cases = [
+    ...sweep("bge-small-en-v1.5", "Q8_0", [embd({contextSize: 512}), embd({contextSize: 512, sequences: 4, flashAttention: true}),
+        embd({contextSize: 2048, batchSize: 1024})]),
+    ...sweep("all-minilm-l6-v2", "Q8_0", [embd({contextSize: 512, sequences: 2})]),
+    ...sweep("nomic-embed-text-v1.5", "Q8_0", [embd({contextSize: 2048}), embd({contextSize: 2048, sequences: 2, flashAttention: true})]),
+    ...sweep("qwen3-embedding-0.6b", "Q8_0", [embd({contextSize: 4096}), embd({contextSize: 8192, sequences: 2, flashAttention: true})]),
+    ...sweep("qwen3-reranker-0.6b", "Q8_0", [rerank({contextSize: 4096}), rerank({contextSize: 4096, sequences: 4, flashAttention: true})]),
     ...sweep("tinyllama-1.1b", "Q4_K_M", denseSweep),
     ...sweep("qwen2.5-0.5b", "Q8_0", denseSweep.filter((_, i) => i % 2 === 0)),
     ...sweep("llama-3.2-1b", "Q8_0", [

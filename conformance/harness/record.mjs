@@ -22,7 +22,8 @@ export function caseInputs(c, file) {
             backend: c.backend, gpu_layers: c.gpuLayers, context_size_per_seq: c.contextSize, sequences: c.sequences,
             flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
             mmap: c.mmap, swa_full: c.swaFull ?? false,
-            rpc_servers: c.rpc || undefined, tensor_split: c.tensorSplit, cpu_moe_layers: c.cpuMoE || undefined
+            rpc_servers: c.rpc || undefined, tensor_split: c.tensorSplit, cpu_moe_layers: c.cpuMoE || undefined,
+            embedding: c.embedding || undefined
         }
     };
 }

@@ -42,6 +42,8 @@ export function serverArgs(c, opts = {}) {
         f.push("--swa-full");
     if (c.cpuMoE)
         f.push("--n-cpu-moe", String(c.cpuMoE));
+    if (c.embedding)
+        f.push(c.embedding === "rerank" ? "--rerank" : "--embedding");
     return f;
 }
 
@@ -123,17 +125,24 @@ export async function serveOnce({bin, modelPath, args, env, timeoutMs = 600_000,
         }
         timings_ms.ready = Date.now() - t0;
         phase = "serve";
-        const r = await fetch(base + "/completion", {
+        // An embedding or reranking server is proven by what it serves.
+        // Token ids and control tokens, which every synth vocabulary has
+        // (their text may tokenize to nothing).
+        const [route, req] = args.includes("--rerank")
+            ? ["/v1/rerank", {query: "<|special_151500|>", documents: ["<|special_151501|>", "<|special_151502|>"]}]
+            : args.includes("--embedding") ? ["/v1/embeddings", {input: [1000, 1001, 1002, 1003]}]
+            : ["/completion", {prompt: "Hello", n_predict: nPredict, cache_prompt: false}];
+        const r = await fetch(base + route, {
             method: "POST",
             headers: {"Content-Type": "application/json"},
-            body: JSON.stringify({prompt: "Hello", n_predict: nPredict, cache_prompt: false}),
+            body: JSON.stringify(req),
             signal: AbortSignal.timeout(300_000)
         });
         const body = await r.text();
         if (r.status !== 200)
-            throw new Error(`completion answered ${r.status}: ${body.slice(0, 300)}`);
+            throw new Error(`${route} answered ${r.status}: ${body.slice(0, 300)}`);
         const answer = JSON.parse(body);
-        result.completion = {status: r.status, content_bytes: (answer.content ?? "").length};
+        result.completion = {status: r.status, content_bytes: route === "/completion" ? (answer.content ?? "").length : body.length};
         if (nPredict > 1)
             result.completion.timings = answer.timings ?? null;
         timings_ms.completion = Date.now() - t0 - timings_ms.ready;

@@ -252,6 +252,7 @@ func (b *gb) attnOut(blk string, cur *tensor) *tensor {
 // caller finishes the logits.
 func (b *gb) output(m *arch.Model, x *tensor, norm func(*tensor, string) *tensor) *tensor {
 	cur := norm(x, "output_norm.weight").SetOutput()
+	b.embd = cur
 	return b.MulMat(b.weight("output.weight", int64(m.NEmbd), int64(m.NVocab)), cur)
 }
 

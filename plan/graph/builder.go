@@ -33,6 +33,9 @@ type gb struct {
 	// shapes are the model's tensor shapes by name, for has and weight;
 	// For indexes them once for every graph of the model.
 	shapes map[string][]uint64
+	// embd is the graph's embedding (t_embd: the final norm, or an
+	// encoder's last layer), which an embedding context pools.
+	embd *tensor
 }
 
 // newGB is the recorder of one graph with p's placement, over the

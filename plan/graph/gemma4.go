@@ -75,6 +75,7 @@ func gemma4Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	// The final norm is the graph's t_h_nextn output; the rows are taken
 	// after it.
 	cur := b.GetRows(b.norm(inpL, "output_norm.weight").SetOutput(), in.outIDs).SetOutput()
+	b.embd = cur
 	logits := b.MulMat(b.weight("output.weight", int64(m.NEmbd), int64(m.NVocab)), cur)
 	if m.FinalSoftcap {
 		logits = b.Scale(b.Unary(b.Scale(logits)))

@@ -73,6 +73,7 @@ func gptneoxGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 		}
 	}
 	cur := b.layerNormBias(inpL, "output_norm").SetOutput()
+	b.embd = cur
 	return b.finish(b.MulMat(b.weight("output.weight", int64(m.NEmbd), int64(m.NVocab)), cur))
 }
 

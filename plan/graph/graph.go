@@ -32,6 +32,10 @@ type Context struct {
 	// NOutputsMax is n_outputs_max: the reserve graph keeps
 	// min(n_tokens, NOutputsMax) rows past the output selection.
 	NOutputsMax int
+	// Embeddings is cparams.embeddings (--embedding): the graph pools its
+	// embedding by Pooling (arch.Pooling*) after the model's own nodes.
+	Embeddings bool
+	Pooling    int
 }
 
 // outputRows is how many rows the reserve graph of T tokens keeps past

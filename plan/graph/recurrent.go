@@ -260,5 +260,6 @@ func (r *rsGraph) output(inpL *tensor, norm string, rowsAfter bool) *ggml.Graph 
 		cur = b.GetRows(cur.SetOutput(), r.outIDs)
 	}
 	cur.SetOutput()
+	b.embd = cur
 	return b.finish(b.MulMat(b.weight("output.weight", int64(r.m.NEmbd), int64(r.m.NVocab)), cur))
 }

@@ -55,6 +55,8 @@ func families() map[string]family {
 		"qwen35moe":     qwen35{moe: true},
 		"gemma3n":       gemma3n{},
 		"gemma4":        gemma4{},
+		"bert":          bert{},
+		"nomic-bert":    bert{rope: true},
 	}
 }
 
@@ -83,6 +85,10 @@ func For(m *arch.Model) Builder {
 	return func(c Context, nTokens int, p Placement) *ggml.Graph {
 		b := newGB(p, shapes)
 		g := build(m, c, nTokens, b)
+		if c.Embeddings {
+			T, _ := reserveTokens(c, nTokens)
+			b.pool(m, c, T)
+		}
 		b.Done()
 		return g
 	}

@@ -1,0 +1,129 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan/graph"
+)
+
+// Embedding is how llama-server is asked to embed or rerank
+// (--embedding, --pooling, --rerank).
+type Embedding struct {
+	// On is --embedding (cparams.embeddings): the server answers
+	// /v1/embeddings (and with rank pooling /v1/rerank) and nothing
+	// else, every prompt token is an output, and n_batch is lowered to
+	// n_ubatch.
+	On bool `json:"embedding"`
+	// Pooling is --pooling (none, mean, cls, last, rank); "" is the
+	// model's own. --rerank is On with rank pooling.
+	Pooling string `json:"pooling,omitempty"`
+}
+
+// KindOutputGrowth is the output buffer grown to a full batch of
+// outputs: an embedding server makes every prompt token an output
+// (server-context.cpp adds them with output = need_embd()), and
+// llama_context::output_reserve reallocates the buffer for them.
+const KindOutputGrowth BufferKind = "output_growth"
+
+// ParsePooling checks a --pooling word.
+func ParsePooling(s string) error {
+	if !slices.Contains(arch.PoolingNames, s) {
+		return fmt.Errorf("--pooling %q: want one of none, mean, cls, last, rank", s)
+	}
+	return nil
+}
+
+// EmbeddingFor is how the model is served when nothing says otherwise:
+// an embedding or reranking model (an encoder, or a file with a pooling
+// type) with --embedding, a reranker (rank pooling) with --rerank; nil
+// for a generating model.
+func EmbeddingFor(m *arch.Model) *Embedding {
+	if !m.EmbeddingModel() {
+		return nil
+	}
+	e := &Embedding{On: true}
+	if m.Pooling == arch.PoolingRank {
+		e.Pooling = "rank"
+	}
+	return e
+}
+
+// flags writes --embedding, --rerank or --pooling.
+func (e *Embedding) flags() []string {
+	switch {
+	case e == nil:
+		return nil
+	case e.On && e.Pooling == "rank":
+		return []string{"--rerank"}
+	case e.On && e.Pooling != "":
+		return []string{"--embedding", "--pooling", e.Pooling}
+	case e.On:
+		return []string{"--embedding"}
+	case e.Pooling != "":
+		return []string{"--pooling", e.Pooling}
+	}
+	return nil
+}
+
+// embedding reports whether the profile makes embeddings (--embedding).
+func (p Profile) embedding() bool { return p.Embedding != nil && p.Embedding.On }
+
+// pooled reports whether --pooling asks for a pooling other than none.
+func (p Profile) pooled() bool {
+	return p.Embedding != nil && p.Embedding.Pooling != "" && p.Embedding.Pooling != "none"
+}
+
+// pooling is the context's pooling type: --pooling, else the model's.
+func (p Profile) pooling(m *arch.Model) int {
+	if p.Embedding != nil && p.Embedding.Pooling != "" {
+		return slices.Index(arch.PoolingNames, p.Embedding.Pooling)
+	}
+	return m.Pooling
+}
+
+// embedContext applies what embedding and an encoder change in the
+// context llama-server makes: with --embedding, n_batch is lowered to
+// n_ubatch (server.cpp); an encoder's batch is not capped by the context
+// (non-causal attention); with --embedding or a --pooling other than
+// none, n_outputs_max is n_batch (server_output_limits), and the graph
+// pools its embedding.
+func embedContext(c *graph.Context, m *arch.Model, p Profile) {
+	batch, ubatch := p.Batch, p.UBatch
+	if batch <= 0 {
+		batch = 2048
+	}
+	if ubatch <= 0 {
+		ubatch = 512
+	}
+	if p.embedding() {
+		batch = min(batch, ubatch)
+	}
+	if m.Encoder {
+		c.NBatch = batch
+	} else {
+		c.NBatch = min(c.NCtx, batch)
+	}
+	c.NUBatch = min(c.NBatch, ubatch)
+	if p.OutputsMax == 0 && (p.embedding() || p.pooled()) {
+		c.NOutputsMax = p.ServerOutputsMax(batch)
+	}
+	c.Embeddings = p.embedding()
+	c.Pooling = p.pooling(m)
+}
+
+// outputGrowth is what the output buffer grows to while an embedding
+// server serves: a full batch of outputs, logits and embeddings, beyond
+// the rows reserved at load.
+func outputGrowth(m *arch.Model, c graph.Context, p Profile, cpu Device, load Buffer) []Buffer {
+	if !p.embedding() || p.loadOnly {
+		return nil
+	}
+	full := 4 * int64(m.NVocab+m.NEmbd) * int64(c.NBatch)
+	if full <= load.Bytes {
+		return nil
+	}
+	return []Buffer{{Device: cpu.Name, BufferType: load.BufferType, Kind: KindOutputGrowth, Bytes: full - load.Bytes,
+		Note: fmt.Sprintf("the output buffer at a full batch of %d outputs (every prompt token of an embedding task), %d floats each", c.NBatch, m.NVocab+m.NEmbd)}}
+}
