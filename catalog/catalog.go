@@ -56,7 +56,7 @@ const (
 )
 
 // Capabilities an entry may declare.
-var knownCapabilities = []string{"tools", "vision", "reasoning", "embedding"}
+var knownCapabilities = []string{"tools", "vision", "reasoning", "embedding", "rerank"}
 
 // Entry is one model configuration family member: a checkpoint with its
 // variants.

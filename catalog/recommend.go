@@ -365,7 +365,19 @@ func wanted(e *Entry, o Options) bool {
 	if len(o.Licenses) > 0 && !slices.Contains(o.Licenses, e.License) {
 		return false
 	}
+	if e.Embeds() {
+		// Embedding models and rerankers are listed when asked for, and
+		// then whatever their trained context: an input is a passage, not
+		// a conversation.
+		return slices.Contains(o.Capabilities, "embedding") || slices.Contains(o.Capabilities, "rerank")
+	}
 	return e.CtxTrained >= o.MinCtx
+}
+
+// Embeds reports whether the entry embeds or reranks rather than
+// generates.
+func (e *Entry) Embeds() bool {
+	return slices.Contains(e.Capabilities, "embedding") || slices.Contains(e.Capabilities, "rerank")
 }
 
 // usableTPS is the decode speed below which a configuration, however

@@ -316,7 +316,11 @@ func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out report.Plan) {
 	for _, l := range p.Explain {
 		line(l)
 	}
-	line(speedLine(out.Speed))
+	if p.Chosen.Profile.Embedding != nil && p.Chosen.Profile.Embedding.On {
+		line(embedSpeedLine(out.Speed))
+	} else {
+		line(speedLine(out.Speed))
+	}
 	if out.Measured != nil {
 		printMeasured(w, out.Measured, out.Speed)
 	}
@@ -395,6 +399,15 @@ func speedLine(est []speed.Result) string {
 		line += " (uncalibrated backend: rough)"
 	}
 	return line
+}
+
+// embedSpeedLine is an embedding server's speed: it generates nothing, so
+// what counts is how fast it reads its inputs (prompt processing).
+func embedSpeedLine(est []speed.Result) string {
+	if len(est) == 0 || est[0].PrefillTPS == nil {
+		return "embedding speed: not estimated (prompt processing needs each device's published compute peak)"
+	}
+	return fmt.Sprintf("embeds at most about %.0f tokens/s: prompt processing at the devices' published compute peak, a ceiling rather than an estimate", *est[0].PrefillTPS)
 }
 
 // routerPresetTakes refuses the flags given (visit: flag.FlagSet.Visit)

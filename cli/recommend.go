@@ -66,7 +66,7 @@ func runRecommend(ctx context.Context, env Env, args []string) error {
 	llama := llamaServerFlag(fs)
 	eng := engineFlag(fs)
 	fs.StringVar(&o.Goal, "goal", catalog.GoalBalanced, "ranking: quality, speed, balanced or context")
-	caps := fs.String("capability", "", "comma-separated capabilities every entry must have: tools, vision, reasoning, embedding")
+	caps := fs.String("capability", "", "comma-separated capabilities every entry must have: tools, vision, reasoning, embedding, rerank (embedding models and rerankers are listed only when asked for)")
 	lic := fs.String("license", "", "comma-separated licenses to accept (e.g. apache-2.0,mit)")
 	fs.IntVar(&o.MinCtx, "min-ctx", o.MinCtx, "the least context per slot; entries trained on less are left out")
 	fs.IntVar(&o.Parallel, "np", o.Parallel, "parallel conversations (slots); each gets its own context")
@@ -235,6 +235,11 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw
 	fmt.Fprintln(w, wrap("memory: GiB the plan needs, all memory domains together; download: GiB of files, "+
 		"~ derived from the public config and quant recipe, not read from the locked GGUF header.", "", "  ", textWidth))
 	fmt.Fprintln(w, wrap("tok/s: estimated decode speed of one sequence at an empty context; "+speedCalibration(rows, snap.Hardware != "")+" (docs/speed.md).", "", "  ", textWidth))
+	if slices.ContainsFunc(rows, func(r catalog.Row) bool {
+		return slices.Contains(r.Capabilities, "embedding") || slices.Contains(r.Capabilities, "rerank")
+	}) {
+		fmt.Fprintln(w, wrap("An embedding model or reranker generates nothing: its tok/s only orders it among its kind; it reads its inputs at prompt-processing speed, which 'headroom plan' bounds.", "", "  ", textWidth))
+	}
 }
 
 // recommendTable lays the rows out in columns, with the reason under each

@@ -43,12 +43,14 @@ otherwise:
   /api/unload        POST {"id":ID}
   /api/instances     what runs, with each served model's memory per
                      domain, and every load, eviction and refusal
-  /v1/chat/completions, /v1/completions, /v1/embeddings
+  /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/rerank
                      OpenAI-compatible, routed by the body's model (as
                      /v1/models names it): a model not loaded is loaded
                      first, stopping the least recently used idle ones
                      when the ledger says there is no room; 503 with
-                     the reason when it cannot fit even then
+                     the reason when it cannot fit even then. Embedding
+                     models run with --embedding, rerankers with
+                     --rerank, as their plans say
 
 M is a catalog variant (ENTRY/QUANT), an hf: reference or a file inside
 headroom's store; requests can name no other path and no URL. Every load

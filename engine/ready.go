@@ -28,6 +28,22 @@ const (
 // request really runs the model.
 var probeBody = []byte(`{"prompt":"Hello","n_predict":1,"cache_prompt":false}`)
 
+// probe is the proving request for a server started with args, and the
+// JSON field its answer must have: a completion, or for an embedding
+// server (which evaluates no completion) an embedding of three token ids
+// every vocabulary has, or for a reranker a query and a document.
+func probe(args []string) (path string, body []byte, field string) {
+	for _, a := range args {
+		switch a {
+		case "--rerank", "--reranking":
+			return "/v1/rerank", []byte(`{"query":"Hello","documents":["Hello"]}`), "results"
+		case "--embedding", "--embeddings":
+			return "/v1/embeddings", []byte(`{"input":[1,2,3]}`), "data"
+		}
+	}
+	return "/completion", probeBody, "content"
+}
+
 // WaitReady waits until the model serves: GET /health answers 200 (503
 // means still loading) and then a one-token POST /completion answers 200
 // with a JSON body holding a "content" string. /health alone is not
@@ -102,7 +118,8 @@ func (s *Server) afterExit() error {
 // loading finishes, a dropped connection, ctx ending) it says what
 // happened and WaitReady's loop decides.
 func (s *Server) prove(ctx context.Context) (bool, string, *Failure) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/completion", bytes.NewReader(probeBody))
+	path, body, field := probe(s.opts.Args)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+path, bytes.NewReader(body))
 	if err != nil {
 		return false, err.Error(), nil
 	}
@@ -111,25 +128,32 @@ func (s *Server) prove(ctx context.Context) (bool, string, *Failure) {
 	if err != nil {
 		// A crash during the completion shows up as the exit; anything
 		// else is retried until the time runs out.
-		return false, fmt.Sprintf("GET /health answered 200, but POST /completion failed: %v", err), nil
+		return false, fmt.Sprintf("GET /health answered 200, but POST %s failed: %v", path, err), nil
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	answerBody, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if resp.StatusCode == http.StatusServiceUnavailable {
-		return false, "GET /health answered 200, then POST /completion answered 503 (still loading)", nil
+		return false, fmt.Sprintf("GET /health answered 200, then POST %s answered 503 (still loading)", path), nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return false, "", s.completionFailure(fmt.Sprintf("GET /health answered 200, but POST /completion answered %d: %s",
-			resp.StatusCode, excerpt(string(body), 300)))
+		return false, "", s.completionFailure(fmt.Sprintf("GET /health answered 200, but POST %s answered %d: %s",
+			path, resp.StatusCode, excerpt(string(answerBody), 300)))
 	}
 	var answer map[string]any
-	if err := json.Unmarshal(body, &answer); err != nil {
-		return false, "", s.completionFailure(fmt.Sprintf("POST /completion answered 200 with a body that is not JSON (%v): %s",
-			err, excerpt(string(body), 300)))
+	if err := json.Unmarshal(answerBody, &answer); err != nil {
+		return false, "", s.completionFailure(fmt.Sprintf("POST %s answered 200 with a body that is not JSON (%v): %s",
+			path, err, excerpt(string(answerBody), 300)))
 	}
-	if _, ok := answer["content"].(string); !ok {
-		return false, "", s.completionFailure(fmt.Sprintf(`POST /completion answered 200 without a "content" string: %s`,
-			excerpt(string(body), 300)))
+	ok := false
+	switch v := answer[field].(type) {
+	case string:
+		ok = true
+	case []any:
+		ok = len(v) > 0
+	}
+	if !ok {
+		return false, "", s.completionFailure(fmt.Sprintf(`POST %s answered 200 without %q: %s`,
+			path, field, excerpt(string(answerBody), 300)))
 	}
 	return true, "", nil
 }

@@ -21,6 +21,11 @@ type Embedding struct {
 	Pooling string `json:"pooling,omitempty"`
 }
 
+// embeddingCtx is the most cells per slot a search gives an embedding
+// server unless --min-ctx, -c or --goal context asks for more: the
+// longest input a slot embeds.
+const embeddingCtx = 8192
+
 // KindOutputGrowth is the output buffer grown to a full batch of
 // outputs: an embedding server makes every prompt token an output
 // (server-context.cpp adds them with output = need_embd()), and
@@ -111,6 +116,22 @@ func embedContext(c *graph.Context, m *arch.Model, p Profile) {
 	}
 	c.Embeddings = p.embedding()
 	c.Pooling = p.pooling(m)
+}
+
+// embeddingLine says how an embedding server's host memory grows while
+// it serves, for a plan's explanation.
+func embeddingLine(a *Assessment) string {
+	var grow int64
+	for _, b := range a.Serving {
+		if b.Kind == KindOutputGrowth {
+			grow += b.Bytes
+		}
+	}
+	line := "memory while serving: no prompt cache (an embedding server keeps no prompts)"
+	if grow > 0 {
+		line += fmt.Sprintf(", the output buffer grows by %d MiB at a full batch of embeddings", grow>>20)
+	}
+	return line
 }
 
 // outputGrowth is what the output buffer grows to while an embedding

@@ -236,7 +236,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 	ceiling = needCeiling(m, o, len(gpus) == 0 || unified, minCtx, ceiling)
 
 	caches := []cacheChoice{{k: "f16", v: "f16"}}
-	if o.AllowQ8 {
+	if o.AllowQ8 && !m.Encoder { // an encoder has no cache to quantize
 		caches = append(caches, cacheChoice{k: "q8_0", v: "q8_0"})
 	}
 	fx := o.Fixed

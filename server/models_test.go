@@ -95,9 +95,21 @@ func TestRecommend(t *testing.T) {
 		machine string
 		check   func(t *testing.T, rows []catalog.Row)
 	}{
+		{"machine=rtx-4090&capability=embedding", "balanced", "rtx-4090", func(t *testing.T, rows []catalog.Row) {
+			want := variantsWhere(t, func(e *catalog.Entry) bool { return slices.Contains(e.Capabilities, "embedding") })
+			if len(rows) != want || want == 0 {
+				t.Errorf("%d rows, want the catalog's %d embedding variants", len(rows), want)
+			}
+			for _, r := range rows {
+				if !r.Enabled || r.Plan == nil || !slices.Contains(r.Plan.Flags, "--embedding") {
+					t.Errorf("%s/%s: enabled %v, plan %+v, want a plan with --embedding", r.Entry, r.Quant, r.Enabled, r.Plan)
+				}
+			}
+		}},
 		{"machine=rtx-4090", "balanced", "rtx-4090", func(t *testing.T, rows []catalog.Row) {
-			if len(rows) != variantCount(t) {
-				t.Errorf("%d rows, want every one of the catalog's %d variants", len(rows), variantCount(t))
+			// embedding models and rerankers only when asked for
+			if want := variantsWhere(t, func(e *catalog.Entry) bool { return !e.Embeds() }); len(rows) != want {
+				t.Errorf("%d rows, want every one of the catalog's %d variants of generating models", len(rows), want)
 			}
 			if !rows[0].Enabled || rows[0].Rank != 1 || rows[0].Plan == nil || rows[0].Plan.Source != "search" {
 				t.Errorf("first row %+v, want rank 1 with a searched plan", rows[0])

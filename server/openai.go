@@ -17,8 +17,10 @@ import (
 )
 
 // The OpenAI-compatible endpoints headroom forwards to the model a
-// request's body names, loading it first when it is not loaded.
-var openAIPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings"}
+// request's body names, loading it first when it is not loaded; with
+// llama-server's rerank endpoint (Jina's and Cohere's request shape),
+// which an embedding model's server answers when its plan has --rerank.
+var openAIPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/rerank", "/v1/reranking"}
 
 // newUpstream is the client that forwards to the children: they are on
 // loopback, answer as they compute, and must never be reached through a

@@ -374,6 +374,9 @@ func tokenizer(b *gguf.Builder, s Shape) error {
 			tokens[i] = "<|special_" + strconv.Itoa(i) + "|>"
 			types[i] = 3
 		}
+		for id, text := range s.Specials {
+			tokens[id], types[id] = text, 3
+		}
 		merges := make([]string, 0, s.Vocab*2)
 		for i := 0; len(merges) < cap(merges); i++ {
 			merges = append(merges, "Ġt"+strconv.FormatInt(int64(i%s.Vocab), 36)+" "+strconv.FormatInt(int64(i), 36))

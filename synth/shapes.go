@@ -301,5 +301,8 @@ var shapes = map[string]Shape{
 	"qwen3-reranker-0.6b": {Name: "Qwen3-Reranker-0.6B", Arch: "qwen3", Layers: 28, Embd: 1024, Heads: 16, HeadsKV: 8, HeadDim: 128, FF: 3072,
 		Vocab: 151669, CtxTrain: 40960, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "gpt2",
 		Pooling: "rank", ClsLabels: []string{"yes", "no"}, RerankPrompt: qwen3RerankPrompt,
+		// the control tokens its rerank prompt is made of, where Qwen3's
+		// vocabulary has them
+		Specials: map[int]string{151643: "<|endoftext|>", 151644: "<|im_start|>", 151645: "<|im_end|>"},
 		Source: "Qwen/Qwen3-0.6B config.json, which Qwen3-Reranker-0.6B is tuned from, with Qwen3-Embedding-0.6B's 151669 tokens; llama.cpp's converter makes cls.output of the lm_head's yes and no rows"},
 }

@@ -126,10 +126,11 @@ export async function serveOnce({bin, modelPath, args, env, timeoutMs = 600_000,
         timings_ms.ready = Date.now() - t0;
         phase = "serve";
         // An embedding or reranking server is proven by what it serves.
-        // Token ids and control tokens, which every synth vocabulary has
-        // (their text may tokenize to nothing).
+        // Token ids, which every synth vocabulary has (its text may
+        // tokenize to nothing); a reranker's prompt holds its control
+        // tokens.
         const [route, req] = args.includes("--rerank")
-            ? ["/v1/rerank", {query: "<|special_151500|>", documents: ["<|special_151501|>", "<|special_151502|>"]}]
+            ? ["/v1/rerank", {query: "Hello", documents: ["Hello", "World"]}]
             : args.includes("--embedding") ? ["/v1/embeddings", {input: [1000, 1001, 1002, 1003]}]
             : ["/completion", {prompt: "Hello", n_predict: nPredict, cache_prompt: false}];
         const r = await fetch(base + route, {

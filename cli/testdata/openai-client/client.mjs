@@ -3,15 +3,17 @@
 //
 //   node client.mjs BASE_URL STEP...
 //
-// where STEP is stream:MODEL (a streamed chat), chat:MODEL (one answer)
-// or complete:MODEL (a /v1/completions request). A step that fails
+// where STEP is stream:MODEL (a streamed chat), chat:MODEL (one answer),
+// complete:MODEL (a /v1/completions request), embed:MODEL (two inputs
+// to /v1/embeddings) or rerank:MODEL (a query and two documents to
+// /v1/rerank, which OpenAI's client has no method for). A step that fails
 // prints its status and message and the next step runs; the exit status
 // is 0 once every step has been tried.
 import OpenAI from "openai";
 
 const [base, ...steps] = process.argv.slice(2);
 if (!base || steps.length === 0) {
-  console.error("usage: node client.mjs BASE_URL stream:MODEL|chat:MODEL|complete:MODEL...");
+  console.error("usage: node client.mjs BASE_URL stream:MODEL|chat:MODEL|complete:MODEL|embed:MODEL|rerank:MODEL...");
   process.exit(2);
 }
 // No retries: a 503 from headroom is the answer under test, not a hiccup.
@@ -47,6 +49,22 @@ async function run(kind, model) {
       out.text = r.choices[0]?.text ?? "";
       out.finish = r.choices[0]?.finish_reason;
       out.tokens = r.usage?.completion_tokens;
+    } else if (kind === "embed") {
+      const r = await client.embeddings.create({ model, input: ["Hello", "World"] });
+      out.named = r.model;
+      out.vectors = r.data.length;
+      out.dims = r.data[0]?.embedding?.length ?? 0;
+    } else if (kind === "rerank") {
+      const r = await fetch(base + "/rerank", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ model, query: "Hello", documents: ["Hello", "World"] }),
+      });
+      const body = await r.json();
+      if (!r.ok) {
+        throw Object.assign(new Error(body?.error?.message ?? JSON.stringify(body)), { status: r.status });
+      }
+      out.named = body.model;
+      out.results = body.results?.length ?? 0;
     } else {
       throw new Error(`unknown step ${kind}`);
     }
