@@ -109,6 +109,9 @@ var families = map[string]family{
 	// KV only in the first 20 layers whatever attention.shared_kv_layers
 	// says, the AltUp projections on the output layer and the per-layer
 	// input projection on layer 0 (LLM_TENSOR_INFOS in llama-arch.cpp).
+	// MiniMax-M2 (src/models/minimax-m2.cpp): llama's cache over every
+	// layer; sigmoid-routed experts with a selection bias.
+	"minimax-m2": {},
 	// BERT encoders (src/models/bert.cpp, nomic-bert.cpp): no memory,
 	// the embedding norm on layer 0 (LLM_TENSOR_TOKEN_EMBD_NORM is a
 	// repeating layer's), a reranker's head on the output layer.

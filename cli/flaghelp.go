@@ -70,7 +70,9 @@ func (g flagGroup) spelled() string {
 	var parts []string
 	for i, n := range g.names {
 		dash := "--"
-		if len(g.names) > 1 && i < len(g.names)-1 && !strings.Contains(n, "-") {
+		// llama.cpp's short spellings (-c, -np, -ctxcp) come first; its
+		// long ones without a hyphen (--embedding) keep two dashes.
+		if len(g.names) > 1 && i < len(g.names)-1 && !strings.Contains(n, "-") && len(n) <= 5 {
 			dash = "-"
 		}
 		parts = append(parts, dash+n)

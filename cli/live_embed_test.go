@@ -1,29 +1,37 @@
 package cli
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
+	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/synth"
 )
 
-// embedStep is one line client.mjs prints for embed and rerank steps.
-type embedStep struct {
-	clientStep
-	Vectors int `json:"vectors"`
-	Dims    int `json:"dims"`
-	Results int `json:"results"`
+// vmHWM is a process's peak resident memory, in bytes.
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM for %d", pid)
+	return 0
 }
 
 // TestLiveProviderEmbeddings serves a chat model, an embedding model and a
@@ -37,7 +45,7 @@ type embedStep struct {
 // refuses.
 func TestLiveProviderEmbeddings(t *testing.T) {
 	bin := liveEngine(t)
-	node, script := openAIClient(t)
+	openAIClient(t) // skips, or fails, before the models are written
 	dir := t.TempDir()
 	for name, shape := range map[string]string{"chat": "tinyllama-1.1b", "embed": "nomic-embed-text-v1.5", "rerank": "qwen3-reranker-0.6b"} {
 		q := synth.Q8_0
@@ -55,28 +63,7 @@ func TestLiveProviderEmbeddings(t *testing.T) {
 	opts := providerOpts()
 	fitParams, _ := engine.FindFitParams(bin, nil)
 	f := startProviderOn(t, bin, fitParams, snap, opts, dir, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, f.srv.URL+"/v1", "embed:embed", "rerank:rerank", "stream:chat", "embed:chat")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client.mjs: %v\n%s\n%s", err, out, stderr.String())
-	}
-	t.Logf("client.mjs:\n%s", out)
-	var steps []embedStep
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		var s embedStep
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		steps = append(steps, s)
-	}
-	if len(steps) != 4 {
-		t.Fatalf("%d steps, want 4", len(steps))
-	}
+	steps := runClient(t, f.srv.URL+"/v1", "embed:embed", "rerank:rerank", "stream:chat", "embed:chat")
 	if s := steps[0]; s.Status != 200 || s.Vectors != 2 || s.Dims != 768 {
 		t.Errorf("embeddings from embed: %+v, want two vectors of 768", s)
 	}
@@ -92,9 +79,39 @@ func TestLiveProviderEmbeddings(t *testing.T) {
 	if s := f.states(); s["chat"] != "loaded" || s["embed"] != "loaded" || s["rerank"] != "loaded" {
 		t.Errorf("states %v, want all three loaded", s)
 	}
+	// A full micro-batch of input grows the encoder's output buffer to
+	// 512 rows of logits and embeddings: its peak stays within what the
+	// ledger booked for it.
+	ids := make([]string, 500)
+	for i := range ids {
+		ids[i] = strconv.Itoa(1000 + i)
+	}
+	resp, err := http.Post(f.srv.URL+"/v1/embeddings", "application/json",
+		strings.NewReader(`{"model":"embed","input":[`+strings.Join(ids, ",")+`]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("an embedding of 500 tokens: %d", resp.StatusCode)
+	}
 	bookings, err := f.ledger.Held()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, b := range bookings {
+		if filepath.Base(b.Model) != "embed.gguf" {
+			continue
+		}
+		peak := vmHWM(t, b.ChildPID)
+		var booked int64
+		for _, n := range b.Need {
+			booked += n
+		}
+		t.Logf("embed: peak resident %.1f MiB after 500 tokens, %.1f MiB booked", float64(peak)/(1<<20), float64(booked)/(1<<20))
+		if peak > booked {
+			t.Errorf("embed's peak resident memory %d B is over the %d B booked for it", peak, booked)
+		}
 	}
 	want := map[string]string{"chat.gguf": "", "embed.gguf": "--embedding", "rerank.gguf": "--rerank"}
 	for _, b := range bookings {

@@ -50,6 +50,40 @@ type clientStep struct {
 	Text   string `json:"text"`
 	Finish string `json:"finish"`
 	MS     int    `json:"ms"`
+	// embed and rerank steps
+	Vectors int `json:"vectors"`
+	Dims    int `json:"dims"`
+	Results int `json:"results"`
+}
+
+// runClient runs client.mjs's steps against base and returns the line
+// each printed.
+func runClient(t *testing.T, base string, steps ...string) []clientStep {
+	t.Helper()
+	node, script := openAIClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{script, base}, steps...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client.mjs: %v\n%s\n%s", err, out, stderr.String())
+	}
+	t.Logf("client.mjs:\n%s", out)
+	var got []clientStep
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		var s clientStep
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		got = append(got, s)
+	}
+	if len(got) != len(steps) {
+		t.Fatalf("%d steps, want %d", len(got), len(steps))
+	}
+	return got
 }
 
 // TestLiveProviderOpenAIClient points OpenAI's own JavaScript client at
@@ -60,30 +94,9 @@ type clientStep struct {
 // reason and nothing stopped; and a completion on b.
 func TestLiveProviderOpenAIClient(t *testing.T) {
 	bin := liveEngine(t)
-	node, script := openAIClient(t)
+	openAIClient(t) // skips, or fails, before the provider starts
 	f := startProvider(t, bin, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, f.srv.URL+"/v1", "stream:a", "stream:b", "stream:c", "chat:huge", "complete:b")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client.mjs: %v\n%s\n%s", err, out, stderr.String())
-	}
-	t.Logf("client.mjs:\n%s", out)
-	var steps []clientStep
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		var s clientStep
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		steps = append(steps, s)
-	}
-	if len(steps) != 5 {
-		t.Fatalf("%d steps, want 5", len(steps))
-	}
+	steps := runClient(t, f.srv.URL+"/v1", "stream:a", "stream:b", "stream:c", "chat:huge", "complete:b")
 	for _, s := range steps[:3] {
 		if s.Status != 200 || !s.Whole || s.Chunks == 0 || s.Named != s.Model {
 			t.Errorf("stream on %s: status %d, whole %v, %d chunks, named %q, %s", s.Model, s.Status, s.Whole, s.Chunks, s.Named, s.Error)

@@ -88,7 +88,7 @@ change nothing headroom counts (threads, the HTTP server and its
 --api-key, sampling, logging, templates) are passed through, said on
 standard error and written into the printed command; --mlock is
 accounted (the weights locked in RAM, RLIMIT_MEMLOCK checked); flags
-that change memory in ways headroom does not count (--embedding, --lora,
+that change memory in ways headroom does not count (--lora,
 --spec-type, -sm, -dev, ...), the router's (a line with no model,
 --models-dir) and VAR=VALUE before the program are refused with the
 reason. A pasted llama-cli or llama-completion line sets --program.`

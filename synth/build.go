@@ -257,6 +257,9 @@ func headDimMetadata(k keys, s Shape) {
 	case "qwen3next", "qwen35", "qwen35moe":
 		// partial_rotary_factor 0.25
 		k.u32("rope.dimension_count", headDim/4)
+	case "minimax-m2":
+		// rotary_dim: half of each head is rotated
+		k.u32("rope.dimension_count", s.RopeDim)
 	case "gptneox":
 		// rotary_pct of the head; the converter writes no rope.freq_base
 		// (rotary_emb_base is llama.cpp's default 10000).

@@ -277,6 +277,15 @@ var shapes = map[string]Shape{
 		MoE:    &MoE{Experts: 16, Used: 1, FF: 8192, Step: 1},
 		Source: "meta-llama/Llama-4-Scout-17B-16E config.json (text_config)"},
 
+	// MiniMax-M2: 62 layers of 256 sigmoid-routed experts (8 a token, a
+	// selection bias, no shared expert), RMS norms over the whole Q and K
+	// projections, RoPE on 64 of each head's 128 dimensions. The config's
+	// MTP modules have no released weights, so the GGUFs have none.
+	"minimax-m2": {Name: "MiniMax-M2", Arch: "minimax-m2", Layers: 62, Embd: 3072, Heads: 48, HeadsKV: 8, HeadDim: 128, FF: 1536,
+		Vocab: 200064, CtxTrain: 196608, RopeTheta: 5000000, NormEps: 1e-6, RopeDim: 64, Tokenizer: "gpt2", TokenizerPre: "minimax-m2",
+		MoE:    &MoE{Experts: 256, Used: 8, FF: 1536, GatingFunc: 2},
+		Source: "MiniMaxAI/MiniMax-M2 config.json (as transformers' MiniMaxM2Config defaults and the M2.5 config have it: scoring_func sigmoid, use_routing_bias, rotary_dim 64, qk_norm_type per_layer)"},
+
 	// Embedding and reranking models. BERT encoders keep no KV cache;
 	// the converter writes no KV head count (as many as the heads) and a
 	// layer norm epsilon.
@@ -304,5 +313,5 @@ var shapes = map[string]Shape{
 		// the control tokens its rerank prompt is made of, where Qwen3's
 		// vocabulary has them
 		Specials: map[int]string{151643: "<|endoftext|>", 151644: "<|im_start|>", 151645: "<|im_end|>"},
-		Source: "Qwen/Qwen3-0.6B config.json, which Qwen3-Reranker-0.6B is tuned from, with Qwen3-Embedding-0.6B's 151669 tokens; llama.cpp's converter makes cls.output of the lm_head's yes and no rows"},
+		Source:   "Qwen/Qwen3-0.6B config.json, which Qwen3-Reranker-0.6B is tuned from, with Qwen3-Embedding-0.6B's 151669 tokens; llama.cpp's converter makes cls.output of the lm_head's yes and no rows"},
 }

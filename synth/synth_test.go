@@ -92,6 +92,9 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		{"nemotron-nano-9b-v2", 8888227328},
 		// Tied embedding (published: 2.6B).
 		{"lfm2-2.6b", 2569272320},
+		// The Hub's count of the FP8 checkpoint, 228,703,644,928, less its
+		// block scales (223,872 a layer), which a GGUF does not carry.
+		{"minimax-m2", 228689764864},
 		// BERT encoders without the pooler the converter drops (147,840
 		// parameters): published 33.4M and 22.7M with it.
 		{"bge-small-en-v1.5", 33212160},

@@ -282,6 +282,15 @@ export const cases = [
         {contextSize: 8192, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
     ]),
 
+    // MiniMax-M2: 62 layers of 256 sigmoid-routed experts, norms over the
+    // whole Q and K projections, RoPE on half of each head; a 151 GiB
+    // sparse Q5_K_M file, whose K-quants x86's CPU backend does not repack.
+    ...sweep("minimax-m2", "Q5_K_M", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true},
+        {contextSize: 4096, sequences: 2, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
+    ]),
+
     // Qwen3.5 / 3.6 dense: Qwen3-Next's gated DeltaNet / gated attention
     // layers with a dense FFN and four position rows a token (multi-section
     // RoPE). The 0.8B has as many key heads as value heads; the 27B (a

@@ -55,6 +55,7 @@ func families() map[string]family {
 		"qwen35moe":     qwen35{moe: true},
 		"gemma3n":       gemma3n{},
 		"gemma4":        gemma4{},
+		"minimax-m2":    minimaxM2Arch(),
 		"bert":          bert{},
 		"nomic-bert":    bert{rope: true},
 	}
