@@ -584,3 +584,39 @@ func TestNumberKeys(t *testing.T) {
 		t.Errorf("a bool logit_scale: %v", err)
 	}
 }
+
+// A BERT encoder keeps no memory (create_memory makes none): every layer
+// keeps its heads for the graph but no cache; its embedding norm is layer
+// 0's, a reranker's head the output layer's, and its pooling and
+// classifier width come from the header.
+func TestEncoder(t *testing.T) {
+	m, err := build(t, "bert", map[string]gguf.Value{
+		"block_count": u32(2), "embedding_length": u32(384), "attention.head_count": u32(12),
+		"feed_forward_length": u32(1536), "context_length": u32(512), "attention.layer_norm_epsilon": gguf.Float32Value(1e-12),
+		"pooling_type": u32(PoolingRank), "classifier.output_labels": gguf.StringsValue([]string{"a", "b"}),
+	}, "token_embd.weight", "token_embd_norm.weight", "blk.0.attn_q.weight", "cls.weight", "cls.output.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Encoder || m.Pooling != PoolingRank || m.ClsOut != 2 || !m.EmbeddingModel() {
+		t.Errorf("encoder %v, pooling %d, classifier %d", m.Encoder, m.Pooling, m.ClsOut)
+	}
+	for _, l := range m.Layers {
+		if l.Attention != NoAttention || l.HeadsKV != 12 || l.KDim != 384 {
+			t.Errorf("layer %+v: want no cache, 12 KV heads of 32", l)
+		}
+	}
+	layers := map[string]int{}
+	for _, tn := range m.Tensors {
+		layers[tn.Name] = tn.Layer
+	}
+	if layers["token_embd_norm.weight"] != 0 || layers["cls.weight"] != 2 || layers["cls.output.weight"] != 2 {
+		t.Errorf("layers %v", layers)
+	}
+	if _, err := build(t, "qwen3", map[string]gguf.Value{
+		"block_count": u32(2), "embedding_length": u32(1024), "attention.head_count": u32(16), "feed_forward_length": u32(3072),
+		"pooling_type": u32(9),
+	}, "token_embd.weight"); !IsIncompatible(err) {
+		t.Errorf("pooling_type 9: %v, want incompatible", err)
+	}
+}

@@ -206,10 +206,11 @@ func finishCheck(ctx context.Context, env Env, d *launch.Deps, run *launch.Runni
 	if !servingOK {
 		return fmt.Errorf("check failed: llama-server grew past the plan while serving")
 	}
+	proof := engine.Proof(run.Flags)
 	if run.Reconciliation.Projected {
-		fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer at or under llama.cpp's projection")
+		fmt.Fprintf(env.Stdout, "check passed: ready after a real %s, every buffer at or under llama.cpp's projection\n", proof)
 	} else {
-		fmt.Fprintln(env.Stdout, "check passed: ready after a real completion, every buffer within bounds")
+		fmt.Fprintf(env.Stdout, "check passed: ready after a real %s, every buffer within bounds\n", proof)
 	}
 	return nil
 }

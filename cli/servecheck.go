@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/engine/workload"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/launch"
@@ -67,6 +68,15 @@ func servingCheck(ctx context.Context, d *launch.Deps, run *launch.Running, o se
 	const turns = 3
 	w := workload.Workload{Tokens: max(min((c.NCtxSeq-16)/turns, o.tokens), 16), Turns: turns, MinPrompts: 2 * turns * slots, MaxPrompts: 600,
 		SettleAfter: 2 * turns, SettleBytes: 4 << 20, Concurrent: slots, VocabLo: vocab / 8, VocabHi: vocab / 2, Seed: 1}
+	if proof := engine.Proof(run.Flags); proof != "completion" {
+		// Distinct inputs of a whole micro-batch (an encoder's input must
+		// fit one): each grows the output buffer to a batch of outputs,
+		// and each new task sends the idle slots' states to the prompt
+		// cache.
+		w.Embed, w.Turns = true, 1
+		w.Tokens = max(min(c.NUBatch, c.NCtxSeq, o.tokens), 16)
+		w.MinPrompts, w.SettleAfter = 2*slots, 2
+	}
 	w.Progress = func(n int, rss int64) {
 		say(d, "checking", fmt.Sprintf("serving check: %d prompts of %d tokens, peak resident memory %.0f MiB", n, w.Tokens, float64(rss)/(1<<20)))
 	}

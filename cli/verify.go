@@ -37,7 +37,11 @@ func printCheck(w io.Writer, c *engine.Check) {
 		// mmap), and the load's own log is the final word.
 		verdict = "DIFFERS on the rows marked: llama.cpp's own --fit plans with its figures; 'headroom serve --check' compares with a real load"
 	}
-	fmt.Fprintf(w, "\n%s\n", wrap(fmt.Sprintf("engine check: %s's projection of this load, beside headroom's (MiB, rounded down as llama.cpp prints them): %s", c.Engine, verdict), "", "  ", textWidth))
+	load := "this load"
+	if len(c.Without) > 0 {
+		load = "this load without " + strings.Join(c.Without, ", ") + ", which it does not take"
+	}
+	fmt.Fprintf(w, "\n%s\n", wrap(fmt.Sprintf("engine check: %s's projection of %s, beside headroom's (MiB, rounded down as llama.cpp prints them): %s", c.Engine, load, verdict), "", "  ", textWidth))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "row\tpart\tllama.cpp\theadroom\t\t")
 	for _, cell := range c.Cells {

@@ -143,7 +143,20 @@ func FitParamsProfile(p plan.Profile) plan.Profile {
 	if e := tb.Lookup("-kvu"); e != nil && !e.Accepts(llamaflags.FitParams) {
 		p.KVUnified = false
 	}
+	if e := tb.Lookup("--embedding"); p.Embedding != nil && e != nil && !e.Accepts(llamaflags.FitParams) {
+		p.Embedding = nil
+	}
 	return p
+}
+
+// FitParamsLeavesOut names the flags of p that change memory and that
+// llama-fit-params does not take, so its projection is of the load
+// without them.
+func FitParamsLeavesOut(p plan.Profile) []string {
+	if p.Embedding != nil && FitParamsProfile(p).Embedding == nil {
+		return []string{"--embedding"}
+	}
+	return nil
 }
 
 // firstBreakdown is the rows of the first table: a name seen again
@@ -174,6 +187,10 @@ type Check struct {
 	Engine string      `json:"engine"`
 	Cells  []CheckCell `json:"cells"`
 	Agrees bool        `json:"agrees"`
+	// Without are the flags of the checked profile that llama-fit-params
+	// does not take (FitParamsLeavesOut): both sides are of the load
+	// without them.
+	Without []string `json:"without,omitempty"`
 }
 
 // Compare sets headroom's accounting of the projected load beside the

@@ -28,6 +28,18 @@ const (
 // request really runs the model.
 var probeBody = []byte(`{"prompt":"Hello","n_predict":1,"cache_prompt":false}`)
 
+// Proof names the request that proves a server started with args ready:
+// "completion", or "embedding" or "rerank" for an embedding server.
+func Proof(args []string) string {
+	switch path, _, _ := probe(args); path {
+	case "/v1/rerank":
+		return "rerank"
+	case "/v1/embeddings":
+		return "embedding"
+	}
+	return "completion"
+}
+
 // probe is the proving request for a server started with args, and the
 // JSON field its answer must have: a completion, or for an embedding
 // server (which evaluates no completion) an embedding of three token ids

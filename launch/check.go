@@ -42,6 +42,7 @@ func EngineCheck(ctx context.Context, c *source.Client, bin string, h *source.He
 		return nil, err
 	}
 	check := engine.Compare(bin, rows, r.Buffers, cpu.Name)
+	check.Without = engine.FitParamsLeavesOut(p)
 	return &check, nil
 }
 

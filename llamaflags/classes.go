@@ -74,7 +74,7 @@ func classes() map[string]Class {
 	set(Class{Use: Refused, Why: "overrides the model's metadata, which can change any shape headroom reads from it"}, "--override-kv")
 	set(Class{Use: Refused, Why: "limits each slot's share of a unified cache, which headroom does not model yet"}, "--kv-unified-per-slot")
 	set(Class{Use: Refused, Why: "samples on the device, with buffers headroom does not count (experimental in llama.cpp)"}, "--backend-sampling")
-	set(Class{Use: Modeled, Why: "an embedding or reranking server: every prompt token an output, n_batch lowered to n_ubatch, the pooling in the graph, no prompt cache (docs/embeddings.md)"},
+	set(Class{Use: Modeled, Why: "an embedding or reranking server: every prompt token an output, n_batch lowered to n_ubatch, the pooling in the graph, the output buffer grown to a batch of outputs while serving (docs/embeddings.md)"},
 		"--embedding", "--rerank", "--pooling")
 	set(Class{Use: Refused, Why: "picks how drafts are made: the draft-eagle3, draft-dflash, draft-dspark and draft-mtp types take the target's hidden states into draft models of their own, and the n-gram types keep tables of their own, none of which headroom accounts yet; the default, a draft model given with -md, is accounted"}, "--spec-type")
 	set(Class{Use: Refused, Why: "names a draft model on Hugging Face: give it to headroom with -md hf:REPO:QUANT, which resolves and counts it"}, "--spec-draft-hf")

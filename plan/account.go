@@ -143,14 +143,13 @@ func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlac
 	r.Buffers = append(r.Buffers, mp.weights...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Buffers = append(r.Buffers, rsBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
-	out := outputBuffer(m, ctx, p.rules(), cpu, gpus, r.LayerDevice)
-	r.Buffers = append(r.Buffers, out)
+	r.Buffers = append(r.Buffers, outputBuffer(m, ctx, p.rules(), cpu, gpus, r.LayerDevice))
 	extra, err := p.Companions.buffers(ctx, p, cpu, gpus)
 	if err != nil {
 		return nil, fmt.Errorf("companion: %w", err)
 	}
 	r.Buffers = append(r.Buffers, extra...)
-	r.Serving = append(servingBuffers(m, ctx, p, cpu), outputGrowth(m, ctx, p, cpu, out)...)
+	r.Serving = servingBuffers(m, ctx, p, cpu)
 	return r, nil
 }
 

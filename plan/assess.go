@@ -202,6 +202,9 @@ func Assess(m *arch.Model, archErr error, p Profile, s *hw.Snapshot) (*Assessmen
 		a.Warnings = append(a.Warnings, fmt.Sprintf("%d cells per sequence is beyond the %d the model was trained for: llama.cpp warns of a possible training context overflow and answers degrade past it; -c %d keeps every slot within it",
 			c.NCtxSeq, m.CtxTrain, m.CtxTrain*c.NSeq))
 	}
+	if w := embeddingWarning(m, p); w != "" {
+		a.Warnings = append(a.Warnings, w)
+	}
 	if c := a.Resolved; c != nil && (p.FlashAttn == FlashAuto || p.FlashAttn == "") && !c.Flash {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("-fa auto turns flash attention off here: a GPU holding layers (CUDA or ROCm) has no flash-attention kernel for a K cache of %s with V of %s at this head size, so the graph holds every head's attention scores (counted above); K and V caches of one type (f16, q8_0 or q4_0) keep it on",
 			c.TypeK, c.TypeV))

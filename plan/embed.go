@@ -118,33 +118,64 @@ func embedContext(c *graph.Context, m *arch.Model, p Profile) {
 	c.Pooling = p.pooling(m)
 }
 
-// embeddingLine says how an embedding server's host memory grows while
-// it serves, for a plan's explanation.
-func embeddingLine(a *Assessment) string {
+// embeddingWarning says what a profile without --embedding (or
+// --rerank) does with a model made to embed or rerank, or what one with it
+// does with a generating model; "" when they match.
+func embeddingWarning(m *arch.Model, p Profile) string {
+	if p.Program.OrServer() != ProgramServer && p.Program.OrServer() != ProgramCLI {
+		return ""
+	}
+	want := EmbeddingFor(m)
+	switch {
+	case want != nil && !p.embedding():
+		flag := "--embedding"
+		if want.Pooling == "rank" {
+			flag = "--rerank"
+		}
+		return fmt.Sprintf("this is an embedding model (%s): llama-server answers /v1/embeddings and /v1/rerank only when started with --embedding or --rerank, which change its memory; the figures are for a server without it (plan and serve give it %s)",
+			embeddingKind(m), flag)
+	case want == nil && p.embedding():
+		return "--embedding on a generating model: llama-server then makes every prompt token an output, with logits, and serves no completion; the figures are for that"
+	}
+	return ""
+}
+
+// embeddingKind names what the model is for, for a sentence.
+func embeddingKind(m *arch.Model) string {
+	if m.Pooling == arch.PoolingRank {
+		return "a reranker"
+	}
+	if m.Encoder {
+		return "an encoder, with " + arch.PoolingNames[m.Pooling] + " pooling"
+	}
+	return arch.PoolingNames[m.Pooling] + " pooling"
+}
+
+// outputGrowthOf is the output buffer's growth an assessment counts
+// while serving.
+func outputGrowthOf(a *Assessment) int64 {
 	var grow int64
 	for _, b := range a.Serving {
 		if b.Kind == KindOutputGrowth {
 			grow += b.Bytes
 		}
 	}
-	line := "memory while serving: no prompt cache (an embedding server keeps no prompts)"
-	if grow > 0 {
-		line += fmt.Sprintf(", the output buffer grows by %d MiB at a full batch of embeddings", grow>>20)
-	}
-	return line
+	return grow
 }
 
 // outputGrowth is what the output buffer grows to while an embedding
 // server serves: a full batch of outputs, logits and embeddings, beyond
-// the rows reserved at load.
-func outputGrowth(m *arch.Model, c graph.Context, p Profile, cpu Device, load Buffer) []Buffer {
+// the one row per slot reserved at load. It is host memory (the CPU's
+// buffer type, or the host buffer of the GPU holding the output layer).
+func outputGrowth(m *arch.Model, c graph.Context, p Profile, cpu Device) []Buffer {
 	if !p.embedding() || p.loadOnly {
 		return nil
 	}
-	full := 4 * int64(m.NVocab+m.NEmbd) * int64(c.NBatch)
-	if full <= load.Bytes {
+	row := 4 * int64(m.NVocab+m.NEmbd)
+	grow := row * int64(c.NBatch-max(c.NSeq, 1))
+	if grow <= 0 {
 		return nil
 	}
-	return []Buffer{{Device: cpu.Name, BufferType: load.BufferType, Kind: KindOutputGrowth, Bytes: full - load.Bytes,
+	return []Buffer{{Device: cpu.Name, BufferType: cpu.Name, Kind: KindOutputGrowth, Bytes: grow,
 		Note: fmt.Sprintf("the output buffer at a full batch of %d outputs (every prompt token of an embedding task), %d floats each", c.NBatch, m.NVocab+m.NEmbd)}}
 }

@@ -19,10 +19,6 @@ func searchServing(o SearchOptions) SearchOptions {
 		o.Base.loadOnly = true
 		return o
 	}
-	if o.Base.embedding() {
-		// an embedding server keeps no prompts (servingBuffers)
-		return o
-	}
 	sv, ok := o.Base.ServingOf()
 	if !ok {
 		return o
@@ -179,9 +175,6 @@ func servingLine(c *Candidate, fixed bool) string {
 	if !ok {
 		return ""
 	}
-	if c.Profile.embedding() {
-		return embeddingLine(a)
-	}
 	var kv, cache, ckpt int64
 	for _, b := range a.Buffers {
 		if b.Kind == KindKV || b.Kind == KindRS {
@@ -216,6 +209,9 @@ func servingLine(c *Candidate, fixed bool) string {
 			line += fmt.Sprintf(" of llama-server's %d: as many as fit beside the context", d)
 		}
 		line += ")"
+	}
+	if grow := outputGrowthOf(a); grow > 0 {
+		line += fmt.Sprintf(", the output buffer's growth to a batch of embeddings %d MiB", grow>>20)
 	}
 	if spare >= 0 {
 		line += fmt.Sprintf(", %d MiB of system memory spare", spare>>20)
@@ -256,9 +252,7 @@ func needCeiling(m *arch.Model, o SearchOptions, systemMemory bool, minCtx, ceil
 // servingPlan gives a candidate found with the search's serving base
 // its checkpoints and prompt cache, and writes its flags.
 func servingPlan(m *arch.Model, s *hw.Snapshot, o SearchOptions, cpu Device, gpus []Device, c *Candidate) {
-	if !c.Profile.embedding() {
-		promptCache(m, s, o, cpu, c)
-	}
+	promptCache(m, s, o, cpu, c)
 	c.Flags = append(c.Profile.Args(), rpcFlags(m.NLayer, c.Profile, cpu, gpus)...)
 }
 

@@ -225,13 +225,6 @@ func servingBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device) []Buf
 	var out []Buffer
 	slots := max(c.NSeq, 1)
 	ckpt := int64(0)
-	if p.embedding() {
-		// An embedding server caches no prompts and makes no checkpoints:
-		// server-context.cpp caches "prompts only for completion tasks",
-		// and a completion to a server started with --embedding
-		// evaluates no token (tokens_evaluated 0, tried on 80fb11a).
-		sv = Serving{}
-	}
 	if sv.Checkpoints > 0 && needsCheckpoints(m, p.SWAFull) {
 		per := checkpointsPerSlot(sv, c.NCtxSeq, p.rules().CheckpointsToCap)
 		ckpt = st.partial(c.NCtxSeq)
@@ -257,6 +250,7 @@ func servingBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device) []Buf
 			Bytes: tokens*(st.perToken+st.swaPerToken+2*cellMeta) + entries*perEntry,
 			Note:  fmt.Sprintf("-cram -1: no byte limit; up to %d tokens of prompts (n_ctx) and one more prompt", c.NCtx)})
 	}
+	out = append(out, outputGrowth(m, c, p, cpu)...)
 	vocab := int64(max(m.NVocab, 0))
 	out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindProcess,
 		Bytes: processBase + processPerVocab*vocab + processPerSlot*int64(slots),

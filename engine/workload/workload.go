@@ -47,6 +47,11 @@ type Workload struct {
 	VocabLo, VocabHi int `json:"-"`
 	// Seed makes the prompts repeatable.
 	Seed uint64 `json:"seed"`
+	// Embed sends each prompt to /v1/embeddings instead of /completion:
+	// an embedding or reranking server (--embedding, --rerank), whose
+	// output buffer grows to a batch of outputs and which keeps no
+	// prompts.
+	Embed bool `json:"embed,omitempty"`
 	// Progress, if set, hears of each round answered.
 	Progress func(n int, rss int64) `json:"-"`
 }
@@ -118,7 +123,13 @@ func (w Workload) drive(ctx context.Context, base string, run *ServingRun, s *sa
 		errs := make([]error, conc)
 		var wg sync.WaitGroup
 		for i := range prompts {
-			wg.Go(func() { errs[i] = complete(ctx, base, prompts[i]) })
+			wg.Go(func() {
+				if w.Embed {
+					errs[i] = embed(ctx, base, prompts[i])
+				} else {
+					errs[i] = complete(ctx, base, prompts[i])
+				}
+			})
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
@@ -141,21 +152,34 @@ func (w Workload) drive(ctx context.Context, base string, run *ServingRun, s *sa
 // complete asks for one token after prompt, keeping the prompt in the
 // cache as a client does by default.
 func complete(ctx context.Context, base string, prompt []int) error {
-	body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": 1, "cache_prompt": true, "temperature": 0})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/completion", bytes.NewReader(body))
+	return post(ctx, base, "/completion", map[string]any{"prompt": prompt, "n_predict": 1, "cache_prompt": true, "temperature": 0})
+}
+
+// embed asks for the embedding of prompt.
+func embed(ctx context.Context, base string, prompt []int) error {
+	return post(ctx, base, "/v1/embeddings", map[string]any{"input": prompt})
+}
+
+// post sends one request and reads its answer.
+func post(ctx context.Context, base, path string, request map[string]any) error {
+	body, _ := json.Marshal(request)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("workload: /completion: %w", err)
+		return fmt.Errorf("workload: %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("workload: /completion answered %s: %s", resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("workload: %s answered %s: %s", path, resp.Status, bytes.TrimSpace(b))
 	}
+	// An embedding answer is large; read it to the end so the connection
+	// is reused.
+	_, _ = io.Copy(io.Discard, resp.Body)
 	return nil
 }
 
