@@ -28,7 +28,7 @@ func minimaxM2Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	attention := func(il int, cur *tensor, kv *kvInputs) *tensor {
 		blk := blkName(il)
 		s := layerShape(m, m.Layers[il], c, kv, cur.Ne()[1])
-		s.heads = b.weight(blk+"attn_q.weight").Ne()[1] / s.headK
+		s.heads = b.weight(blk + "attn_q.weight").Ne()[1] / s.headK
 		q := b.MulMat(b.weight(blk+"attn_q.weight"), cur)
 		k := b.MulMat(b.weight(blk+"attn_k.weight"), cur)
 		v := b.MulMat(b.weight(blk+"attn_v.weight"), cur)
