@@ -186,6 +186,10 @@ func TestLiveServeCheckServing(t *testing.T) {
 	}{
 		{"qwen3-0.6b", []string{"-c", "4096", "-np", "1"}},
 		{"lfm2-350m", []string{"-c", "4096", "-np", "1", "-cram", "64"}},
+		// embedding servers: inputs to /v1/embeddings grow the output
+		// buffer, and idle slots go to the prompt cache whatever the task
+		{"bge-small-en-v1.5", []string{"-c", "1024", "-np", "2"}},
+		{"qwen3-reranker-0.6b", []string{"-c", "2048", "-np", "2", "-cram", "128"}},
 	} {
 		path := writeLayers(t, models, tc.shape, 0, synth.Q8_0)
 		t.Run(tc.shape, func(t *testing.T) {
@@ -201,6 +205,11 @@ func TestLiveServeCheckServing(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), "prompt_cache") {
 				t.Errorf("no prompt cache counted:\n%s", out.String())
+			}
+			if strings.Contains(tc.shape, "bge") || strings.Contains(tc.shape, "reranker") {
+				if !strings.Contains(out.String(), "output_growth") || !strings.Contains(out.String(), "ready after a real embedding") && !strings.Contains(out.String(), "ready after a real rerank") {
+					t.Errorf("an embedding server's check says nothing of its output growth or its proof:\n%s", out.String())
+				}
 			}
 		})
 	}
