@@ -124,9 +124,6 @@ type Model struct {
 	// 0 none, 1 mean, 2 cls, 3 last, 4 rank), what llama-server pools
 	// embeddings by unless --pooling says otherwise.
 	Pooling int
-	// ClsOut is a reranker's classifier width (n_cls_out: the number of
-	// classifier.output_labels, else 1).
-	ClsOut int
 	// Tensors are the model's tensors with their layer assignment.
 	Tensors []Tensor
 }

@@ -587,8 +587,8 @@ func TestNumberKeys(t *testing.T) {
 
 // A BERT encoder keeps no memory (create_memory makes none): every layer
 // keeps its heads for the graph but no cache; its embedding norm is layer
-// 0's, a reranker's head the output layer's, and its pooling and
-// classifier width come from the header.
+// 0's, a reranker's head the output layer's, and its pooling comes from
+// the header.
 func TestEncoder(t *testing.T) {
 	m, err := build(t, "bert", map[string]gguf.Value{
 		"block_count": u32(2), "embedding_length": u32(384), "attention.head_count": u32(12),
@@ -598,8 +598,8 @@ func TestEncoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.Encoder || m.Pooling != PoolingRank || m.ClsOut != 2 || !m.EmbeddingModel() {
-		t.Errorf("encoder %v, pooling %d, classifier %d", m.Encoder, m.Pooling, m.ClsOut)
+	if !m.Encoder || m.Pooling != PoolingRank || !m.EmbeddingModel() {
+		t.Errorf("encoder %v, pooling %d", m.Encoder, m.Pooling)
 	}
 	for _, l := range m.Layers {
 		if l.Attention != NoAttention || l.HeadsKV != 12 || l.KDim != 384 {

@@ -19,8 +19,7 @@ const (
 var PoolingNames = []string{"none", "mean", "cls", "last", "rank"}
 
 // embedding reads what an embedding or reranking model adds: the pooling
-// the file asks for, a reranker's classifier width, and for an encoder
-// family the absence of any memory.
+// the file asks for, and for an encoder family the absence of any memory.
 func embedding(h hparams, fam family, a *Model) error {
 	pooling, err := h.opt("pooling_type", PoolingNone)
 	if err != nil {
@@ -30,12 +29,6 @@ func embedding(h hparams, fam family, a *Model) error {
 		return &Incompatible{Reason: fmt.Sprintf("pooling_type %d is not one llama.cpp knows (0 to %d)", pooling, PoolingRank)}
 	}
 	a.Pooling = pooling
-	a.ClsOut = 1
-	if v, ok := h.m.Lookup(h.prefix + "classifier.output_labels"); ok {
-		if arr, ok := v.AsArray(); ok && arr.Len() > 0 {
-			a.ClsOut = arr.Len()
-		}
-	}
 	if !fam.encoder {
 		return nil
 	}

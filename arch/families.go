@@ -109,6 +109,9 @@ var families = map[string]family{
 	// KV only in the first 20 layers whatever attention.shared_kv_layers
 	// says, the AltUp projections on the output layer and the per-layer
 	// input projection on layer 0 (LLM_TENSOR_INFOS in llama-arch.cpp).
+	"gemma3n": {swaPattern: 5, swaPeriodKey: true, kvFromStart: gemma3nKVLayers, adjust: gemma3n,
+		outputTensors:     []string{"altup_proj.weight", "altup_unembd_proj.weight"},
+		firstLayerTensors: []string{"per_layer_model_proj.weight", "per_layer_proj_norm.weight"}},
 	// MiniMax-M2 (src/models/minimax-m2.cpp): llama's cache over every
 	// layer; sigmoid-routed experts with a selection bias.
 	"minimax-m2": {},
@@ -117,9 +120,6 @@ var families = map[string]family{
 	// repeating layer's), a reranker's head on the output layer.
 	"bert":       {encoder: true, firstLayerTensors: encoderFirstLayer},
 	"nomic-bert": {encoder: true, firstLayerTensors: encoderFirstLayer},
-	"gemma3n": {swaPattern: 5, swaPeriodKey: true, kvFromStart: gemma3nKVLayers, adjust: gemma3n,
-		outputTensors:     []string{"altup_proj.weight", "altup_unembd_proj.weight"},
-		firstLayerTensors: []string{"per_layer_model_proj.weight", "per_layer_proj_norm.weight"}},
 }
 
 // Known lists the architectures headroom models, sorted.

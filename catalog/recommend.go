@@ -369,15 +369,19 @@ func wanted(e *Entry, o Options) bool {
 		// Embedding models and rerankers are listed when asked for, and
 		// then whatever their trained context: an input is a passage, not
 		// a conversation.
-		return slices.Contains(o.Capabilities, "embedding") || slices.Contains(o.Capabilities, "rerank")
+		return Embeds(o.Capabilities)
 	}
 	return e.CtxTrained >= o.MinCtx
 }
 
 // Embeds reports whether the entry embeds or reranks rather than
 // generates.
-func (e *Entry) Embeds() bool {
-	return slices.Contains(e.Capabilities, "embedding") || slices.Contains(e.Capabilities, "rerank")
+func (e *Entry) Embeds() bool { return Embeds(e.Capabilities) }
+
+// Embeds reports whether capabilities are an embedding model's or a
+// reranker's.
+func Embeds(capabilities []string) bool {
+	return slices.Contains(capabilities, "embedding") || slices.Contains(capabilities, "rerank")
 }
 
 // usableTPS is the decode speed below which a configuration, however

@@ -316,7 +316,7 @@ func printPlan(w io.Writer, in *modelInputs, p *plan.Plan, out report.Plan) {
 	for _, l := range p.Explain {
 		line(l)
 	}
-	if p.Chosen.Profile.Embedding != nil && p.Chosen.Profile.Embedding.On {
+	if p.Chosen.Profile.Embeds() {
 		line(embedSpeedLine(out.Speed))
 	} else {
 		line(speedLine(out.Speed))

@@ -235,9 +235,7 @@ func printRecommend(w io.Writer, rows []catalog.Row, o catalog.Options, snap *hw
 	fmt.Fprintln(w, wrap("memory: GiB the plan needs, all memory domains together; download: GiB of files, "+
 		"~ derived from the public config and quant recipe, not read from the locked GGUF header.", "", "  ", textWidth))
 	fmt.Fprintln(w, wrap("tok/s: estimated decode speed of one sequence at an empty context; "+speedCalibration(rows, snap.Hardware != "")+" (docs/speed.md).", "", "  ", textWidth))
-	if slices.ContainsFunc(rows, func(r catalog.Row) bool {
-		return slices.Contains(r.Capabilities, "embedding") || slices.Contains(r.Capabilities, "rerank")
-	}) {
+	if slices.ContainsFunc(rows, func(r catalog.Row) bool { return catalog.Embeds(r.Capabilities) }) {
 		fmt.Fprintln(w, wrap("An embedding model or reranker generates nothing: its tok/s only orders it among its kind; it reads its inputs at prompt-processing speed, which 'headroom plan' bounds.", "", "  ", textWidth))
 	}
 }

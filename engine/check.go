@@ -149,11 +149,11 @@ func FitParamsProfile(p plan.Profile) plan.Profile {
 	return p
 }
 
-// FitParamsLeavesOut names the flags of p that change memory and that
-// llama-fit-params does not take, so its projection is of the load
-// without them.
-func FitParamsLeavesOut(p plan.Profile) []string {
-	if p.Embedding != nil && FitParamsProfile(p).Embedding == nil {
+// FitParamsLeavesOut names the flags of asked that change memory and
+// that given (its FitParamsProfile) lost: llama-fit-params does not take
+// them, so its projection is of the load without them.
+func FitParamsLeavesOut(asked, given plan.Profile) []string {
+	if asked.Embedding != nil && given.Embedding == nil {
 		return []string{"--embedding"}
 	}
 	return nil

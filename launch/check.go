@@ -42,7 +42,7 @@ func EngineCheck(ctx context.Context, c *source.Client, bin string, h *source.He
 		return nil, err
 	}
 	check := engine.Compare(bin, rows, r.Buffers, cpu.Name)
-	check.Without = engine.FitParamsLeavesOut(p)
+	check.Without = engine.FitParamsLeavesOut(p, q)
 	return &check, nil
 }
 

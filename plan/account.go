@@ -134,11 +134,10 @@ func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) (modelPlace
 // placeWith is Place with the model already placed (mp must come from
 // placeModel for p, whatever p's context).
 func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlacement) (*Result, error) {
-	ctx, err := resolveContext(p, m.CtxTrain, func(k, v gguf.GGMLType) bool { return flashAuto(m, k, v, gpus, mp.layerDev) })
+	ctx, err := resolveContext(p, m, func(k, v gguf.GGMLType) bool { return flashAuto(m, k, v, gpus, mp.layerDev) })
 	if err != nil {
 		return nil, err
 	}
-	embedContext(&ctx, m, p)
 	r := &Result{Context: ctx, CPUMoE: p.CPUMoE, LayerDevice: mp.layerDev, LoadStaging: mp.staging}
 	r.Buffers = append(r.Buffers, mp.weights...)
 	r.Buffers = append(r.Buffers, kvBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)

@@ -72,8 +72,9 @@ func (e *Embedding) flags() []string {
 	return nil
 }
 
-// embedding reports whether the profile makes embeddings (--embedding).
-func (p Profile) embedding() bool { return p.Embedding != nil && p.Embedding.On }
+// Embeds reports whether the profile is an embedding server
+// (--embedding, or --rerank).
+func (p Profile) Embeds() bool { return p.Embedding != nil && p.Embedding.On }
 
 // pooled reports whether --pooling asks for a pooling other than none.
 func (p Profile) pooled() bool {
@@ -88,36 +89,6 @@ func (p Profile) pooling(m *arch.Model) int {
 	return m.Pooling
 }
 
-// embedContext applies what embedding and an encoder change in the
-// context llama-server makes: with --embedding, n_batch is lowered to
-// n_ubatch (server.cpp); an encoder's batch is not capped by the context
-// (non-causal attention); with --embedding or a --pooling other than
-// none, n_outputs_max is n_batch (server_output_limits), and the graph
-// pools its embedding.
-func embedContext(c *graph.Context, m *arch.Model, p Profile) {
-	batch, ubatch := p.Batch, p.UBatch
-	if batch <= 0 {
-		batch = 2048
-	}
-	if ubatch <= 0 {
-		ubatch = 512
-	}
-	if p.embedding() {
-		batch = min(batch, ubatch)
-	}
-	if m.Encoder {
-		c.NBatch = batch
-	} else {
-		c.NBatch = min(c.NCtx, batch)
-	}
-	c.NUBatch = min(c.NBatch, ubatch)
-	if p.OutputsMax == 0 && (p.embedding() || p.pooled()) {
-		c.NOutputsMax = p.ServerOutputsMax(batch)
-	}
-	c.Embeddings = p.embedding()
-	c.Pooling = p.pooling(m)
-}
-
 // embeddingWarning says what a profile without --embedding (or
 // --rerank) does with a model made to embed or rerank, or what one with it
 // does with a generating model; "" when they match.
@@ -127,14 +98,14 @@ func embeddingWarning(m *arch.Model, p Profile) string {
 	}
 	want := EmbeddingFor(m)
 	switch {
-	case want != nil && !p.embedding():
+	case want != nil && !p.Embeds():
 		flag := "--embedding"
 		if want.Pooling == "rank" {
 			flag = "--rerank"
 		}
 		return fmt.Sprintf("this is an embedding model (%s): llama-server answers /v1/embeddings and /v1/rerank only when started with --embedding or --rerank, which change its memory; the figures are for a server without it (plan and serve give it %s)",
 			embeddingKind(m), flag)
-	case want == nil && p.embedding():
+	case want == nil && p.Embeds():
 		return "--embedding on a generating model: llama-server then makes every prompt token an output, with logits, and serves no completion; the figures are for that"
 	}
 	return ""
@@ -165,10 +136,11 @@ func outputGrowthOf(a *Assessment) int64 {
 
 // outputGrowth is what the output buffer grows to while an embedding
 // server serves: a full batch of outputs, logits and embeddings, beyond
-// the one row per slot reserved at load. It is host memory (the CPU's
-// buffer type, or the host buffer of the GPU holding the output layer).
+// the one row per slot reserved at load. It is host memory, counted in
+// the CPU's buffer type (llama.cpp takes it from a GPU's host buffer type
+// where the output layer is on that GPU: host memory too).
 func outputGrowth(m *arch.Model, c graph.Context, p Profile, cpu Device) []Buffer {
-	if !p.embedding() || p.loadOnly {
+	if !p.Embeds() || p.loadOnly {
 		return nil
 	}
 	row := 4 * int64(m.NVocab+m.NEmbd)

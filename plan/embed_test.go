@@ -55,7 +55,7 @@ func TestEmbeddingProfile(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		c := r.Context
-		if c.NBatch != tc.batch || c.NUBatch != tc.ubatch || c.NOutputsMax != tc.outs || c.Pooling != tc.pooling || c.Embeddings != (tc.p.embedding()) {
+		if c.NBatch != tc.batch || c.NUBatch != tc.ubatch || c.NOutputsMax != tc.outs || c.Pooling != tc.pooling || c.Embeddings != (tc.p.Embeds()) {
 			t.Errorf("%s: batch %d/%d, outputs %d, pooling %d, embeddings %v; want %d/%d, %d, %d", tc.name, c.NBatch, c.NUBatch, c.NOutputsMax, c.Pooling, c.Embeddings, tc.batch, tc.ubatch, tc.outs, tc.pooling)
 		}
 		grows := slices.ContainsFunc(r.Serving, func(b Buffer) bool { return b.Kind == KindOutputGrowth })

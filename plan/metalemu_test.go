@@ -118,7 +118,7 @@ func TestMetalOptimizerOnCPU(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", tc.ID, err)
 			}
-			c, err := resolveContext(p, m.CtxTrain, nil)
+			c, err := resolveContext(p, m, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -116,7 +116,7 @@ const DraftTokens = 3
 // never more than n_batch; n_batch for an embedding server (--embedding,
 // or a --pooling other than none), every prompt token being an output.
 func (p Profile) ServerOutputsMax(nBatch int) int {
-	if p.embedding() || p.pooled() {
+	if p.Embeds() || p.pooled() {
 		return nBatch
 	}
 	perSlot := 1
@@ -144,9 +144,13 @@ func pad(x, n int) int { return (x + n - 1) / n * n }
 // resolveContext applies llama_context's rules (src/llama-context.cpp):
 // n_ctx defaults to the trained context and is padded to 256 (Rules.CtxPad
 // for older builds); without a unified cache each sequence gets
-// PAD(n_ctx/n_seq, 256) cells; the batch
-// is capped by the context and the micro-batch by the batch.
-func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLType) bool) (graph.Context, error) {
+// PAD(n_ctx/n_seq, 256) cells; the batch is capped by the context (not an
+// encoder's: its attention is not causal) and the micro-batch by the
+// batch. An embedding server (--embedding) lowers the batch to the
+// micro-batch first (server.cpp) and, like --pooling, makes every prompt
+// token an output (server_output_limits), and its graph pools.
+func resolveContext(p Profile, m *arch.Model, flashSupported func(k, v gguf.GGMLType) bool) (graph.Context, error) {
+	ctxTrain := m.CtxTrain
 	c := graph.Context{CtxTrain: ctxTrain, NSeq: max(p.Parallel, 1), Unified: p.KVUnified, SWAFull: p.SWAFull}
 	n := p.Ctx
 	if n == 0 {
@@ -174,11 +178,20 @@ func resolveContext(p Profile, ctxTrain int, flashSupported func(k, v gguf.GGMLT
 	if ubatch <= 0 {
 		ubatch = 512
 	}
-	c.NBatch = min(c.NCtx, batch)
+	if p.Embeds() {
+		batch = min(batch, ubatch)
+	}
+	c.NBatch = batch
+	if !m.Encoder {
+		c.NBatch = min(c.NCtx, batch)
+	}
 	c.NUBatch = min(c.NBatch, ubatch)
+	c.Embeddings, c.Pooling = p.Embeds(), p.pooling(m)
 	c.NOutputsMax = p.OutputsMax
 	switch {
 	case c.NOutputsMax > 0:
+	case p.Embeds() || p.pooled():
+		c.NOutputsMax = p.ServerOutputsMax(batch)
 	case !p.rules().ReserveOutputsMax || p.Program.BatchOutputs():
 		c.NOutputsMax = c.NBatch
 	default:

@@ -38,7 +38,7 @@ func TestProgramRules(t *testing.T) {
 		}
 		p := Defaults()
 		p.Program, p.Ctx, p.Parallel, p.GPULayers = tc.program, 8192, 2, 0
-		c, err := resolveContext(p, m.CtxTrain, nil)
+		c, err := resolveContext(p, m, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -236,7 +236,7 @@ func minUsefulCache(m *arch.Model, c graph.Context, p Profile) int64 {
 // memory the balanced goal sizes context to what it is worth (ctxByNeed)
 // rather than to all that is free.
 func needCeiling(m *arch.Model, o SearchOptions, systemMemory bool, minCtx, ceiling int) int {
-	if o.Base.embedding() && o.Fixed.Ctx == 0 && o.Goal != GoalContext {
+	if o.Base.Embeds() && o.Fixed.Ctx == 0 && o.Goal != GoalContext {
 		// An embedding input is a passage, not a conversation.
 		return min(ceiling, max(minCtx, embeddingCtx))
 	}
@@ -261,7 +261,7 @@ func servingPlan(m *arch.Model, s *hw.Snapshot, o SearchOptions, cpu Device, gpu
 func servingExplain(c *Candidate, o SearchOptions, ceiling, trained int) []string {
 	var out []string
 	switch {
-	case ceiling < trained && c.CtxPerSlot == ceiling && c.Profile.embedding():
+	case ceiling < trained && c.CtxPerSlot == ceiling && c.Profile.Embeds():
 		out = append(out, fmt.Sprintf("an embedding server's slot holds one input, a passage rather than a conversation: %d cells each (of the %d the model was trained for); --goal context or -c gives more", ceiling, trained))
 	case ceiling < trained && c.CtxPerSlot == ceiling:
 		out = append(out, fmt.Sprintf("context by need: the model runs from system memory, so each slot gets %d cells, as much as makes the caches as large as the weights (at least --min-ctx), not all that is free: the load stays quick and the rest stays with the system, other models and the prompt cache; --goal context or -c gives more", ceiling))

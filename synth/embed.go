@@ -51,7 +51,7 @@ const qwen3RerankPrompt = "<|im_start|>system\nJudge whether the Document meets 
 // converter keeps position and token-type embeddings in F32.
 func bertBlocks(t *tensors, s Shape) {
 	t.add("token_embd.weight", s.Embd, s.Vocab)
-	t.f32("token_types.weight", s.Embd, s.tokenTypes())
+	t.f32("token_types.weight", s.Embd, tokenTypes)
 	t.f32("position_embd.weight", s.Embd, s.CtxTrain)
 	encoderBlocks(t, s, false)
 	clsHead(t, s)
@@ -61,7 +61,7 @@ func bertBlocks(t *tensors, s Shape) {
 // one fused attn_qkv without bias, and a SwiGLU FFN without biases.
 func nomicBertBlocks(t *tensors, s Shape) {
 	t.add("token_embd.weight", s.Embd, s.Vocab)
-	t.f32("token_types.weight", s.Embd, s.tokenTypes())
+	t.f32("token_types.weight", s.Embd, tokenTypes)
 	encoderBlocks(t, s, true)
 }
 
@@ -101,26 +101,16 @@ func encoderBlocks(t *tensors, s Shape, nomic bool) {
 	}
 }
 
-// clsHead writes a reranker's head: a pooler (cls, a dense layer with
-// tanh, which XLM-RoBERTa's classifier has and BERT's converter drops)
-// and the classifier (cls.output), one row per label.
+// clsHead writes a reranker's classifier (cls.output), one row per label.
 func clsHead(t *tensors, s Shape) {
-	if s.Pooling != "rank" {
-		return
-	}
-	if s.Pooler {
-		t.add("cls.weight", s.Embd, s.Embd)
-		t.f32("cls.bias", s.Embd)
-	}
-	t.add("cls.output.weight", s.Embd, len(s.ClsLabels))
-	if s.Pooler {
-		t.f32("cls.output.bias", len(s.ClsLabels))
+	if s.Pooling == "rank" {
+		t.add("cls.output.weight", s.Embd, len(s.ClsLabels))
 	}
 }
 
-// tokenTypes is the token-type vocabulary of an encoder (BERT's two
-// sentences).
-func (s Shape) tokenTypes() int { return 2 }
+// tokenTypes is the token-type vocabulary of BERT's encoders (type_vocab_size:
+// two sentences).
+const tokenTypes = 2
 
 // wordPiece writes a WPM vocabulary as BERT's converter does: [PAD] at 0,
 // [UNK], [CLS], [SEP] and [MASK] at 100-103, word pieces elsewhere.
@@ -143,7 +133,7 @@ func wordPiece(b *gguf.Builder, s Shape) error {
 	b.Set("tokenizer.ggml.model", gguf.StringValue("bert"))
 	b.Set("tokenizer.ggml.tokens", gguf.StringsValue(tokens))
 	b.Set("tokenizer.ggml.token_type", gguf.Int32sValue(types))
-	b.Set("tokenizer.ggml.token_type_count", gguf.Uint32Value(uint32(s.tokenTypes())))
+	b.Set("tokenizer.ggml.token_type_count", gguf.Uint32Value(uint32(tokenTypes)))
 	b.Set("tokenizer.ggml.bos_token_id", gguf.Uint32Value(101))
 	b.Set("tokenizer.ggml.seperator_token_id", gguf.Uint32Value(102))
 	b.Set("tokenizer.ggml.unknown_token_id", gguf.Uint32Value(100))

@@ -95,10 +95,8 @@ type Shape struct {
 	Pooling string
 	// ClsLabels are classifier.output_labels, as the converter writes
 	// them from id2label; a reranker (Pooling "rank") has one row of
-	// cls.output per label. Pooler adds a classifier's dense layer
-	// (cls.weight and the biases) before it.
+	// cls.output per label.
 	ClsLabels []string
-	Pooler    bool
 	// RerankPrompt is tokenizer.chat_template.rerank, the prompt
 	// llama-server formats a query and a document with ({query},
 	// {document}); empty leaves it out.

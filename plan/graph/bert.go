@@ -129,16 +129,15 @@ func (b *gb) pool(m *arch.Model, c Context, T int64) {
 	case arch.PoolingCLS, arch.PoolingLast:
 		cur = cls()
 	case arch.PoolingRank:
+		// (modern-bert pools by the mean first and uses GELU: refused
+		// by arch, its graph is not replayed)
 		cur = cls()
-		if m.Arch == "modern-bert" {
-			cur = mean()
-		}
 		if b.has("cls.weight") {
 			cur = b.MulMat(b.weight("cls.weight"), cur)
 			if b.has("cls.bias") {
 				cur = b.Add(cur, b.weight("cls.bias"))
 			}
-			cur = b.Unary(cur) // tanh (gelu for modern-bert)
+			cur = b.Unary(cur) // tanh
 			if b.has("cls.norm.weight") {
 				cur = b.layerNorm(cur, "cls.norm.weight")
 			}
