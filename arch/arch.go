@@ -96,6 +96,12 @@ type Model struct {
 	// NextN is how many of the last blocks are NextN (multi-token
 	// prediction) heads: counted in NLayer, their weights never loaded.
 	NextN int
+	// MTPHead is the NextN blocks as llama-server's MTP draft context runs
+	// them (--spec-type draft-mtp): gated attention over a cache of their
+	// own, one layer each, in Layers' order; nil where headroom does not
+	// model that context for the architecture (only Qwen3.5 and 3.6,
+	// qwen35 and qwen35moe, whose graph_mtp it replays).
+	MTPHead []Layer
 	// OutputFirst means the loader creates the tied output before the
 	// embedding (gemma3n.cpp), so it finds no embedding to reuse and
 	// makes a tensor of its own even in the embedding's buffer type:

@@ -383,6 +383,13 @@ func qwen3next(h hparams, m *Model) error {
 		l := &m.Layers[i]
 		switch {
 		case i >= trunk:
+			if m.Arch == "qwen35" || m.Arch == "qwen35moe" {
+				// The MTP context's plain KV cache holds these layers
+				// only (create_memory's filter il >= n_layer()).
+				head := *l
+				head.Attention = Full
+				m.MTPHead = append(m.MTPHead, head)
+			}
 			l.Attention, l.HeadsKV, l.KDim, l.VDim = NoAttention, 0, 0, 0
 			l.Recurrent = false
 		case rec:

@@ -72,23 +72,14 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	file, size, err := b.ReaderAt()
-	if err != nil {
-		return nil, err
-	}
-	f, err := gguf.Read(file, size)
-	if err != nil {
-		return nil, err
-	}
-	gm, err := gguf.NewModel(f)
-	if err != nil {
-		return nil, err
-	}
-	m, err := arch.FromGGUF(gm)
+	m, err := modelOf(b)
 	if err != nil {
 		return nil, err
 	}
 	p := profileOf(c)
+	if c.Inputs.Profile.Draft != "" && (p.Companions == nil || p.Companions.Draft == nil) {
+		return nil, fmt.Errorf("%s: the draft %s could not be built", c.ID, c.Inputs.Profile.Draft)
+	}
 	cpu := plan.Device{Name: "CPU", Backend: "CPU"}
 	for _, feat := range []string{"AVX2", "AVX512"} {
 		if strings.Contains(c.Engine.SystemInfo, feat+" = 1") {
@@ -105,6 +96,23 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 	}
 	gpus = append(gpus, rpcDevices(c)...)
 	return plan.Account(m, p, cpu, gpus)
+}
+
+// modelOf reads a synth file's header as headroom reads any GGUF.
+func modelOf(b *gguf.Builder) (*arch.Model, error) {
+	file, size, err := b.ReaderAt()
+	if err != nil {
+		return nil, err
+	}
+	f, err := gguf.Read(file, size)
+	if err != nil {
+		return nil, err
+	}
+	gm, err := gguf.NewModel(f)
+	if err != nil {
+		return nil, err
+	}
+	return arch.FromGGUF(gm)
 }
 
 // cudaDevice is the one NVIDIA GPU of a CUDA case (conformance/gpu), with
@@ -167,8 +175,23 @@ func profileOf(c *conformance.Case) plan.Profile {
 	case "rerank":
 		p.Embedding = &plan.Embedding{On: true, Pooling: "rank"}
 	}
+	if pr.Draft != "" {
+		// A draft that cannot be built leaves the companions out, which
+		// predict and the command check both report.
+		if b, err := c.DraftSynth(); err == nil {
+			if dm, err := modelOf(b); err == nil {
+				p.Companions = &plan.Companions{Draft: dm, DraftName: c.DraftPath(), DraftGPULayers: plan.GPULayersAuto}
+			}
+		}
+	}
+	if pr.Spec != "" {
+		p.Spec = &plan.Speculative{Types: []string{pr.Spec}, DraftMax: pr.DraftMax, CacheK: pr.CacheTypeDraft, CacheV: pr.CacheTypeDraft}
+	}
 	return p
 }
+
+// draftGroup marks a speculative draft context's buffers in a comparison.
+const draftGroup = "draft:"
 
 // compare groups the engine's buffers and ours by buffer type and kind.
 func compare(c *conformance.Case, r *plan.Result) []row {
@@ -180,7 +203,16 @@ func compare(c *conformance.Case, r *plan.Result) []row {
 		}
 		return rows[k]
 	}
-	for _, b := range c.Figures.Buffers {
+	// The draft context's buffers are grouped apart, "draft:" before
+	// their buffer type.
+	engine := c.Figures.Buffers
+	if d := c.Figures.Draft; d != nil {
+		for _, b := range d.Buffers {
+			b.DeviceOrBufferType = draftGroup + b.DeviceOrBufferType
+			engine = append(engine, b)
+		}
+	}
+	for _, b := range engine {
 		g := get(key{b.DeviceOrBufferType, b.Kind})
 		lo, hi := b.Bounds()
 		g.engine += b.MiB
@@ -188,7 +220,11 @@ func compare(c *conformance.Case, r *plan.Result) []row {
 		g.hi += hi
 	}
 	for _, b := range r.Buffers {
-		g := get(key{b.BufferType, string(b.Kind)})
+		buft := b.BufferType
+		if b.Model == plan.ModelDraft {
+			buft = draftGroup + buft
+		}
+		g := get(key{buft, string(b.Kind)})
 		g.ours += b.Bytes
 		if b.Note != "" {
 			g.note = b.Note

@@ -98,6 +98,7 @@ func TestValidateCatchesBrokenCases(t *testing.T) {
 		{"n_ctx inconsistent", func(c *Case) { c.Figures.Context.NCtx++ }, "is not n_ctx_seq"},
 		{"sequences disagree", func(c *Case) { c.Figures.Context.NSeqMax++ }, "n_seq_max"},
 		{"no log line", func(c *Case) { c.Log = nil }, "no log line"},
+		{"speculative without a draft context", func(c *Case) { c.Inputs.Profile.Spec = "draft-mtp" }, "without the draft context"},
 	}
 	if problems := clone(t, base).validate(); len(problems) > 0 {
 		t.Fatalf("the unbroken case fails: %v", problems)
@@ -108,6 +109,25 @@ func TestValidateCatchesBrokenCases(t *testing.T) {
 			tc.break_(c)
 			problems := strings.Join(c.validate(), "; ")
 			if !strings.Contains(problems, tc.want) {
+				t.Errorf("want a problem mentioning %q, got %q", tc.want, problems)
+			}
+		})
+	}
+	// The draft context's figures are held to the same checks.
+	spec := pickCase(t, func(c *Case) bool { return c.Figures.Draft != nil && c.Inputs.Profile.Draft != "" })
+	for name, tc := range map[string]struct {
+		break_ func(c *Case)
+		want   string
+	}{
+		"draft compute lost": {func(c *Case) { c.Figures.Draft.Buffers = without(c.Figures.Draft.Buffers, "compute") }, "draft no compute buffer"},
+		"draft model lost":   {func(c *Case) { c.Figures.Draft.Buffers = without(c.Figures.Draft.Buffers, "model") }, "draft no model buffer"},
+		"draft kv size off":  {func(c *Case) { c.Figures.Draft.KVCaches[0].SizeMiB += 1 }, "draft KV cache"},
+		"draft sequences":    {func(c *Case) { c.Figures.Draft.Context.NSeqMax++ }, "the draft context has"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := clone(t, spec)
+			tc.break_(c)
+			if problems := strings.Join(c.validate(), "; "); !strings.Contains(problems, tc.want) {
 				t.Errorf("want a problem mentioning %q, got %q", tc.want, problems)
 			}
 		})

@@ -122,6 +122,15 @@ type Profile struct {
 	// Embedding is "on" for a server started with --embedding, "rerank"
 	// for one started with --rerank; empty for a generating server.
 	Embedding string `json:"embedding,omitempty"`
+	// Spec is the --spec-type the server ran with (draft-mtp), DraftMax
+	// its --spec-draft-n-max (0: llama.cpp's default) and
+	// CacheTypeDraft its -ctkd and -ctvd ("": f16); the draft context's
+	// figures are Figures.Draft.
+	// Draft is the -md model, "shape:quant" of a synth file.
+	Draft          string `json:"draft,omitempty"`
+	Spec           string `json:"spec,omitempty"`
+	DraftMax       int    `json:"draft_max,omitempty"`
+	CacheTypeDraft string `json:"cache_type_draft,omitempty"`
 }
 
 // RPCEndpoints are the rpc-servers of an RPC load, in --rpc order, from
@@ -250,6 +259,10 @@ type Figures struct {
 	// Fallbacks are llama.cpp's "cannot be used with preferred buffer type"
 	// notes: tensors that went to another buffer type than preferred.
 	Fallbacks []string `json:"fallbacks"`
+	// Draft is the speculative draft context's figures (its context,
+	// caches, buffers and compute checks), logged after
+	// common_speculative_init_result's line; nil without one.
+	Draft *Figures `json:"draft,omitempty"`
 }
 
 // Context is the llama_context parameters block as llama.cpp printed it.

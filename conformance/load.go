@@ -166,14 +166,29 @@ func (c *Case) validate() []string {
 		fail("gpu_layers %d over rpc-servers but no layer on an RPC device", p.GPULayers)
 	}
 
-	bad = append(bad, c.validateBuffers()...)
+	bad = append(bad, c.validateBuffers(&c.Figures, "", []string{"model", "compute"})...)
+	if d := c.Figures.Draft; d != nil {
+		// A draft context on the target's MTP head has no weights of
+		// its own; a -md draft's are its model buffers.
+		need := []string{"compute"}
+		if p.Draft != "" {
+			need = append(need, "model")
+		}
+		bad = append(bad, c.validateBuffers(d, "draft ", need)...)
+		if d.Context.NSeqMax != p.Sequences || d.Context.NCtx != ctx.NCtx {
+			fail("the draft context has n_seq_max %d and n_ctx %d, the target %d and %d", d.Context.NSeqMax, d.Context.NCtx, ctx.NSeqMax, ctx.NCtx)
+		}
+	} else if p.Spec != "" || p.Draft != "" {
+		fail("a speculative case (%q, draft %q) without the draft context's figures", p.Spec, p.Draft)
+	}
 	return bad
 }
 
-func (c *Case) validateBuffers() []string {
+// validateBuffers checks one context's buffer lines (name says which in
+// a message) and that it has a buffer of each kind in need.
+func (c *Case) validateBuffers(f *Figures, name string, need []string) []string {
 	var bad []string
-	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
-	f := c.Figures
+	fail := func(format string, args ...any) { bad = append(bad, name+fmt.Sprintf(format, args...)) }
 
 	seen := map[string]bool{}
 	byKind := map[string][]Buffer{}
@@ -194,7 +209,7 @@ func (c *Case) validateBuffers() []string {
 		}
 		byKind[b.Kind] = append(byKind[b.Kind], b)
 	}
-	for _, kind := range []string{"model", "compute"} {
+	for _, kind := range need {
 		if len(byKind[kind]) == 0 {
 			fail("no %s buffer", kind)
 		}

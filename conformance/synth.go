@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/synth"
@@ -25,6 +26,33 @@ func (c *Case) Synth() (*gguf.Builder, error) {
 		return nil, fmt.Errorf("conformance: %s: %w", c.ID, err)
 	}
 	return synth.Build(s, q)
+}
+
+// DraftSynth rebuilds the case's -md draft model from synth
+// (Profile.Draft, "shape:quant").
+func (c *Case) DraftSynth() (*gguf.Builder, error) {
+	shape, quant, ok := strings.Cut(c.Inputs.Profile.Draft, ":")
+	s, found := synth.Lookup(shape)
+	if !ok || !found {
+		return nil, fmt.Errorf("conformance: %s: synth has no draft shape %q", c.ID, c.Inputs.Profile.Draft)
+	}
+	q, err := synth.ParseQuant(quant)
+	if err != nil {
+		return nil, fmt.Errorf("conformance: %s: %w", c.ID, err)
+	}
+	return synth.Build(s, q)
+}
+
+// DraftPath is the -md file the case's llama-server ran with, as its
+// command names it; "" without one.
+func (c *Case) DraftPath() string {
+	cmd := c.Inputs.Command
+	for i := 0; i+1 < len(cmd); i++ {
+		if cmd[i] == "-md" {
+			return cmd[i+1]
+		}
+	}
+	return ""
 }
 
 // HeaderDigest returns the sha256 (hex) of a builder's header bytes, padding

@@ -34,7 +34,7 @@ const (
 	whyPreset  = "a built-in preset that downloads a model of its own choosing and sets its own flags: name the model (-hf REPO:QUANT) and its flags instead"
 	whyRemoved = "was removed in this build (llama-server refuses it): use --spec-draft-n-max, --spec-draft-n-min or the --spec-ngram-* flag of the type"
 	whyAdapter = "adds weights (LoRA adapters, control vectors) that headroom does not account yet"
-	whyDraft   = "places or types the draft model's weights and cache in a way headroom does not account yet (it counts the draft with the target's cache types, placed like the target)"
+	whyDraft   = "places the draft model's weights in a way headroom does not account yet (it places the draft like the target)"
 	whyImages  = "changes how many image tokens the projector encodes at once, and its compute buffer, which headroom estimates only for the defaults"
 )
 
@@ -76,13 +76,14 @@ func classes() map[string]Class {
 	set(Class{Use: Refused, Why: "samples on the device, with buffers headroom does not count (experimental in llama.cpp)"}, "--backend-sampling")
 	set(Class{Use: Modeled, Why: "an embedding or reranking server: every prompt token an output, n_batch lowered to n_ubatch, the pooling in the graph, the output buffer grown to a batch of outputs while serving (docs/embeddings.md)"},
 		"--embedding", "--rerank", "--pooling")
-	set(Class{Use: Refused, Why: "picks how drafts are made: the draft-eagle3, draft-dflash, draft-dspark and draft-mtp types take the target's hidden states into draft models of their own, and the n-gram types keep tables of their own, none of which headroom accounts yet; the default, a draft model given with -md, is accounted"}, "--spec-type")
+	set(Class{Use: Modeled, Why: "speculative decoding: the draft context llama-server makes (on the -md model, or on the target's own MTP head with draft-mtp), its cache types, and the target's drafted output rows and recurrent snapshots; draft-eagle3, draft-dflash, draft-dspark and the n-gram types are refused with the reason (docs/speculative.md)"},
+		"--spec-type", "--spec-draft-n-max", "--spec-draft-type-k", "--spec-draft-type-v")
 	set(Class{Use: Refused, Why: "names a draft model on Hugging Face: give it to headroom with -md hf:REPO:QUANT, which resolves and counts it"}, "--spec-draft-hf")
 	set(Class{Use: Refused, Why: "names a projector by URL: give it with --mmproj (a path, URL or hf: reference), which headroom counts"}, "--mmproj-url")
 	set(Class{Use: Refused, Why: "with -hf llama-server downloads the repository's projector by itself; headroom counts a projector given with --mmproj"}, "--mmproj-auto")
 	set(Class{Use: Refused, Why: "names a Docker Hub model, a source headroom does not read: give the GGUF (a path, URL or hf: reference)"}, "--docker-repo")
 	set(Class{Use: Refused, Why: whyAdapter}, "--lora", "--lora-scaled", "--control-vector", "--control-vector-scaled", "--control-vector-layer-range", "--lora-init-without-apply")
-	set(Class{Use: Refused, Why: whyDraft}, "--spec-draft-type-k", "--spec-draft-type-v", "--spec-draft-override-tensor", "--spec-draft-cpu-moe",
+	set(Class{Use: Refused, Why: whyDraft}, "--spec-draft-override-tensor", "--spec-draft-cpu-moe",
 		"--spec-draft-n-cpu-moe", "--spec-draft-device", "--mmproj-device")
 	set(Class{Use: Refused, Why: whyImages}, "--image-min-tokens", "--image-max-tokens", "--mtmd-batch-max-tokens")
 	set(Class{Use: Refused, Why: whyRouter}, "--models-dir", "--models-preset", "--models-max", "--models-autoload")
@@ -109,7 +110,7 @@ func classes() map[string]Class {
 		"--rope-scaling", "--rope-scale", "--rope-freq-base", "--rope-freq-scale", "--yarn-orig-ctx", "--yarn-ext-factor",
 		"--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast")
 	set(Class{Use: PassThrough, Why: "speculative decoding's settings, which size nothing headroom counts"},
-		"--spec-draft-n-max", "--spec-draft-n-min", "--spec-synth-len", "--spec-synth-rates", "--spec-draft-p-split", "--spec-draft-p-min",
+		"--spec-draft-n-min", "--spec-synth-len", "--spec-synth-rates", "--spec-draft-p-split", "--spec-draft-p-min",
 		"--spec-draft-backend-sampling", "--spec-ngram-mod-n-min", "--spec-ngram-mod-n-max", "--spec-ngram-mod-n-match",
 		"--spec-ngram-simple-size-n", "--spec-ngram-simple-size-m", "--spec-ngram-simple-min-hits", "--spec-ngram-map-k-size-n",
 		"--spec-ngram-map-k-size-m", "--spec-ngram-map-k-min-hits", "--spec-ngram-map-k4v-size-n", "--spec-ngram-map-k4v-size-m",

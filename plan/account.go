@@ -126,6 +126,9 @@ func placeModel(m *arch.Model, p Profile, cpu Device, gpus []Device) (modelPlace
 	if err := checkOverrides(p.Overrides, cpu, gpus); err != nil {
 		return modelPlacement{}, err
 	}
+	if err := CheckSpeculative(m, p); err != nil {
+		return modelPlacement{}, err
+	}
 	layerDev := placeLayers(m.NLayer, p.GPULayers, p.TensorSplit, gpus, cpu.Name)
 	return modelPlacement{layerDev: layerDev, weights: weights(m, p, cpu, gpus, layerDev),
 		staging: loadStaging(m, p, cpu, gpus, layerDev)}, nil
@@ -148,6 +151,7 @@ func placeWith(m *arch.Model, p Profile, cpu Device, gpus []Device, mp modelPlac
 		return nil, fmt.Errorf("companion: %w", err)
 	}
 	r.Buffers = append(r.Buffers, extra...)
+	r.Buffers = append(r.Buffers, mtpBuffers(m, ctx, p, cpu, gpus, r.LayerDevice)...)
 	r.Serving = servingBuffers(m, ctx, p, cpu)
 	return r, nil
 }
@@ -192,7 +196,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 				homes["output.weight"] = graph.Home{Device: dk.device, Bytes: int64(t.Size)}
 			}
 		}
-		if t.Unused {
+		if t.Unused && !p.Spec.MTP() {
 			// Never created by llama.cpp's loader, so in no buffer and
 			// outside the mapped span (llama-model-loader.cpp skips
 			// TENSOR_SKIP tensors before assigning a buffer type).

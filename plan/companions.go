@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -123,18 +122,23 @@ func (c *Companions) projectorBuffers(ctx graph.Context, cpu Device, gpus []Devi
 
 // draftKey is what the draft's buffers depend on in the main profile.
 type draftKey struct {
-	ctxSeq, batch, ubatch, slots int
-	flash                        FlashAttn
-	mmap, noKVOffload            bool
+	ctx, batch, ubatch, slots int
+	unified                   bool
+	flash                     FlashAttn
+	mmap, noKVOffload         bool
+	cacheK, cacheV            string
 }
 
-// draftBuffers is the draft as llama-server runs it: its weights once,
-// and for each slot a context of its own with the main context's cells
-// per sequence, one sequence, f16 caches, and the main profile's batch,
-// flash attention and mmap settings.
+// draftBuffers is the draft as llama-server runs it
+// (common_speculative_init_result): its weights once, and one context
+// beside the target's with the target's cells (n_ctx, all sequences),
+// sequences, batches, flash attention and mmap settings, the draft's own
+// cache types (-ctkd, -ctvd: f16 by default), one output row per
+// sequence and no recurrent snapshots.
 func (c *Companions) draftBuffers(ctx graph.Context, p Profile, cpu Device, gpus []Device) ([]Buffer, error) {
 	slots := max(p.Parallel, 1)
-	key := draftKey{ctx.NCtxSeq, p.Batch, p.UBatch, slots, p.FlashAttn, p.Mmap, p.NoKVOffload}
+	k, v := p.Spec.cacheTypes()
+	key := draftKey{ctx.NCtx, p.Batch, p.UBatch, slots, p.KVUnified, p.FlashAttn, p.Mmap, p.NoKVOffload, k, v}
 	c.mu.Lock()
 	cached, ok := c.draft[key]
 	c.mu.Unlock()
@@ -142,8 +146,9 @@ func (c *Companions) draftBuffers(ctx graph.Context, p Profile, cpu Device, gpus
 		return cached, nil
 	}
 	dp := Defaults()
-	dp.Ctx, dp.Parallel, dp.GPULayers = ctx.NCtxSeq, 1, c.DraftGPULayers
+	dp.Ctx, dp.Parallel, dp.KVUnified, dp.GPULayers = ctx.NCtx, slots, p.KVUnified, c.DraftGPULayers
 	dp.Batch, dp.UBatch, dp.FlashAttn, dp.Mmap, dp.NoKVOffload = p.Batch, p.UBatch, p.FlashAttn, p.Mmap, p.NoKVOffload
+	dp.CacheK, dp.CacheV, dp.OutputsMax, dp.Rules = k, v, slots, p.Rules
 	r, err := Account(c.Draft, dp, cpu, gpus)
 	if err != nil {
 		return nil, err
@@ -151,15 +156,6 @@ func (c *Companions) draftBuffers(ctx graph.Context, p Profile, cpu Device, gpus
 	var out []Buffer
 	for _, b := range r.Buffers {
 		b.Model = ModelDraft
-		if b.Kind != KindModel && slots > 1 {
-			// one draft context per slot
-			b.Bytes *= int64(slots)
-			note := fmt.Sprintf("%d slots, one draft context each", slots)
-			if b.Note != "" {
-				note += "; " + b.Note
-			}
-			b.Note = note
-		}
 		out = append(out, b)
 	}
 	c.mu.Lock()

@@ -96,6 +96,7 @@ func (p Profile) Args() []string {
 	f = append(f, p.Embedding.flags()...)
 	f = append(f, p.Serving.flags()...)
 	f = append(f, p.Companions.Flags()...)
+	f = append(f, p.Spec.flags()...)
 	return append(f, p.Pass...)
 }
 

@@ -79,7 +79,7 @@ func kvBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Dev
 // row per sequence, on the layer's device unless -nkvo keeps them on the
 // CPU.
 func rsBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
-	rows := int64(max(1, c.NSeq))
+	rows := int64(max(1, c.NSeq)) * int64(1+c.NRSSeq)
 	sums := map[string]int64{}
 	var order []string
 	for i, l := range m.Layers {

@@ -71,6 +71,9 @@ type Profile struct {
 	// Embedding is --embedding, --pooling and --rerank; nil for a
 	// generating server.
 	Embedding *Embedding `json:"embedding,omitempty"`
+	// Spec is speculative decoding (--spec-type and the draft's
+	// settings); nil for none.
+	Spec *Speculative `json:"speculative,omitempty"`
 	// loadOnly leaves out what the program keeps past the load
 	// (SearchOptions.loadOnly).
 	loadOnly bool
@@ -105,24 +108,23 @@ func (p Profile) withRules() Profile {
 	return p
 }
 
-// DraftTokens is llama-server's default --draft-max (common_params_
-// speculative_draft.n_max): with a draft model each slot's batch carries
-// up to this many drafted tokens besides its own, each with logits.
+// DraftTokens is llama-server's default --spec-draft-n-max
+// (common_params_speculative_draft.n_max): with a draft type each slot's
+// batch carries up to this many drafted tokens besides its own, each
+// with logits.
 const DraftTokens = 3
 
 // ServerOutputsMax is the n_outputs_max llama-server gives its context
 // (server_output_limits, common_speculative_get_output_limits): one
-// output row per slot, and 1 + DraftTokens per slot with a draft model,
-// never more than n_batch; n_batch for an embedding server (--embedding,
-// or a --pooling other than none), every prompt token being an output.
+// output row per slot, and 1 + --spec-draft-n-max per slot with a draft
+// type (a -md model without --spec-type drafts nothing), never more than
+// n_batch; n_batch for an embedding server (--embedding, or a --pooling
+// other than none), every prompt token being an output.
 func (p Profile) ServerOutputsMax(nBatch int) int {
 	if p.Embeds() || p.pooled() {
 		return nBatch
 	}
-	perSlot := 1
-	if p.Companions != nil && p.Companions.Draft != nil {
-		perSlot += DraftTokens
-	}
+	perSlot := 1 + p.Spec.nMax()
 	return max(1, min(nBatch, max(p.Parallel, 1)*perSlot))
 }
 
@@ -187,6 +189,7 @@ func resolveContext(p Profile, m *arch.Model, flashSupported func(k, v gguf.GGML
 	}
 	c.NUBatch = min(c.NBatch, ubatch)
 	c.Embeddings, c.Pooling = p.Embeds(), p.pooling(m)
+	c.NRSSeq = p.Spec.rsSeq()
 	c.NOutputsMax = p.OutputsMax
 	switch {
 	case c.NOutputsMax > 0:

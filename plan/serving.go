@@ -251,6 +251,7 @@ func servingBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device) []Buf
 			Note:  fmt.Sprintf("-cram -1: no byte limit; up to %d tokens of prompts (n_ctx) and one more prompt", c.NCtx)})
 	}
 	out = append(out, outputGrowth(m, c, p, cpu)...)
+	out = append(out, specOutputGrowth(m, c, p, cpu)...)
 	vocab := int64(max(m.NVocab, 0))
 	out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindProcess,
 		Bytes: processBase + processPerVocab*vocab + processPerSlot*int64(slots),

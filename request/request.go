@@ -60,6 +60,8 @@ type Llama struct {
 	serving                                       func() (plan.Serving, error)
 	embd, rerank                                  bool
 	pooling                                       string
+	specTypes, ctkd, ctvd                         string
+	specMax                                       int
 }
 
 // Register defines every llama.cpp flag headroom models on fs, under
@@ -138,6 +140,12 @@ func (r *Llama) register(fs Flags, search bool) {
 	fs.BoolVar(&r.rerank, "rerank", false, "serve reranking (/v1/rerank): --embedding with rank pooling; a reranker's plan has it")
 	fs.Alias("rerank", "reranking")
 	fs.StringVar(&r.pooling, "pooling", "", "pooling of embeddings: none, mean, cls, last or rank; default: the model's")
+	fs.StringVar(&r.specTypes, "spec-type", "", "speculative decoding: draft-mtp drafts with the model's own MTP head (Qwen3.5, 3.6), draft-simple with the -md model; none is the default")
+	fs.IntVar(&r.specMax, "spec-draft-n-max", 0, fmt.Sprintf("the most tokens a slot drafts at once (default %d): each is an output row of the target context", plan.DraftTokens))
+	fs.StringVar(&r.ctkd, "ctkd", "", "the draft context's K cache type (default f16, whatever -ctk says)")
+	fs.Alias("ctkd", "spec-draft-type-k", "cache-type-k-draft")
+	fs.StringVar(&r.ctvd, "ctvd", "", "the draft context's V cache type (default f16)")
+	fs.Alias("ctvd", "spec-draft-type-v", "cache-type-v-draft")
 	fs.Var(fitOff{}, "fit", "llama.cpp's own fit: only off is taken (headroom plans instead: see headroom plan)")
 }
 
@@ -218,7 +226,43 @@ func (r *Llama) Profile(pass []string) (plan.Profile, error) {
 		}
 		p.Embedding = e
 	}
+	spec, err := r.speculative()
+	if err != nil {
+		return p, err
+	}
+	p.Spec = spec
 	return p, nil
+}
+
+// speculative reads --spec-type and the draft context's flags: nil when
+// none is given.
+func (r *Llama) speculative() (*plan.Speculative, error) {
+	if r.specTypes == "" && r.specMax == 0 && r.ctkd == "" && r.ctvd == "" {
+		return nil, nil
+	}
+	s := &plan.Speculative{DraftMax: r.specMax, CacheK: r.ctkd, CacheV: r.ctvd}
+	for _, t := range strings.Split(r.specTypes, ",") {
+		switch t = strings.TrimSpace(t); {
+		case t == "":
+		case slices.Contains(plan.SpecTypes(), t):
+			if !slices.Contains(s.Types, t) {
+				s.Types = append(s.Types, t)
+			}
+		case strings.HasPrefix(t, "draft-") || strings.HasPrefix(t, "ngram-"):
+			return nil, errorf("--spec-type %s: headroom counts draft-mtp and draft-simple only; %s keeps buffers it does not count yet (a draft model of its own, or n-gram tables)", t, t)
+		default:
+			return nil, errorf("--spec-type %q: want %s", t, strings.Join(plan.SpecTypes(), ", "))
+		}
+	}
+	if r.specMax < 0 || r.specMax > 64 {
+		return nil, errorf("--spec-draft-n-max %d: want 1 to 64 tokens", r.specMax)
+	}
+	for _, c := range []struct{ flag, v string }{{"-ctkd, --spec-draft-type-k", r.ctkd}, {"-ctvd, --spec-draft-type-v", r.ctvd}} {
+		if c.v != "" && !slices.Contains(engine.CacheTypes(), c.v) {
+			return nil, errorf("%s %q: want one of %s", c.flag, c.v, strings.Join(engine.CacheTypes(), ", "))
+		}
+	}
+	return s, nil
 }
 
 // checkProfile checks the values no flag's own parser checks.

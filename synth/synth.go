@@ -220,11 +220,30 @@ func Names() []string {
 	return slices.Sorted(maps.Keys(shapes))
 }
 
-// Lookup finds a built-in shape by name (case-insensitive).
+// Lookup finds a built-in shape by name (case-insensitive). A Qwen3.5
+// shape's name with "-mtp" after it is that shape as converters write it
+// today, with its one multi-token-prediction block after the layers
+// (mtp_num_hidden_layers 1 in every Qwen3.5 and 3.6 config).
 func Lookup(name string) (Shape, bool) {
-	s, ok := shapes[strings.ToLower(name)]
+	name = strings.ToLower(name)
+	if base, ok := strings.CutSuffix(name, mtpSuffix); ok {
+		s, ok := shapes[base]
+		if !ok || s.SSM == nil || (s.Arch != "qwen35" && s.Arch != "qwen35moe") {
+			return Shape{}, false
+		}
+		ssm := *s.SSM
+		ssm.MTP = 1
+		s.SSM = &ssm
+		s.Name += " with its MTP block"
+		s.Source += "; with the one MTP block (mtp_num_hidden_layers 1) current conversions append"
+		return s, true
+	}
+	s, ok := shapes[name]
 	return s, ok
 }
+
+// mtpSuffix names a Qwen3.5 shape with its MTP block (Lookup).
+const mtpSuffix = "-mtp"
 
 // Quant is a quantization recipe: which ggml type each tensor gets.
 type Quant string

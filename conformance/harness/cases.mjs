@@ -26,6 +26,11 @@
 //   cpuMoE        --n-cpu-moe: the routed experts of the first cpuMoE
 //                 layers stay in system memory (n_layer or more: all of
 //                 them, what --cpu-moe does)
+//   spec          llama-server driver only: --spec-type (draft-mtp); the
+//                 draft context's figures are recorded apart (figures.draft)
+//   draftMax      --spec-draft-n-max (llama.cpp's default 3 when absent)
+//   cacheDraft    -ctkd and -ctvd, the draft context's cache types
+//   draft         "shape:quant" of a synth draft model given with -md
 
 import fs from "node:fs";
 
@@ -53,6 +58,10 @@ export function caseId(c) {
         parts.push(`cpumoe${c.cpuMoE}`);
     if (c.embedding)
         parts.push(c.embedding === "rerank" ? "rerank" : "embd");
+    if (c.draft)
+        parts.push("md-" + c.draft.replace(":", "-"));
+    if (c.spec)
+        parts.push(c.spec.replace(/^draft-/, "") + (c.draftMax ? `n${c.draftMax}` : "") + (c.cacheDraft ? `k${c.cacheDraft}` : ""));
     return parts.join(".");
 }
 
@@ -304,6 +313,35 @@ export const cases = [
         {contextSize: 4096, mmap: false},
         vk(8),
         vk(999, {flashAttention: true, sequences: 2})
+    ]),
+    // The same file as converted today, with its MTP block, drafting with
+    // it (--spec-type draft-mtp): the head's weights loaded, n_max
+    // recurrent snapshots per sequence and a drafted output row per slot
+    // in the target context, and a draft context of the MTP layer's own
+    // cache, one output row a sequence and graph_mtp's compute buffer.
+    ...sweep("qwen3.5-0.8b-mtp", "Q8_0", [
+        {contextSize: 4096, spec: "draft-mtp"},
+        {contextSize: 4096, sequences: 2, spec: "draft-mtp"},
+        {contextSize: 8192, flashAttention: true, spec: "draft-mtp"},
+        {contextSize: 4096, sequences: 4, flashAttention: true, spec: "draft-mtp", draftMax: 6, cacheDraft: "q8_0"},
+        {contextSize: 8192, sequences: 2, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0", spec: "draft-mtp"},
+        {contextSize: 4096, mmap: false, spec: "draft-mtp"},
+        {contextSize: 4096, batchSize: 1024, spec: "draft-mtp", draftMax: 2},
+        {contextSize: 4096}
+    ]),
+    // A draft model (-md): one draft context beside the target's, with
+    // the target's cells and sequences and one output row a sequence;
+    // with --spec-type draft-simple each slot's drafted tokens are
+    // output rows of the target, without it the draft is loaded and
+    // never asked.
+    ...sweep("qwen3-8b", "Q4_K_M", [
+        {contextSize: 4096, sequences: 2, draft: "qwen3-0.6b:Q8_0", spec: "draft-simple"},
+        {contextSize: 8192, flashAttention: true, draft: "qwen3-0.6b:Q8_0", spec: "draft-simple", draftMax: 8, cacheDraft: "q8_0"},
+        {contextSize: 4096, draft: "qwen3-0.6b:Q8_0"}
+    ]),
+    ...sweep("qwen3.5-35b-a3b-mtp", "Q5_K_M", [
+        {contextSize: 4096, flashAttention: true, spec: "draft-mtp"},
+        {contextSize: 8192, sequences: 2, spec: "draft-mtp"}
     ]),
     ...sweep("qwen3.5-27b", "Q5_K_M", [
         {contextSize: 4096},

@@ -39,27 +39,25 @@ const KV_LAYER = /^(\w+)(?::|,) layer +(\d+): dev = (\S+)$/;
 const CTX_PARAM = /^llama_context: (\w+) += (.+)$/;
 const PRINT_INFO = /^print_info: (\S.*?) += (.*)$/;
 
+// The line before llama-server's speculative draft context is made.
+const DRAFT = /^common_speculative_init_result: /;
+
 const KIND = {model: "model", KV: "kv", RS: "rs", compute: "compute", output: "output"};
 
 export function parseLog(lines, {gpu = false} = {}) {
     const errors = [];
-    const f = {
-        context: {},
-        layers: [],
-        offload: null,
-        kv_layers: [],
-        kv_caches: [],
-        rs_caches: [],
-        buffers: [],
-        compute_exact: [],
-        graph: {},
-        fallbacks: []
-    };
+    const f = newFigures();
     const printInfo = {};
     const kept = [];
     const nlc = [];
+    const checks = [];
+    // cur is the context the lines describe: the target's, then from
+    // common_speculative_init_result's line the speculative draft
+    // context's (its own figures, f.draft), which llama-server makes on
+    // the -md model or on the target's MTP head.
+    let cur = f;
     let cache = ""; // the cache being created, for iswa and other multi-cache memories
-    const seen = new Set();
+    let seen = new Set();
 
     for (const {phase, text} of lines) {
         if (NLC.test(text)) {
@@ -68,39 +66,46 @@ export function parseLog(lines, {gpu = false} = {}) {
         }
         if (phase === "estimate")
             continue;
-        if (KEEP.some((re) => re.test(text)))
+        if (KEEP.some((re) => re.test(text)) || DRAFT.test(text))
             kept.push(text);
 
         let m;
-        if ((m = PRINT_INFO.exec(text))) {
+        if (DRAFT.test(text) && cur === f) {
+            cur = f.draft = newFigures();
+            cache = "";
+            seen = new Set();
+        } else if ((m = PRINT_INFO.exec(text))) {
             // Some keys (EOG token) repeat by design; the load-identity keys
-            // appear once per load, so a repeat means a second load leaked in.
+            // appear once per load, so a repeat means a second load leaked in
+            // (a -md draft model's own come after the draft line).
             const [key, value] = [m[1], m[2].trim()];
-            if (key in printInfo) {
+            if (cur !== f) {
+                (cur.print_info ??= {})[key] = value;
+            } else if (key in printInfo) {
                 if (["no_alloc", "arch", "file size", "n_layer"].includes(key))
                     errors.push(`print_info key ${key} printed twice: a second (simulated?) load leaked into the log`);
                 printInfo[key] = [].concat(printInfo[key], value);
             } else
                 printInfo[key] = value;
         } else if ((m = LAYER.exec(text))) {
-            f.layers.push({layer: +m[1], device: m[2], is_swa: m[3] === "1"});
+            cur.layers.push({layer: +m[1], device: m[2], is_swa: m[3] === "1"});
         } else if ((m = /^load_tensors: offloading output layer to GPU$/.exec(text))) {
-            (f.offload ??= {}).output_layer = true;
+            (cur.offload ??= {}).output_layer = true;
         } else if ((m = /^load_tensors: offloading (\d+) repeating layers to GPU$/.exec(text))) {
-            (f.offload ??= {}).repeating_layers = +m[1];
-            f.offload.output_layer ??= false;
+            (cur.offload ??= {}).repeating_layers = +m[1];
+            cur.offload.output_layer ??= false;
         } else if ((m = /^load_tensors: offloaded (\d+)\/(\d+) layers to GPU$/.exec(text))) {
-            (f.offload ??= {}).offloaded_layers = +m[1];
-            f.offload.total_layers = +m[2];
+            (cur.offload ??= {}).offloaded_layers = +m[1];
+            cur.offload.total_layers = +m[2];
         } else if (/^done_getting_tensors: /.test(text)) {
-            f.fallbacks.push(text.replace(/^done_getting_tensors: /, ""));
+            cur.fallbacks.push(text.replace(/^done_getting_tensors: /, ""));
         } else if ((m = CACHE_START.exec(text))) {
             cache = m[2].trim().replace(/\s+/g, " ");
-            f.kv_caches.push({cache, cells_announced: m[3] == null ? null : +m[3]});
+            cur.kv_caches.push({cache, cells_announced: m[3] == null ? null : +m[3]});
         } else if ((m = KV_LAYER.exec(text))) {
-            f.kv_layers.push({memory: m[1], cache: m[1].startsWith("llama_kv_cache") ? cache : "", layer: +m[2], device: m[3]});
+            cur.kv_layers.push({memory: m[1], cache: m[1].startsWith("llama_kv_cache") ? cache : "", layer: +m[2], device: m[3]});
         } else if ((m = COMPUTE_EXACT.exec(text)) || (m = COMPUTE_MISMATCH.exec(text))) {
-            f.compute_exact.push({device_or_buffer_type: m[1], mib: +m[2], printed: m[2], expected_mib: +m[3]});
+            checks.push({device_or_buffer_type: m[1], mib: +m[2], printed: m[2], expected_mib: +m[3]});
         } else if ((m = BUFFER.exec(text))) {
             const phrase = m[3].trim();
             const kind = KIND[phrase] ?? phrase.toLowerCase().replace(/\s+/g, "_");
@@ -108,50 +113,75 @@ export function parseLog(lines, {gpu = false} = {}) {
                 errors.push(`unknown buffer kind ${JSON.stringify(phrase)} in: ${text}`);
             const memCache = kind === "kv" ? cache : "";
             const key = `${kind}/${memCache}/${m[2]}`;
-            if (seen.has(key))
-                errors.push(`buffer ${key} printed twice: a second (simulated?) load leaked into the log`);
+            const b = {device_or_buffer_type: m[2], kind, cache: memCache, mib: +m[4], printed: m[4], source: m[1]};
+            if (seen.has(key)) {
+                // The draft context's scheduler is reserved again once its
+                // backend samplers are attached; the buffer is the last
+                // reserve's (a reserve never shrinks it).
+                const i = cur.buffers.findIndex((x) => `${x.kind}/${x.cache}/${x.device_or_buffer_type}` === key);
+                if (cur !== f && kind === "compute")
+                    cur.buffers[i] = b;
+                else
+                    errors.push(`buffer ${key} printed twice: a second (simulated?) load leaked into the log`);
+                continue;
+            }
             seen.add(key);
-            f.buffers.push({device_or_buffer_type: m[2], kind, cache: memCache, mib: +m[4], printed: m[4], source: m[1]});
+            cur.buffers.push(b);
         } else if ((m = KV_SIZE.exec(text))) {
-            const c = lastOpen(f.kv_caches, cache);
+            const c = lastOpen(cur.kv_caches, cache);
             Object.assign(c, {
                 memory: m[1], size_mib: +m[2], cells: +m[3], layers: +m[4], seqs: +m[5], seqs_max: +m[6],
                 k_type: m[7], k_mib: +m[8], v_type: m[9], v_mib: +m[10], printed: text.replace(/^\w+: /, "")
             });
         } else if ((m = RS_SIZE.exec(text))) {
-            f.rs_caches.push({
+            cur.rs_caches.push({
                 memory: m[1], size_mib: +m[2], cells: +m[3], layers: +m[4], seqs: +m[5], rs_seq: +m[6],
                 r_type: m[7], r_mib: +m[8], s_type: m[9], s_mib: +m[10],
                 ...(m[11] ? {p_type: m[11], p_mib: +m[12]} : {}), printed: text.replace(/^\w+: /, "")
             });
         } else if ((m = /^sched_reserve: graph nodes += (\d+)$/.exec(text))) {
-            f.graph.nodes = +m[1];
+            cur.graph.nodes = +m[1];
         } else if ((m = /^sched_reserve: graph splits = (.+)$/.exec(text))) {
-            f.graph.splits = m[1];
+            cur.graph.splits = m[1];
         } else if ((m = CTX_PARAM.exec(text))) {
             const [, key, raw] = m;
-            if (key in f.context)
+            if (key in cur.context)
                 errors.push(`llama_context ${key} printed twice: a second context leaked into the log`);
-            f.context[key] = /^-?\d+(\.\d+)?$/.test(raw) ? +raw : raw === "true" ? true : raw === "false" ? false : raw;
+            cur.context[key] = /^-?\d+(\.\d+)?$/.test(raw) ? +raw : raw === "true" ? true : raw === "false" ? false : raw;
         }
     }
 
-    // Caches whose size line never came (or plain, single-cache memories
-    // without a "creating" line) are normalised: every entry has a size.
-    f.kv_caches = f.kv_caches.filter((c) => c.size_mib != null || c.cells_announced != null);
-    for (const c of f.kv_caches)
-        if (c.cells_announced == null)
-            delete c.cells_announced;
+    for (const x of f.draft ? [f, f.draft] : [f]) {
+        // Caches whose size line never came (or plain, single-cache memories
+        // without a "creating" line) are normalised: every entry has a size.
+        x.kv_caches = x.kv_caches.filter((c) => c.size_mib != null || c.cells_announced != null);
+        for (const c of x.kv_caches)
+            if (c.cells_announced == null)
+                delete c.cells_announced;
+    }
+    assignChecks(f, checks, errors);
 
     if (printInfo.no_alloc != null && printInfo.no_alloc !== "0")
         errors.push(`the recorded load has no_alloc = ${printInfo.no_alloc}: it is a simulation, not a load`);
-    for (const want of ["n_ctx", "n_ctx_seq", "n_batch", "n_ubatch", "flash_attn", "kv_unified"])
-        if (!(want in f.context))
-            errors.push(`llama_context ${want} missing from the log`);
+    for (const [name, x] of f.draft ? [["", f], ["draft ", f.draft]] : [["", f]]) {
+        for (const want of ["n_ctx", "n_ctx_seq", "n_batch", "n_ubatch", "flash_attn", "kv_unified"])
+            if (!(want in x.context))
+                errors.push(`${name}llama_context ${want} missing from the log`);
+        if (!x.buffers.some((b) => b.kind === "compute"))
+            errors.push(`no ${name}compute buffer line in the log (did the context finish before the log was read?)`);
+        for (const c of x.kv_caches) {
+            if (c.size_mib == null) {
+                errors.push(`${name}KV cache ${JSON.stringify(c.cache)} announced but its size line is missing`);
+                continue;
+            }
+            const bufs = x.buffers.filter((b) => b.kind === "kv" && b.cache === c.cache);
+            const sum = bufs.reduce((a, b) => a + b.mib, 0);
+            if (Math.abs(sum - c.size_mib) > 0.01 * Math.max(1, bufs.length))
+                errors.push(`${name}KV cache ${JSON.stringify(c.cache)}: buffers sum to ${sum.toFixed(2)} MiB, size line says ${c.size_mib}`);
+        }
+    }
     if (!f.buffers.some((b) => b.kind === "model"))
         errors.push("no model buffer line in the log");
-    if (!f.buffers.some((b) => b.kind === "compute"))
-        errors.push("no compute buffer line in the log (did the context finish before the log was read?)");
 
     // Completeness: a line lost between llama.cpp and the logger must fail
     // the case, never produce a golden file with a buffer missing.
@@ -160,21 +190,31 @@ export function parseLog(lines, {gpu = false} = {}) {
         errors.push(`${f.layers.length} "layer assigned to device" lines, want n_layer+1 = ${nLayer + 1}`);
     if (gpu && !(f.offload && "offloaded_layers" in f.offload))
         errors.push("no \"offloaded N/M layers\" line on a GPU build");
-    for (const c of f.kv_caches) {
-        if (c.size_mib == null) {
-            errors.push(`KV cache ${JSON.stringify(c.cache)} announced but its size line is missing`);
-            continue;
-        }
-        const bufs = f.buffers.filter((b) => b.kind === "kv" && b.cache === c.cache);
-        const sum = bufs.reduce((a, b) => a + b.mib, 0);
-        if (Math.abs(sum - c.size_mib) > 0.01 * Math.max(1, bufs.length))
-            errors.push(`KV cache ${JSON.stringify(c.cache)}: buffers sum to ${sum.toFixed(2)} MiB, size line says ${c.size_mib}`);
-    }
-    const computeLines = f.buffers.filter((b) => b.kind === "compute").length;
-    if (f.compute_exact.length !== computeLines)
-        errors.push(`${computeLines} compute buffer lines but ${f.compute_exact.length} destructor checks: the log was cut short`);
 
     return {figures: f, printInfo, kept, nlc, errors};
+}
+
+// newFigures is one context's figures, empty.
+function newFigures() {
+    return {context: {}, layers: [], offload: null, kv_layers: [], kv_caches: [], rs_caches: [], buffers: [], compute_exact: [], graph: {}, fallbacks: []};
+}
+
+// assignChecks gives each destructor check of a compute buffer to the
+// context whose compute buffer on that device it rounds to (the target's
+// and the draft's are destroyed in an order of llama-server's choosing),
+// and fails the case where a compute buffer has none.
+function assignChecks(f, checks, errors) {
+    const sets = f.draft ? [f, f.draft] : [f];
+    for (const ck of checks) {
+        const x = sets.find((x) => x.buffers.some((b) => b.kind === "compute" && b.device_or_buffer_type === ck.device_or_buffer_type &&
+            Math.abs(b.mib - ck.mib) <= 0.00505 && x.compute_exact.filter((c) => c.device_or_buffer_type === ck.device_or_buffer_type).length === 0));
+        (x ?? f).compute_exact.push(ck);
+    }
+    for (const [name, x] of f.draft ? [["", f], ["draft ", f.draft]] : [["", f]]) {
+        const computeLines = x.buffers.filter((b) => b.kind === "compute").length;
+        if (x.compute_exact.length !== computeLines)
+            errors.push(`${name}${computeLines} compute buffer lines but ${x.compute_exact.length} destructor checks: the log was cut short`);
+    }
 }
 
 // lastOpen finds the cache entry a size line belongs to: the last one created

@@ -23,7 +23,8 @@ export function caseInputs(c, file) {
             flash_attention: c.flashAttention, batch_size: c.batchSize, cache_type_k: c.cacheK, cache_type_v: c.cacheV,
             mmap: c.mmap, swa_full: c.swaFull ?? false,
             rpc_servers: c.rpc || undefined, tensor_split: c.tensorSplit, cpu_moe_layers: c.cpuMoE || undefined,
-            embedding: c.embedding || undefined
+            embedding: c.embedding || undefined,
+            draft: c.draft || undefined, spec: c.spec || undefined, draft_max: c.draftMax || undefined, cache_type_draft: c.cacheDraft || undefined
         }
     };
 }

@@ -59,7 +59,7 @@ if (selected.length === 0)
 // Build the synth generator once, then write every file the cases need.
 const synthBin = path.join(workDir, "synthgen");
 execFileSync("go", ["build", "-o", synthBin, "./conformance/cmd/synthgen"], {cwd: repo, stdio: "inherit"});
-const specs = [...new Set(selected.map((c) => `${c.shape}:${c.quant}`))];
+const specs = [...new Set(selected.flatMap((c) => [`${c.shape}:${c.quant}`, ...(c.draft ? [c.draft] : [])]))];
 const files = JSON.parse(execFileSync(synthBin, ["-dir", path.join(workDir, "gguf"), ...specs], {cwd: repo, maxBuffer: 1 << 26}).toString());
 
 const engineCommit = bundleCommit();
@@ -226,7 +226,7 @@ async function measureServer(c, file) {
     const env = {...process.env};
     if (c.backend === "vulkan")
         env.GGML_VK_VISIBLE_DEVICES = "0";
-    const flags = serverArgs(c, {loadMode: eng.loadMode});
+    const flags = serverArgs(c, {loadMode: eng.loadMode, draftPath: c.draft && files[c.draft].path});
     let servers = null;
     if (c.rpc) {
         servers = await startRPCServers(rpcServerBin(path.dirname(eng.bin)), c.rpc, {env});

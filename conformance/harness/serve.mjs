@@ -44,6 +44,14 @@ export function serverArgs(c, opts = {}) {
         f.push("--n-cpu-moe", String(c.cpuMoE));
     if (c.embedding)
         f.push(c.embedding === "rerank" ? "--rerank" : "--embedding");
+    if (c.draft)
+        f.push("-md", opts.draftPath);
+    if (c.spec)
+        f.push("--spec-type", c.spec);
+    if (c.draftMax)
+        f.push("--spec-draft-n-max", String(c.draftMax));
+    if (c.cacheDraft)
+        f.push("-ctkd", c.cacheDraft, "-ctvd", c.cacheDraft);
     return f;
 }
 

@@ -274,9 +274,11 @@ func (c *Ctx) SSMScan(s, x, dt, A, B, C, ids *Tensor) *Tensor {
 // (DeepSeek V3's mask over the expert groups it does not keep).
 func (c *Ctx) Fill(a *Tensor) *Tensor { return c.unary(Fill, a) }
 
-// GatedDeltaNet is ggml_gated_delta_net(q, k, v, g, beta, state): the
-// output rows and then the new states, {S_v*H_v, n_tokens*n_seqs + S_v*n_seqs}.
-func (c *Ctx) GatedDeltaNet(q, k, v, g, beta, state *Tensor) *Tensor {
+// GatedDeltaNet is ggml_gated_delta_net(q, k, v, g, beta, state, K): the
+// output rows and then K snapshots of the new states (one, or 1 +
+// n_rs_seq where drafts are rolled back), {S_v*H_v, n_tokens*n_seqs +
+// K*S_v*n_seqs}.
+func (c *Ctx) GatedDeltaNet(q, k, v, g, beta, state *Tensor, snapshots int64) *Tensor {
 	ne := v.layout.ne
-	return c.f32(GatedDeltaNet, shape([]int64{ne[0] * ne[1], ne[2]*ne[3] + ne[0]*ne[3]}), q, k, v, g, beta, state)
+	return c.f32(GatedDeltaNet, shape([]int64{ne[0] * ne[1], ne[2]*ne[3] + snapshots*ne[0]*ne[3]}), q, k, v, g, beta, state)
 }

@@ -161,7 +161,7 @@ func TestOpConstructors(t *testing.T) {
 		{"ssm_scan", c.SSMScan(ssmS, ssmX, x, x, x, x, seqs), SSMScan, f32, [4]int64{1344, 1, 1, 1}, other, 5376, []*Tensor{ssmS, ssmX, x, x, x, x, seqs}, nil},
 		// ggml_gated_delta_net: {S_v*H, tokens*seqs + S_v*seqs} with
 		// S_v 16, H 4, 5 tokens, 2 sequences: {64, 42}, 64*42*4.
-		{"gated_delta_net", c.GatedDeltaNet(dv, dv, dv, x, x, x), GatedDeltaNet, f32, [4]int64{64, 42, 1, 1}, other, 10752, []*Tensor{dv, dv, dv, x, x, x}, nil},
+		{"gated_delta_net", c.GatedDeltaNet(dv, dv, dv, x, x, x, 1), GatedDeltaNet, f32, [4]int64{64, 42, 1, 1}, other, 10752, []*Tensor{dv, dv, dv, x, x, x}, nil},
 	}
 	for _, r := range rows {
 		g := r.got

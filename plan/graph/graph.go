@@ -36,6 +36,10 @@ type Context struct {
 	// embedding by Pooling (arch.Pooling*) after the model's own nodes.
 	Embeddings bool
 	Pooling    int
+	// NRSSeq is n_rs_seq: the recurrent snapshots kept per sequence
+	// beside its state (an MTP draft's rollback), which the recurrent
+	// memory and the gated delta net's output hold.
+	NRSSeq int
 }
 
 // outputRows is how many rows the reserve graph of T tokens keeps past

@@ -265,7 +265,7 @@ func (r *rsGraph) deltaRule(il int, d qwen3nextDims, qkv, z, beta, gate *tensor,
 		}
 		q, k = rep(q), rep(k)
 	}
-	gdn := b.GatedDeltaNet(q, k, v, gate, beta, state)
+	gdn := b.GatedDeltaNet(q, k, v, gate, beta, state, int64(1+r.c.NRSSeq))
 	out := b.View(gdn, d.state, d.vHeads, T, S)
 	b.Expand(b.Cpy(b.View(gdn, d.state, d.state, d.vHeads, S), b.View(sCache, sDim*S)))
 
