@@ -39,8 +39,11 @@ ranks first on this machine, else its smallest, said on standard error.
 
 A projector (--mmproj) and a draft model (-md) are counted as auxiliary
 memory: the projector's weights on the first GPU with a rough estimate of
-its encoder's compute buffer, the draft's weights and one draft context per
-slot, as llama-server creates them.
+its encoder's compute buffer, the draft's weights and its one context
+beside the model's, as llama-server creates them. --spec-type draft-mtp
+drafts with the model's own MTP head (Qwen3.5 and 3.6): its weights, the
+draft context and the target's recurrent snapshots are counted
+(docs/speculative.md).
 
 An architecture headroom does not model (docs/coverage.md) is answered by
 your own llama.cpp: llama-fit-params beside --llama-server (or on PATH)

@@ -190,6 +190,10 @@ func TestLiveServeCheckServing(t *testing.T) {
 		// buffer, and idle slots go to the prompt cache whatever the task
 		{"bge-small-en-v1.5", []string{"-c", "1024", "-np", "2"}},
 		{"qwen3-reranker-0.6b", []string{"-c", "2048", "-np", "2", "-cram", "128"}},
+		// drafting with the MTP head: the draft's state in every prompt
+		// cache entry and checkpoint, the output buffers grown to the
+		// drafted rows and the head's hidden states
+		{"qwen3.5-0.8b-mtp", []string{"-c", "2048", "-np", "2", "-cram", "64", "--spec-type", "draft-mtp"}},
 	} {
 		path := writeLayers(t, models, tc.shape, 0, synth.Q8_0)
 		t.Run(tc.shape, func(t *testing.T) {
@@ -205,6 +209,9 @@ func TestLiveServeCheckServing(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), "prompt_cache") {
 				t.Errorf("no prompt cache counted:\n%s", out.String())
+			}
+			if strings.HasSuffix(tc.shape, "-mtp") && (!strings.Contains(out.String(), "draft compute") || !strings.Contains(out.String(), "output_growth")) {
+				t.Errorf("a drafting server's check shows no draft context or output growth:\n%s", out.String())
 			}
 			if strings.Contains(tc.shape, "bge") || strings.Contains(tc.shape, "reranker") {
 				if !strings.Contains(out.String(), "output_growth") || !strings.Contains(out.String(), "ready after a real embedding") && !strings.Contains(out.String(), "ready after a real rerank") {

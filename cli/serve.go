@@ -286,13 +286,17 @@ func sharedLedger(st *store.Store) *admission.Ledger {
 // writeReconciliation prints every buffer group: what was planned, what
 // llama.cpp logged, and whether they agree.
 func writeReconciliation(w io.Writer, r engine.Reconciliation) {
-	fmt.Fprintf(w, "  %-14s %-8s %12s %12s  %s\n", "buffer", "kind", "planned MiB", "logged MiB", "")
+	fmt.Fprintf(w, "  %-14s %-14s %12s %12s  %s\n", "buffer", "kind", "planned MiB", "logged MiB", "")
 	row := func(x engine.Row, verdict string) {
 		planned, logged := fmt.Sprintf("%.2f", float64(x.PlannedBytes)/(1<<20)), fmt.Sprintf("%.2f", x.LoggedMiB)
 		if x.Lines == 0 {
 			logged = "-"
 		}
-		fmt.Fprintf(w, "  %-14s %-8s %12s %12s  %s\n", x.BufferType, x.Kind, planned, logged, verdict)
+		kind := x.Kind
+		if x.Model != "" {
+			kind = x.Model + " " + kind
+		}
+		fmt.Fprintf(w, "  %-14s %-14s %12s %12s  %s\n", x.BufferType, kind, planned, logged, verdict)
 	}
 	for _, x := range r.Rows {
 		switch {

@@ -167,19 +167,28 @@ func (c *Case) validate() []string {
 	}
 
 	bad = append(bad, c.validateBuffers(&c.Figures, "", []string{"model", "compute"})...)
-	if d := c.Figures.Draft; d != nil {
-		// A draft context on the target's MTP head has no weights of
-		// its own; a -md draft's are its model buffers.
-		need := []string{"compute"}
-		if p.Draft != "" {
-			need = append(need, "model")
+	return append(bad, c.validateDraft()...)
+}
+
+// validateDraft checks the speculative draft context's figures: there
+// for a speculative case only, with the target's cells and sequences.
+func (c *Case) validateDraft() []string {
+	p, d := c.Inputs.Profile, c.Figures.Draft
+	if d == nil {
+		if p.Spec != "" || p.Draft != "" {
+			return []string{fmt.Sprintf("a speculative case (%q, draft %q) without the draft context's figures", p.Spec, p.Draft)}
 		}
-		bad = append(bad, c.validateBuffers(d, "draft ", need)...)
-		if d.Context.NSeqMax != p.Sequences || d.Context.NCtx != ctx.NCtx {
-			fail("the draft context has n_seq_max %d and n_ctx %d, the target %d and %d", d.Context.NSeqMax, d.Context.NCtx, ctx.NSeqMax, ctx.NCtx)
-		}
-	} else if p.Spec != "" || p.Draft != "" {
-		fail("a speculative case (%q, draft %q) without the draft context's figures", p.Spec, p.Draft)
+		return nil
+	}
+	// A draft context on the target's MTP head has no weights of its
+	// own; a -md draft's are its model buffers.
+	need := []string{"compute"}
+	if p.Draft != "" {
+		need = append(need, "model")
+	}
+	bad := c.validateBuffers(d, "draft ", need)
+	if ctx := c.Figures.Context; d.Context.NSeqMax != p.Sequences || d.Context.NCtx != ctx.NCtx {
+		bad = append(bad, fmt.Sprintf("the draft context has n_seq_max %d and n_ctx %d, the target %d and %d", d.Context.NSeqMax, d.Context.NCtx, ctx.NSeqMax, ctx.NCtx))
 	}
 	return bad
 }

@@ -146,6 +146,9 @@ func FitParamsProfile(p plan.Profile) plan.Profile {
 	if e := tb.Lookup("--embedding"); p.Embedding != nil && e != nil && !e.Accepts(llamaflags.FitParams) {
 		p.Embedding = nil
 	}
+	if e := tb.Lookup("--spec-type"); p.Spec != nil && e != nil && !e.Accepts(llamaflags.FitParams) {
+		p.Spec = nil
+	}
 	return p
 }
 
@@ -153,10 +156,14 @@ func FitParamsProfile(p plan.Profile) plan.Profile {
 // that given (its FitParamsProfile) lost: llama-fit-params does not take
 // them, so its projection is of the load without them.
 func FitParamsLeavesOut(asked, given plan.Profile) []string {
+	var out []string
 	if asked.Embedding != nil && given.Embedding == nil {
-		return []string{"--embedding"}
+		out = append(out, "--embedding")
 	}
-	return nil
+	if asked.Spec != nil && given.Spec == nil {
+		out = append(out, "--spec-type")
+	}
+	return out
 }
 
 // firstBreakdown is the rows of the first table: a name seen again

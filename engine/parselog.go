@@ -2,8 +2,11 @@ package engine
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/headroom-llm/headroom/plan"
 )
 
 // Logged is one buffer-size line of llama.cpp's log: an allocation the
@@ -27,7 +30,18 @@ type Logged struct {
 	// comma written as a point. It is the comparable value: llama.cpp
 	// rounds bytes/2^20 with %.2f.
 	Printed string `json:"printed"`
+	// Model is plan.ModelDraft for the speculative draft context's
+	// buffers (and a -md draft's weights), logged after llama-server's
+	// "common_speculative_init_result:" line; "" for the model's own.
+	Model string `json:"model,omitempty"`
 }
+
+// draftStart is the line llama-server logs before it loads a -md draft
+// or makes the draft context on the model's own MTP head.
+const draftStart = "common_speculative_init_result: "
+
+// modelStart is the line llama-server logs before it loads the model.
+const modelStart = "load_model: loading model "
 
 // These follow the printf formats of llama.cpp's llama-model.cpp,
 // llama-context.cpp, llama-kv-cache*.cpp and llama-memory-recurrent.cpp,
@@ -87,11 +101,25 @@ func cleanLine(line string) string {
 // A kv line belongs to the KV cache most recently announced by a
 // "creating ... KV cache" line (iswa memories print one for the non-SWA and
 // one for the SWA cache); with no announcement its Cache is "".
+//
+// Lines after the draft's start are the draft's (Logged.Model). Its
+// scheduler is reserved a second time once its backend samplers are
+// attached; the buffer is the last reserve's, which replaces the first.
 func ParseLog(lines []string) []Logged {
 	var out []Logged
-	cache := ""
+	cache, model := "", ""
 	for _, raw := range lines {
 		line := cleanLine(raw)
+		if strings.Contains(line, draftStart) {
+			model, cache = plan.ModelDraft, ""
+			continue
+		}
+		if strings.Contains(line, modelStart) {
+			// llama-server loads the model again (after sleeping):
+			// its buffers are the model's until the next draft.
+			model = ""
+			continue
+		}
 		if !strings.Contains(line, "buffer size = ") {
 			if strings.Contains(line, "creating") {
 				if m := cacheStart.FindStringSubmatch(line); m != nil {
@@ -118,9 +146,15 @@ func ParseLog(lines []string) []Logged {
 			continue
 		}
 		kind := kindOf(strings.TrimSpace(m[3]))
-		l := Logged{Source: m[1], Device: m[2], Kind: kind, MiB: mib, Printed: printed}
+		l := Logged{Source: m[1], Device: m[2], Kind: kind, MiB: mib, Printed: printed, Model: model}
 		if kind == "kv" {
 			l.Cache = cache
+		}
+		if model != "" && kind == "compute" {
+			if i := slices.IndexFunc(out, func(o Logged) bool { return o.Model == model && o.Kind == kind && o.Device == l.Device }); i >= 0 {
+				out[i] = l
+				continue
+			}
 		}
 		out = append(out, l)
 	}
@@ -130,7 +164,7 @@ func ParseLog(lines []string) []Logged {
 // parseRelevant reports whether ParseLog reads anything from a line, so a
 // long-running server can keep just those lines of an unbounded log.
 func parseRelevant(line string) bool {
-	return strings.Contains(line, "buffer size = ") || strings.Contains(line, "creating")
+	return strings.Contains(line, "buffer size = ") || strings.Contains(line, "creating") || strings.Contains(line, draftStart) || strings.Contains(line, modelStart)
 }
 
 // LastLoad keeps the buffers of the last load in a log. llama-server's own

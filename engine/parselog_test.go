@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,8 +188,8 @@ func TestLastLoad(t *testing.T) {
 
 func TestLastLoads(t *testing.T) {
 	l := func(kind, dev string) Logged { return Logged{Kind: kind, Device: dev} }
-	// A virtual fit load, the model's load, then its draft's with a
-	// context per slot.
+	// A virtual fit load, the model's load, then its draft's with its
+	// context.
 	log := []Logged{
 		l("model", "CPU_Mapped"), l("kv", "CPU"),
 		l("model", "CPU_Mapped"), l("model", "CUDA0"), l("kv", "CUDA0"), l("compute", "CUDA0"),
@@ -222,4 +223,47 @@ func FuzzParseLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseLogDraft holds ParseLog to the harness's reading of the
+// llama-server loads with a speculative draft context: the model's
+// buffers, then the draft's, marked as the draft's, its compute buffer
+// once (the last of its two reserves).
+func TestParseLogDraft(t *testing.T) {
+	cases, err := conformance.Load(filepath.Join("..", "conformance", "testdata", "server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cases {
+		if c.Figures.Draft == nil {
+			continue
+		}
+		n++
+		var want []Logged
+		for model, bufs := range map[string][]conformance.Buffer{"": c.Figures.Buffers, "draft": c.Figures.Draft.Buffers} {
+			for _, b := range bufs {
+				want = append(want, Logged{Source: b.Source, Device: b.DeviceOrBufferType, Kind: b.Kind, Cache: b.Cache, MiB: b.MiB, Printed: b.Printed, Model: model})
+			}
+		}
+		got := ParseLog(c.Log)
+		key := func(l Logged) string {
+			return l.Model + "/" + l.Kind + "/" + l.Device + "/" + l.Cache + "/" + l.Printed
+		}
+		if !reflect.DeepEqual(sortedKeys(got, key), sortedKeys(want, key)) {
+			t.Errorf("%s:\n got %v\nwant %v", c.ID, sortedKeys(got, key), sortedKeys(want, key))
+		}
+	}
+	if n < 10 {
+		t.Fatalf("%d server cases with a draft context, want at least 10", n)
+	}
+}
+
+func sortedKeys(ls []Logged, key func(Logged) string) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = key(l)
+	}
+	slices.Sort(out)
+	return out
 }

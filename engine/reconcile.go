@@ -14,6 +14,9 @@ import (
 // of one buffer type and kind. Several log lines can share a group (the
 // non-SWA and SWA KV caches of one device); their figures are summed.
 type Row struct {
+	// Model is plan.ModelDraft for the speculative draft context's
+	// buffers, "" for the model's own.
+	Model      string `json:"model,omitempty"`
 	BufferType string `json:"buffer_type"`
 	Kind       string `json:"kind"`
 	// PlannedBytes is what headroom planned (0 when nothing was).
@@ -62,7 +65,7 @@ const (
 // whose bytes print as 0.00 MiB and was not logged is not counted:
 // llama.cpp may skip empty buffers.
 func Reconcile(planned []plan.Buffer, logged []Logged) Reconciliation {
-	type key struct{ buft, kind string }
+	type key struct{ model, buft, kind string }
 	type group struct {
 		row    Row
 		lo, hi int64
@@ -73,14 +76,14 @@ func Reconcile(planned []plan.Buffer, logged []Logged) Reconciliation {
 	get := func(k key) *group {
 		g := groups[k]
 		if g == nil {
-			g = &group{row: Row{BufferType: k.buft, Kind: k.kind}}
+			g = &group{row: Row{Model: k.model, BufferType: k.buft, Kind: k.kind}}
 			groups[k] = g
 			order = append(order, k)
 		}
 		return g
 	}
 	for _, b := range logged {
-		g := get(key{b.Device, b.Kind})
+		g := get(key{b.Model, b.Device, b.Kind})
 		lo, hi := printedBounds(b.Printed)
 		g.lo += lo
 		g.hi += hi
@@ -92,7 +95,7 @@ func Reconcile(planned []plan.Buffer, logged []Logged) Reconciliation {
 		if b.Model == plan.ModelProjector {
 			continue // libmtmd logs its buffers in lines of its own, not read here
 		}
-		g := get(key{b.BufferType, string(b.Kind)})
+		g := get(key{b.Model, b.BufferType, string(b.Kind)})
 		g.row.PlannedBytes += b.Bytes
 		g.p = true
 	}
@@ -124,6 +127,9 @@ func Reconcile(planned []plan.Buffer, logged []Logged) Reconciliation {
 	}
 	for _, rows := range [][]Row{r.Rows, r.PlannedOnly, r.LoggedOnly} {
 		sort.SliceStable(rows, func(i, j int) bool {
+			if rows[i].Model != rows[j].Model {
+				return rows[i].Model < rows[j].Model
+			}
 			if a, b := kindRank(rows[i].Kind), kindRank(rows[j].Kind); a != b {
 				return a < b
 			}

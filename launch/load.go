@@ -138,8 +138,8 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 		defer cancel()
 		return nil, errors.Join(err, srv.Stop(stopCtx), t.Release())
 	}
-	// A draft is a second load after the model's, with a context per
-	// slot: the last two loads are the plan's.
+	// A draft is a second load after the model's, with its context: the
+	// last two loads are the plan's.
 	loads := 1
 	if c := a.Model.Companions; c != nil && c.Draft != nil {
 		loads = 2

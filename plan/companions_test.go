@@ -95,21 +95,19 @@ func TestDraftBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// llama-server gives each slot a draft context of the main context's
-	// cells per sequence (8192 here) and one sequence.
+	// llama-server gives the draft one context of the main context's
+	// cells (16384 here) and sequences, with one output row each
+	// (common_speculative_init_result; the -md goldens of
+	// conformance/testdata/server measure it).
 	dp := Defaults()
-	dp.Ctx, dp.Parallel = 8192, 1
+	dp.Ctx, dp.Parallel, dp.OutputsMax = 16384, 2, 2
 	one, err := Account(draft, dp, cpu, gpus)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]int64{}
 	for _, b := range one.Buffers {
-		n := b.Bytes
-		if b.Kind != "model" {
-			n *= 2
-		}
-		want[b.Device+"/"+b.BufferType+"/"+string(b.Kind)] += n
+		want[b.Device+"/"+b.BufferType+"/"+string(b.Kind)] += b.Bytes
 	}
 	got := map[string]int64{}
 	var mainBufs []Buffer

@@ -165,7 +165,7 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 	if !c.Profile.Mmap && o.Base.Mmap {
 		out = append(out, fmt.Sprintf("--no-mmap: with the file mapped, Metal would keep %d MiB more resident than its weights (it maps the span between its first and last tensor, and this file stores some away from the layers); loading the weights instead buys this plan", mapWaste>>20))
 	}
-	if line := companionLine(c.Result); line != "" {
+	if line := companionLine(c.Result, c.Profile.Spec); line != "" {
 		out = append(out, line)
 	}
 	if line := rpcLine(c.Flags); line != "" {
@@ -185,7 +185,7 @@ func explain(p *Plan, m *arch.Model, o SearchOptions, ceiling int, gpus, unified
 
 // companionLine says what the projector and draft take in the chosen
 // plan, which every candidate counted.
-func companionLine(a *Assessment) string {
+func companionLine(a *Assessment, spec *Speculative) string {
 	if a == nil {
 		return ""
 	}
@@ -200,7 +200,11 @@ func companionLine(a *Assessment) string {
 		parts = append(parts, fmt.Sprintf("the projector %d MiB (its compute buffer a rough estimate)", n>>20))
 	}
 	if n, ok := sum[ModelDraft]; ok {
-		parts = append(parts, fmt.Sprintf("the draft model %d MiB (weights, and a context per slot)", n>>20))
+		what := "the draft model %d MiB (its weights, and one context beside the model's with every slot's cells)"
+		if spec.MTP() {
+			what = "the MTP head's draft context %d MiB (its layer's cache, one output row a slot, its compute buffer)"
+		}
+		parts = append(parts, fmt.Sprintf(what, n>>20))
 	}
 	if len(parts) == 0 {
 		return ""

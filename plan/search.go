@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/headroom-llm/headroom/arch"
@@ -300,7 +301,7 @@ func search(m *arch.Model, s *hw.Snapshot, o SearchOptions) (*Plan, error) {
 			p.RunnerUp = &out[i]
 		}
 	}
-	p.Explain = append(explain(p, m, o, trained, len(gpus) > 0, unified, mapWaste), servingExplain(p.Chosen, o, ceiling, trained)...)
+	p.Explain = slices.Concat(explain(p, m, o, trained, len(gpus) > 0, unified, mapWaste), servingExplain(p.Chosen, o, ceiling, trained), mtpOffer(m, s, p.Chosen, cpu, gpus, o.FitTarget))
 	return p, nil
 }
 

@@ -211,7 +211,11 @@ func servingLine(c *Candidate, fixed bool) string {
 		line += ")"
 	}
 	if grow := outputGrowthOf(a); grow > 0 {
-		line += fmt.Sprintf(", the output buffer's growth to a batch of embeddings %d MiB", grow>>20)
+		what := "to a batch of embeddings"
+		if !c.Profile.Embeds() {
+			what = "to the drafted tokens' rows"
+		}
+		line += fmt.Sprintf(", the output buffers' growth %s %d MiB", what, grow>>20)
 	}
 	if spare >= 0 {
 		line += fmt.Sprintf(", %d MiB of system memory spare", spare>>20)

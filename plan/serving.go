@@ -97,6 +97,14 @@ type seqState struct {
 	fixed int64
 	// header is what the state holds besides cells and rows.
 	header int64
+	// draft is the speculative draft context's state of the same
+	// sequence, which llama-server saves beside the target's in a prompt
+	// cache entry and in every checkpoint; nil without one. plainDraft:
+	// the draft's memory is one plain KV cache, which writes its whole
+	// state even when asked for the partial one (PARTIAL_ONLY is a
+	// hybrid's or iswa cache's flag), so a checkpoint holds all of it.
+	draft      *seqState
+	plainDraft bool
 }
 
 // cellMeta bounds what the state holds per cell besides the rows: its
@@ -114,6 +122,37 @@ const stateHeader = 1 << 10
 const layerHeader = 64
 
 func seqStateOf(m *arch.Model, c graph.Context, p Profile) seqState {
+	s := layerState(m, c, p)
+	switch {
+	case p.Spec.MTP() && len(m.MTPHead) > 0:
+		d := seqState{header: stateHeader + layerHeader*int64(len(m.MTPHead))}
+		dc := mtpContext(c, p.Spec)
+		for _, l := range m.MTPHead {
+			d.perToken += kvRow(dc, l)
+		}
+		s.draft, s.plainDraft = &d, true
+	case p.Companions != nil && p.Companions.Draft != nil:
+		dm := p.Companions.Draft
+		dc := mtpContext(c, p.Spec)
+		d := layerState(dm, dc, Profile{Rules: p.Rules})
+		s.draft, s.plainDraft = &d, !needsCheckpoints(dm, true) && dm.Window == 0
+	}
+	return s
+}
+
+// kvRow is a cached layer's K and V bytes per token.
+func kvRow(c graph.Context, l arch.Layer) int64 {
+	k, _ := c.TypeK.RowSize(uint64(l.KDim))
+	row := int64(k)
+	if l.VDim > 0 {
+		v, _ := c.TypeV.RowSize(uint64(l.VDim))
+		row += int64(v)
+	}
+	return row
+}
+
+// layerState is one model's sequence state over its own layers.
+func layerState(m *arch.Model, c graph.Context, p Profile) seqState {
 	s := seqState{window: m.Window, header: stateHeader + layerHeader*int64(len(m.Layers))}
 	nextNWithoutKV := p.rules().NextNWithoutKV
 	for i, l := range m.Layers {
@@ -123,12 +162,7 @@ func seqStateOf(m *arch.Model, c graph.Context, p Profile) seqState {
 		if l.Attention == arch.NoAttention || (nextNWithoutKV && i >= m.NLayer-m.NextN) {
 			continue
 		}
-		k, _ := c.TypeK.RowSize(uint64(l.KDim))
-		row := int64(k)
-		if l.VDim > 0 {
-			v, _ := c.TypeV.RowSize(uint64(l.VDim))
-			row += int64(v)
-		}
+		row := kvRow(c, l)
 		if l.Attention == arch.Sliding {
 			s.swaPerToken += row
 		} else {
@@ -152,7 +186,11 @@ func (s seqState) full(n int) int64 {
 	if s.swaPerToken > 0 {
 		meta += cellMeta * int64(w)
 	}
-	return int64(n)*s.perToken + int64(w)*s.swaPerToken + s.fixed + meta + s.header
+	n64 := int64(n)*s.perToken + int64(w)*s.swaPerToken + s.fixed + meta + s.header
+	if s.draft != nil {
+		n64 += s.draft.full(n)
+	}
+	return n64
 }
 
 // partial is a checkpoint's state (LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY):
@@ -166,7 +204,24 @@ func (s seqState) partial(n int) int64 {
 	if s.swaPerToken == 0 {
 		w = 0
 	}
-	return int64(w)*(s.swaPerToken+cellMeta) + s.fixed + s.header
+	part := int64(w)*(s.swaPerToken+cellMeta) + s.fixed + s.header
+	switch {
+	case s.draft != nil && s.plainDraft:
+		part += s.draft.full(n)
+	case s.draft != nil:
+		part += s.draft.partial(n)
+	}
+	return part
+}
+
+// tokenBytes bounds what one more token adds to a sequence's state, the
+// draft's included.
+func (s seqState) tokenBytes() int64 {
+	b := s.perToken + s.swaPerToken + 2*cellMeta
+	if s.draft != nil {
+		b += s.draft.tokenBytes()
+	}
+	return b
 }
 
 // needsCheckpoints is llama-server's rule for making checkpoints
@@ -247,7 +302,7 @@ func servingBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device) []Buf
 		perEntry := st.full(0) + int64(checkpointsPerSlot(sv, c.NCtxSeq, p.rules().CheckpointsToCap))*ckpt
 		tokens := int64(c.NCtx + c.NCtxSeq)
 		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindPromptCache,
-			Bytes: tokens*(st.perToken+st.swaPerToken+2*cellMeta) + entries*perEntry,
+			Bytes: tokens*st.tokenBytes() + entries*perEntry,
 			Note:  fmt.Sprintf("-cram -1: no byte limit; up to %d tokens of prompts (n_ctx) and one more prompt", c.NCtx)})
 	}
 	out = append(out, outputGrowth(m, c, p, cpu)...)

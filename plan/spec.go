@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan/ggml"
 	"github.com/headroom-llm/headroom/plan/graph"
 )
@@ -175,6 +176,44 @@ func mtpBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []De
 		out = append(out, b)
 	}
 	return out
+}
+
+// mtpOffer says what drafting with the model's MTP head would cost on
+// top of the chosen plan, for a model that carries one and a plan that
+// does not draft: the head's weights (loaded only then), the draft
+// context, the target's recurrent snapshots and drafted rows, and the
+// draft's state in the prompt cache and checkpoints, and whether the
+// plan would still keep its margin: one line, or none where there is
+// nothing to offer.
+func mtpOffer(m *arch.Model, s *hw.Snapshot, c *Candidate, cpu Device, gpus []Device, margin int64) []string {
+	if c == nil || c.Result == nil || c.Profile.Spec != nil || c.Profile.Embeds() || c.Profile.Companions != nil || graph.ForMTP(m) == nil {
+		return nil
+	}
+	q := c.Profile
+	q.Spec = &Speculative{Types: []string{SpecMTP}}
+	r, err := Account(m, q, cpu, gpus)
+	if err != nil {
+		return nil
+	}
+	a, err := r.Against(s)
+	if err != nil {
+		return nil
+	}
+	required := func(ds []hw.DomainUse) int64 {
+		var n int64
+		for _, d := range ds {
+			n += d.Required
+		}
+		return n
+	}
+	load := required(a.Load) - required(c.Result.Load)
+	serving := required(a.Domains) - required(c.Result.Domains) - load
+	verdict := "the plan keeps its margin"
+	if a.Verdict != Fits || a.LeastMargin() < margin {
+		verdict = "more than this plan leaves free: ask for it with a smaller -c or fewer -ctxcp"
+	}
+	return []string{fmt.Sprintf("this file carries an MTP head: --spec-type draft-mtp drafts with it, each slot up to %d tokens a step, for %d MiB more at load (the draft context, recurrent snapshots) and %d MiB more while serving (the draft's cache is copied whole into each prompt and context checkpoint); %s",
+		DraftTokens, load>>20, serving>>20, verdict)}
 }
 
 // specOutputGrowth is what the output buffers grow to once speculative
