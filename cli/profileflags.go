@@ -29,6 +29,11 @@ func (n notHere) Set(string) error { return errors.New(n.why) }
 const whyServeCompanions = "serve loads the projector and draft a catalog entry names (and pulls them with it); " +
 	"for files of your own, headroom plan MODEL --mmproj FILE -md FILE counts them and prints the llama-server command to run"
 
+// whyServeAPISpec: serve-api's flags apply to every model it serves,
+// and a draft is one model's.
+const whyServeAPISpec = "serve-api's flags apply to every model it serves, and only some can draft (an MTP head, a -md model): " +
+	"headroom serve MODEL --spec-type draft-mtp runs one model drafting (docs/speculative.md)"
+
 // refuseHere registers names as flags that fail with why.
 func refuseHere(fs *flags, why string, names ...string) {
 	// The tables are embedded and held by TestEveryFlagClassified; were

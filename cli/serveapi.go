@@ -113,6 +113,9 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if opts.Base.Spec != nil {
+		return usagef("--spec-type, --spec-draft-n-max, -ctkd and -ctvd: %s", whyServeAPISpec)
+	}
 	// A bad token is refused before anything starts.
 	tok, err := apiToken(env, *token, *tokenFile, *remote)
 	if err != nil {
