@@ -228,7 +228,6 @@ func TestUnmodeled(t *testing.T) {
 		{"unknown architecture", "futurenet", nil, true},
 		{"Gemma 4 with per-layer embeddings", "gemma4", gemma4(map[string]gguf.Value{"embedding_length_per_layer_input": u32(256)}), true},
 		{"Gemma 4 with shared KV", "gemma4", gemma4(map[string]gguf.Value{"attention.shared_kv_layers": u32(1)}), true},
-		{"Gemma 4 with experts", "gemma4", gemma4(map[string]gguf.Value{"expert_count": u32(8), "expert_used_count": u32(2)}), true},
 		{"Gemma 4 without its pattern", "gemma4", map[string]gguf.Value{"block_count": u32(2), "embedding_length": u32(64), "attention.sliding_window": u32(16)}, false},
 		{"llama without block_count", "llama", map[string]gguf.Value{"embedding_length": u32(8)}, false},
 	} {
@@ -240,6 +239,13 @@ func TestUnmodeled(t *testing.T) {
 	}
 	if m, err := build(t, "gemma4", gemma4(map[string]gguf.Value{"final_logit_softcapping": gguf.Float32Value(30)})); err != nil || !m.FinalSoftcap {
 		t.Errorf("dense Gemma 4: %v, soft-cap %v", err, m != nil && m.FinalSoftcap)
+	}
+	// 26B-A4B's experts are read as any MoE's.
+	m, err := build(t, "gemma4", gemma4(map[string]gguf.Value{"expert_count": u32(8), "expert_used_count": u32(2)}))
+	if err != nil {
+		t.Errorf("Gemma 4 with experts: %v", err)
+	} else if m.NExpert != 8 || m.NExpertUsed != 2 {
+		t.Errorf("Gemma 4 with experts: %d of %d experts, want 2 of 8", m.NExpertUsed, m.NExpert)
 	}
 }
 

@@ -413,7 +413,7 @@ func qwen35(h hparams, m *Model) error {
 // gemma4 reads what gemma4.cpp requires (the per-layer sliding pattern,
 // the window) and the final logit soft-cap, and leaves what its graph
 // does not replay yet to llama.cpp's projection: the per-layer embeddings
-// and KV sharing of E2B and E4B, and the experts of 26B-A4B.
+// and KV sharing of E2B and E4B. 26B-A4B's experts are read as any MoE's.
 func gemma4(h hparams, m *Model) error {
 	if _, ok := h.m.Lookup(h.prefix + "attention.sliding_window_pattern"); !ok {
 		return &Incompatible{Reason: "missing " + h.prefix + "attention.sliding_window_pattern (llama.cpp requires it)"}
@@ -421,9 +421,9 @@ func gemma4(h hparams, m *Model) error {
 	if m.Window <= 0 {
 		return &Incompatible{Reason: "missing or zero " + h.prefix + "attention.sliding_window (llama.cpp requires it)"}
 	}
-	for _, k := range []string{"embedding_length_per_layer_input", "attention.shared_kv_layers", "expert_count"} {
+	for _, k := range []string{"embedding_length_per_layer_input", "attention.shared_kv_layers"} {
 		if n, _ := h.opt(k, 0); n > 0 {
-			return &Incompatible{Unmodeled: true, Reason: fmt.Sprintf("Gemma 4 with %s%s = %d (E2B and E4B's per-layer embeddings and shared KV, 26B-A4B's experts) is not modeled by headroom yet", h.prefix, k, n)}
+			return &Incompatible{Unmodeled: true, Reason: fmt.Sprintf("Gemma 4 with %s%s = %d (E2B and E4B's per-layer embeddings and shared KV) is not modeled by headroom yet", h.prefix, k, n)}
 		}
 	}
 	f, _, err := h.float("final_logit_softcapping")

@@ -181,21 +181,25 @@ func TestLiveServeCheckServing(t *testing.T) {
 	bin := liveEngine(t)
 	models := t.TempDir()
 	for _, tc := range []struct {
-		shape string
-		flags []string
+		shape  string
+		layers int // 0: all
+		flags  []string
 	}{
-		{"qwen3-0.6b", []string{"-c", "4096", "-np", "1"}},
-		{"lfm2-350m", []string{"-c", "4096", "-np", "1", "-cram", "64"}},
+		{"qwen3-0.6b", 0, []string{"-c", "4096", "-np", "1"}},
+		{"lfm2-350m", 0, []string{"-c", "4096", "-np", "1", "-cram", "64"}},
 		// embedding servers: inputs to /v1/embeddings grow the output
 		// buffer, and idle slots go to the prompt cache whatever the task
-		{"bge-small-en-v1.5", []string{"-c", "1024", "-np", "2"}},
-		{"qwen3-reranker-0.6b", []string{"-c", "2048", "-np", "2", "-cram", "128"}},
+		{"bge-small-en-v1.5", 0, []string{"-c", "1024", "-np", "2"}},
+		{"qwen3-reranker-0.6b", 0, []string{"-c", "2048", "-np", "2", "-cram", "128"}},
 		// drafting with the MTP head: the draft's state in every prompt
 		// cache entry and checkpoint, the output buffers grown to the
 		// drafted rows and the head's hidden states
-		{"qwen3.5-0.8b-mtp", []string{"-c", "2048", "-np", "2", "-cram", "64", "--spec-type", "draft-mtp"}},
+		{"qwen3.5-0.8b-mtp", 0, []string{"-c", "2048", "-np", "2", "-cram", "64", "--spec-type", "draft-mtp"}},
+		// Gemma 4 26B-A4B's layers (five sliding, one global, experts on
+		// each), six of its thirty: sliding-window checkpoints
+		{"gemma-4-26b-a4b", 6, []string{"-c", "4096", "-np", "1", "-cram", "64"}},
 	} {
-		path := writeLayers(t, models, tc.shape, 0, synth.Q8_0)
+		path := writeLayers(t, models, tc.shape, tc.layers, synth.Q8_0)
 		t.Run(tc.shape, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			env := liveEnv(t, &out, &errOut)

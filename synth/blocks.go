@@ -169,6 +169,19 @@ func gemma4Blocks(t *tensors, s Shape) {
 		t.f32(p+"ffn_norm.weight", s.Embd)
 		ffn(t, s, i, s.FF, "")
 		t.f32(p+"post_ffw_norm.weight", s.Embd)
+		if m := s.MoE; m != nil {
+			// 26B-A4B: the router (its proj and scale), the experts'
+			// merged gate and up, their down and per-expert scale, and
+			// the norms around the two branches.
+			t.f32(p+"ffn_gate_inp.weight", s.Embd, m.Experts)
+			t.f32(p+"ffn_gate_inp.scale", s.Embd)
+			t.add(p+"ffn_gate_up_exps.weight", s.Embd, 2*m.FF, m.Experts)
+			t.add(p+"ffn_down_exps.weight", m.FF, s.Embd, m.Experts)
+			t.f32(p+"ffn_down_exps.scale", m.Experts)
+			t.f32(p+"pre_ffw_norm_2.weight", s.Embd)
+			t.f32(p+"post_ffw_norm_1.weight", s.Embd)
+			t.f32(p+"post_ffw_norm_2.weight", s.Embd)
+		}
 		t.f32(p+"layer_output_scale.weight", 1)
 	}
 	output(t, s, "output_norm.weight")

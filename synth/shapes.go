@@ -207,6 +207,16 @@ var shapes = map[string]Shape{
 		Global:       &GlobalAttn{HeadsKV: 4, HeadDim: 512, KEqV: true},
 		FinalSoftcap: 30,
 		Source:       "google/gemma-4-31B config.json text_config, not read here: values as published (hidden_size 5376, intermediate_size 21504, 60 layers, 32 heads, num_key_value_heads 16 of head_dim 256 on sliding layers, num_global_key_value_heads 4 of global_head_dim 512, attention_k_eq_v, sliding_window 1024, layer_types five sliding to one full, vocab_size 262144, tied embeddings, rope_theta 1e6 global and 1e4 sliding, final_logit_softcapping 30), checked against llama.cpp's converter (Gemma4Model)"},
+	// Gemma 4 26B-A4B: Gemma 4's sliding and global layers with, on
+	// every layer, a dense GELU MLP beside 128 routed experts (8 used)
+	// whose gate and up are one tensor.
+	"gemma-4-26b-a4b": {Name: "Gemma-4-26B-A4B", Arch: "gemma4", Layers: 30, Embd: 2816, Heads: 16, HeadsKV: 8, HeadDim: 256, FF: 2112,
+		Vocab: 262144, CtxTrain: 262144, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "llama",
+		SWA:          &SWA{Window: 1024, Pattern: 6, FreqBaseSWA: 10000, PerLayer: true},
+		Global:       &GlobalAttn{HeadsKV: 2, HeadDim: 512, KEqV: true},
+		MoE:          &MoE{Experts: 128, Used: 8, FF: 704},
+		FinalSoftcap: 30,
+		Source:       "google/gemma-4-26B-A4B config.json text_config, not read here: values as three independent transcriptions of it agree (hidden_size 2816, intermediate_size 2112, 30 layers, 16 heads, num_key_value_heads 8 of head_dim 256 on sliding layers, num_global_key_value_heads 2 of global_head_dim 512, attention_k_eq_v, sliding_window 1024, layer_types five sliding to one full, enable_moe_block, num_experts 128, top_k_experts 8, moe_intermediate_size 704, vocab_size 262144, tied embeddings, final_logit_softcapping 30; router.proj, router.scale, router.per_expert_scale, experts.gate_up_proj [128, 1408, 2816], experts.down_proj [128, 2816, 704]), checked against llama.cpp's converter (Gemma4Model: ffn_gate_inp.scale, ffn_down_exps.scale)"},
 	// Qwen3.5 and 3.6 35B-A3B: the same layers with 256 routed experts (8
 	// used) and a gated shared expert on every layer, no dense FFN.
 	"qwen3.5-35b-a3b": {Name: "Qwen3.5-35B-A3B", Arch: "qwen35moe", Layers: 40, Embd: 2048, Heads: 16, HeadsKV: 2, HeadDim: 256,

@@ -71,6 +71,10 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// no attn_v on the global ones, a tied embedding and the 256-entry
 		// rope_freqs table.
 		{"gemma-4-31b", 30697345596},
+		// 30 layers, each a dense MLP of 2112 beside 128 experts of 704
+		// (merged gate and up), the router with its two scales; 3.8B read
+		// per token (published: 25.2B, 3.8B active).
+		{"gemma-4-26b-a4b", 25233142046},
 		// 40 layers of 256 experts of 512 plus a shared one, untied
 		// (published: 35B).
 		{"qwen3.5-35b-a3b", 34660610688},

@@ -357,6 +357,15 @@ export const cases = [
         {contextSize: 8192, flashAttention: true, sequences: 2},
         vk(3, {flashAttention: true})
     ]),
+    // Gemma 4 26B-A4B: the 31B's layers, smaller, with a dense MLP beside
+    // 128 routed experts on every layer, routed on their own norm, the
+    // experts' gate and up merged, scaled per expert (a 16 GiB sparse
+    // Q4_K_M file, its experts repacked on x86).
+    ...sweep("gemma-4-26b-a4b", "Q4_K_M", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true, sequences: 2},
+        {contextSize: 4096, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0", batchSize: 1024}
+    ]),
     // Qwen3.5 / 3.6 35B-A3B: the same layers with 256 routed experts and a
     // gated shared expert (a 23 GiB sparse Q5_K_M file).
     ...sweep("qwen3.5-35b-a3b", "Q5_K_M", [

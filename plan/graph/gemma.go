@@ -28,7 +28,16 @@ func (o gemma) graphOf(m *arch.Model) graphFunc {
 // swaLayersOK checks what every sliding-window graph needs of the model:
 // attention in every layer, with whole heads.
 func swaLayersOK(m *arch.Model) (sliding int, ok bool) {
-	if m.NExpert > 0 || m.MLA || m.NHead <= 0 || len(m.Layers) == 0 {
+	if m.NExpert > 0 {
+		return 0, false
+	}
+	return swaLayersOf(m)
+}
+
+// swaLayersOf is swaLayersOK for a family that may have experts beside
+// its layers' own FFN (Gemma 4 26B-A4B).
+func swaLayersOf(m *arch.Model) (sliding int, ok bool) {
+	if m.MLA || m.NHead <= 0 || len(m.Layers) == 0 {
 		return 0, false
 	}
 	for _, l := range m.Layers {

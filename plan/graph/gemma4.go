@@ -18,7 +18,7 @@ import (
 type gemma4 struct{}
 
 func (gemma4) graphOf(m *arch.Model) graphFunc {
-	sliding, ok := swaLayersOK(m)
+	sliding, ok := swaLayersOf(m)
 	if !ok || sliding == 0 || !hasTensor(m, "rope_freqs.weight") {
 		return nil
 	}
@@ -30,13 +30,41 @@ func (gemma4) graphOf(m *arch.Model) graphFunc {
 				return nil
 			}
 		}
-		for _, n := range []string{"ffn_gate_inp.weight", "per_layer_inp_gate.weight", "attn_q.bias"} {
+		for _, n := range []string{"per_layer_inp_gate.weight", "attn_q.bias"} {
 			if hasTensor(m, blk+n) {
 				return nil
 			}
 		}
+		if hasTensor(m, blk+"ffn_gate_inp.weight") {
+			if m.NExpert <= 0 || m.NExpertUsed <= 0 || !hasTensor(m, blk+"ffn_down_exps.weight") ||
+				!(hasTensor(m, blk+"ffn_gate_up_exps.weight") || hasTensor(m, blk+"ffn_gate_exps.weight") && hasTensor(m, blk+"ffn_up_exps.weight")) {
+				return nil
+			}
+			for _, n := range []string{"ffn_gate_inp.scale", "pre_ffw_norm_2.weight", "post_ffw_norm_1.weight", "post_ffw_norm_2.weight"} {
+				if !hasTensor(m, blk+n) {
+					return nil
+				}
+			}
+		}
 	}
 	return gemma4Graph
+}
+
+// gemma4MoE is 26B-A4B's feed-forward: the dense MLP (the "shared
+// expert") and the routed experts side by side on the attention output,
+// each normed before and after, summed. The router runs on its own
+// RMS norm of the residual, scaled by 1/sqrt(n_embd) and the router's
+// scale; the experts' gate and up are one merged product (or two), GELU
+// gated, their outputs scaled per expert.
+func (b *gb) gemma4MoE(m *arch.Model, blk string, attnOut *tensor) *tensor {
+	mlp := b.ffn(blk, "", b.norm(attnOut, blk+"ffn_norm.weight"), ffnSwiGLU)
+	mlp = b.norm(mlp, blk+"post_ffw_norm_1.weight")
+	moe := b.norm(attnOut, blk+"pre_ffw_norm_2.weight")
+	tmp := b.Mul(b.Scale(b.RMSNorm(attnOut)), b.weight(blk+"ffn_gate_inp.scale"))
+	logits := b.MulMat(b.weight(blk+"ffn_gate_inp.weight"), tmp)
+	moe = b.moeFFN(m, blk, moe, moeSpec{gating: moeSoftmax, normW: true, logits: logits})
+	moe = b.norm(moe, blk+"post_ffw_norm_2.weight")
+	return b.Add(mlp, moe)
 }
 
 func gemma4Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
@@ -65,7 +93,11 @@ func gemma4Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 		k = b.Rope(k, in.pos, freqs)
 		cur = b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{}))
 		attnOut := b.Add(b.norm(cur, blk+"post_attention_norm.weight"), inpL)
-		cur = b.ffn(blk, "", b.norm(attnOut, blk+"ffn_norm.weight"), ffnSwiGLU)
+		if b.has(blk + "ffn_gate_inp.weight") {
+			cur = b.gemma4MoE(m, blk, attnOut)
+		} else {
+			cur = b.ffn(blk, "", b.norm(attnOut, blk+"ffn_norm.weight"), ffnSwiGLU)
+		}
 		cur = b.Add(b.norm(cur, blk+"post_ffw_norm.weight"), attnOut)
 		if b.has(blk + "layer_output_scale.weight") {
 			cur = b.Mul(cur, b.weight(blk+"layer_output_scale.weight"))

@@ -32,6 +32,10 @@ type moeSpec struct {
 	// groups > 1 keeps the experts of the best groupsUsed groups before
 	// the top-k (DeepSeek V3's n_group and topk_group).
 	groups, groupsUsed int64
+	// logits, where set, are the router's logits computed by the model's
+	// own graph (build_moe_ffn's probs_in: Gemma 4 routes on its own
+	// norm of the residual).
+	logits *tensor
 }
 
 // moeFFN is build_moe_ffn on cur for block blk's experts: router logits,
@@ -42,7 +46,10 @@ type moeSpec struct {
 func (b *gb) moeFFN(m *arch.Model, blk string, cur *tensor, o moeSpec) *tensor {
 	nUsed := int64(m.NExpertUsed)
 	embd, T := cur.Ne()[0], cur.Ne()[1]
-	logits := b.MulMat(b.weight(blk+"ffn_gate_inp.weight"), cur)
+	logits := o.logits
+	if logits == nil {
+		logits = b.MulMat(b.weight(blk+"ffn_gate_inp.weight"), cur)
+	}
 	if o.expertBiases {
 		logits = b.Add(logits, b.weight(blk+"ffn_gate_inp.bias"))
 	}
@@ -82,8 +89,24 @@ func (b *gb) moeFFN(m *arch.Model, blk string, cur *tensor, o moeSpec) *tensor {
 		}
 		return t
 	}
-	up := mmid("ffn_up_exps", x)
-	experts := mmid("ffn_down_exps", b.GLU(mmid("ffn_gate_exps", x), up))
+	var gate, up *tensor
+	if b.has(blk + "ffn_gate_up_exps.weight") {
+		// One product of the merged gate and up, viewed in halves.
+		gateUp := mmid("ffn_gate_up_exps", x)
+		ff := gateUp.Ne()[0] / 2
+		gate, up = b.View(gateUp, ff, nUsed, T), b.View(gateUp, ff, nUsed, T)
+	} else {
+		up = mmid("ffn_up_exps", x)
+		gate = mmid("ffn_gate_exps", x)
+	}
+	experts := mmid("ffn_down_exps", b.GLU(gate, up))
+	if s := blk + "ffn_down_exps.scale"; b.has(s) {
+		// build_lora_mm_id's per-expert scale: the scales repeated for
+		// every token and gathered for the selected experts.
+		nExp := int64(m.NExpert)
+		sc := b.Repeat(b.Reshape(b.weight(s), 1, nExp, 1), 1, nExp, T)
+		experts = b.Mul(experts, b.GetRows(sc, selected))
+	}
 	if !o.weightIn {
 		experts = b.Mul(experts, weights)
 	}
