@@ -226,8 +226,7 @@ func TestUnmodeled(t *testing.T) {
 		unmodeled  bool
 	}{
 		{"unknown architecture", "futurenet", nil, true},
-		{"Gemma 4 with per-layer embeddings", "gemma4", gemma4(map[string]gguf.Value{"embedding_length_per_layer_input": u32(256)}), true},
-		{"Gemma 4 with shared KV", "gemma4", gemma4(map[string]gguf.Value{"attention.shared_kv_layers": u32(1)}), true},
+		{"Gemma 4 sharing KV past its second layer", "gemma4", gemma4(map[string]gguf.Value{"attention.shared_kv_layers": u32(1)}), false},
 		{"Gemma 4 without its pattern", "gemma4", map[string]gguf.Value{"block_count": u32(2), "embedding_length": u32(64), "attention.sliding_window": u32(16)}, false},
 		{"llama without block_count", "llama", map[string]gguf.Value{"embedding_length": u32(8)}, false},
 	} {
@@ -239,6 +238,15 @@ func TestUnmodeled(t *testing.T) {
 	}
 	if m, err := build(t, "gemma4", gemma4(map[string]gguf.Value{"final_logit_softcapping": gguf.Float32Value(30)})); err != nil || !m.FinalSoftcap {
 		t.Errorf("dense Gemma 4: %v, soft-cap %v", err, m != nil && m.FinalSoftcap)
+	}
+	// E2B's and E4B's last layers read an earlier layer's cache of their
+	// kind: the last global one or the last sliding one.
+	four := gemma4(map[string]gguf.Value{"block_count": u32(4), "attention.shared_kv_layers": u32(2),
+		"attention.sliding_window_pattern": bools(true, false, true, false)})
+	if m, err := build(t, "gemma4", four); err != nil {
+		t.Errorf("Gemma 4 sharing KV: %v", err)
+	} else if l2, l3 := m.Layers[2], m.Layers[3]; !l2.KVShared || l2.KVLayer != 0 || !l3.KVShared || l3.KVLayer != 1 || l2.Attention != NoAttention || !m.OutputFirst {
+		t.Errorf("Gemma 4 sharing KV: layer 2 %+v, layer 3 %+v, output first %v; want layers 0 and 1's caches", l2, l3, m.OutputFirst)
 	}
 	// 26B-A4B's experts are read as any MoE's.
 	m, err := build(t, "gemma4", gemma4(map[string]gguf.Value{"expert_count": u32(8), "expert_used_count": u32(2)}))

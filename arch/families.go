@@ -104,7 +104,8 @@ var families = map[string]family{
 	// Gemma 4 (src/models/gemma4.cpp): sliding and global layers by the
 	// file's own per-layer pattern, each kind with its own head width and
 	// KV head count; see gemma4 for what is not modeled yet.
-	"gemma4": {swaFromKey: true, adjust: gemma4},
+	"gemma4": {swaFromKey: true, adjust: gemma4,
+		firstLayerTensors: []string{"per_layer_model_proj.weight", "per_layer_proj_norm.weight"}},
 	// Gemma 3n (src/models/gemma3n.cpp): four sliding layers to one global,
 	// KV only in the first 20 layers whatever attention.shared_kv_layers
 	// says, the AltUp projections on the output layer and the per-layer
@@ -421,14 +422,59 @@ func gemma4(h hparams, m *Model) error {
 	if m.Window <= 0 {
 		return &Incompatible{Reason: "missing or zero " + h.prefix + "attention.sliding_window (llama.cpp requires it)"}
 	}
-	for _, k := range []string{"embedding_length_per_layer_input", "attention.shared_kv_layers"} {
-		if n, _ := h.opt(k, 0); n > 0 {
-			return &Incompatible{Unmodeled: true, Reason: fmt.Sprintf("Gemma 4 with %s%s = %d (E2B and E4B's per-layer embeddings and shared KV) is not modeled by headroom yet", h.prefix, k, n)}
+	// load_arch_tensors creates the tied output before the embedding, as
+	// Gemma 3n's does (without mmap the weights are loaded twice).
+	m.OutputFirst = true
+	for _, t := range h.m.Tensors {
+		if t.Name == "per_layer_token_embd.weight" && t.Size > lazyReadMin {
+			return &Incompatible{Unmodeled: true, Reason: fmt.Sprintf("Gemma 4's per-layer embedding table is %d MiB, over the 4 GiB from which llama.cpp reads it lazily, by rows, in a buffer of its own (TENSOR_READ_LAZY), which headroom does not model yet (a quantized file's table is smaller)", t.Size>>20)}
 		}
+	}
+	shared, err := h.opt("attention.shared_kv_layers", 0)
+	if err != nil {
+		return err
+	}
+	if shared >= m.NLayer || (shared > 0 && m.NLayer-shared < 2) {
+		return &Incompatible{Reason: fmt.Sprintf("%sattention.shared_kv_layers %d leaves %d of %d layers a cache of their own; llama.cpp needs at least two", h.prefix, shared, m.NLayer-shared, m.NLayer)}
+	}
+	if err := shareKVFrom(m, m.NLayer-shared); err != nil {
+		return err
 	}
 	f, _, err := h.float("final_logit_softcapping")
 	m.FinalSoftcap = f != 0
 	return err
+}
+
+// lazyReadMin is the size above which llama.cpp's default lazy mode
+// (auto) reads a TENSOR_READ_LAZY weight by rows instead of loading it
+// (llama_model_loader::lazy_read::add).
+const lazyReadMin = 4 << 30
+
+// shareKVFrom gives the layers from n on (E2B's and E4B's
+// n_layer_kv_from_start) no cache of their own: each reads the last
+// cache of its kind among the first n (create_memory's reuse callback,
+// n-1 for a global layer, n-2 for a sliding one), which must be of its
+// kind, as llama.cpp asserts.
+func shareKVFrom(m *Model, n int) error {
+	for il := n; il < m.NLayer; il++ {
+		l := &m.Layers[il]
+		src := n - 1
+		if l.Attention == Sliding {
+			src = n - 2
+		}
+		if m.Layers[src].Attention != l.Attention {
+			return &Incompatible{Reason: fmt.Sprintf("layer %d would share layer %d's KV cache, which is %s, not %s (llama.cpp aborts)", il, src, m.Layers[src].Attention, l.Attention)}
+		}
+	}
+	for il := n; il < m.NLayer; il++ {
+		l := &m.Layers[il]
+		src := n - 1
+		if l.Attention == Sliding {
+			src = n - 2
+		}
+		l.KVShared, l.KVLayer, l.Attention = true, src, NoAttention
+	}
+	return nil
 }
 
 // gemma3nKVLayers is the n_layer_kv_from_start gemma3n.cpp hard-codes.

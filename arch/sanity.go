@@ -129,7 +129,10 @@ func checkAttention(p string, l Layer, shapes map[string][]uint64, a *Model) err
 	if l.KDim <= 0 || (l.VDim <= 0 && !a.MLA) {
 		return &Incompatible{Reason: fmt.Sprintf("layer %d attends with K rows of %d and V rows of %d elements; expected both above 0 (attention.key_length and value_length)", l.Index, l.KDim, l.VDim)}
 	}
-	if !hasAny(shapes, p, "attn_k.weight", "attn_qkv.weight") {
+	// A layer reading another's cache projects no K of its own in Gemma 4
+	// (gemma4.cpp creates attn_k not required where has_kv is false);
+	// Gemma 3n's still has its weights.
+	if !hasAny(shapes, p, "attn_k.weight", "attn_qkv.weight") && !(l.KVShared && a.Arch == "gemma4") {
 		return &Incompatible{Reason: fmt.Sprintf("missing tensor %sattn_k.weight (or attn_qkv.weight): layer %d keeps a KV cache", p, l.Index)}
 	}
 	if !hasAny(shapes, p, "attn_output.weight") {

@@ -198,6 +198,9 @@ func TestLiveServeCheckServing(t *testing.T) {
 		// Gemma 4 26B-A4B's layers (five sliding, one global, experts on
 		// each), six of its thirty: sliding-window checkpoints
 		{"gemma-4-26b-a4b", 6, []string{"-c", "4096", "-np", "1", "-cram", "64"}},
+		// Gemma 4 E2B whole: per-layer inputs, and 20 layers reading
+		// earlier caches, which add nothing to a checkpoint
+		{"gemma-4-e2b", 0, []string{"-c", "4096", "-np", "1", "-cram", "64"}},
 	} {
 		path := writeLayers(t, models, tc.shape, tc.layers, synth.Q8_0)
 		t.Run(tc.shape, func(t *testing.T) {

@@ -217,7 +217,12 @@ func WhyNotProjected(h *gguf.Model, archErr error, fitParams string) string {
 		return fmt.Sprintf("architecture %q is not one headroom models, and its header cannot be projected: %s", name, why)
 	}
 	if fitParams == "" {
-		return fmt.Sprintf("architecture %q is not one headroom models, and no llama.cpp was found to project it: install llama.cpp (llama-fit-params is built with llama-server) or pass --llama-server PATH, and headroom asks its llama-fit-params", name)
+		what := fmt.Sprintf("architecture %q is not one headroom models", name)
+		if slices.Contains(arch.Known(), name) {
+			// A variant of a modeled architecture: say which.
+			what = inc.Reason
+		}
+		return fmt.Sprintf("%s, and no llama.cpp was found to project it: install llama.cpp (llama-fit-params is built with llama-server) or pass --llama-server PATH, and headroom asks its llama-fit-params", what)
 	}
 	return ""
 }

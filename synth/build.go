@@ -106,7 +106,16 @@ func metadata(b *gguf.Builder, s Shape, q Quant) {
 	if s.mtp() > 0 {
 		k.u32("nextn_predict_layers", s.mtp())
 	}
-	if s.FF > 0 || s.Arch != "qwen35moe" {
+	switch {
+	case s.PLE != nil && s.PLE.DoubleWide:
+		// Gemma4Model: the shared-KV layers' FFN twice as wide, one
+		// width a layer.
+		ff := make([]int32, s.Layers)
+		for i := range ff {
+			ff[i] = int32(s.layerFF(i))
+		}
+		k.set("feed_forward_length", gguf.Int32sValue(ff))
+	case s.FF > 0 || s.Arch != "qwen35moe":
 		// Qwen3.5 MoE's config has no intermediate_size, so its
 		// converter writes no feed_forward_length.
 		k.u32("feed_forward_length", s.FF)
@@ -233,8 +242,12 @@ func headDimMetadata(k keys, s Shape) {
 		k.u32("attention.value_length_swa", headDim)
 		k.u32("rope.dimension_count", s.Global.HeadDim)
 		k.u32("rope.dimension_count_swa", headDim)
-		k.u32("attention.shared_kv_layers", 0)
-		k.u32("embedding_length_per_layer_input", 0)
+		shared, ple := 0, 0
+		if p := s.PLE; p != nil {
+			shared, ple = p.SharedKV, p.Embd
+		}
+		k.u32("attention.shared_kv_layers", shared)
+		k.u32("embedding_length_per_layer_input", ple)
 	case s.MLA != nil:
 		m := s.MLA
 		k.u32("attention.key_length", m.KVLoraRank+m.RopeDim)
@@ -432,6 +445,19 @@ func tokenizer(b *gguf.Builder, s Shape) error {
 		return fmt.Errorf("synth: unknown tokenizer %q (have gpt2, llama, bert)", s.Tokenizer)
 	}
 	return nil
+}
+
+// sharedKV reports whether layer il reads an earlier layer's cache
+// (Gemma 4's num_kv_shared_layers).
+func (s Shape) sharedKV(il int) bool { return s.PLE != nil && il >= s.Layers-s.PLE.SharedKV }
+
+// layerFF is layer il's FFN width: twice FF on a shared-KV layer of a
+// double-wide model.
+func (s Shape) layerFF(il int) int {
+	if s.sharedKV(il) && s.PLE.DoubleWide {
+		return 2 * s.FF
+	}
+	return s.FF
 }
 
 // mtp is the number of multi-token-prediction blocks after the layers.

@@ -207,6 +207,24 @@ var shapes = map[string]Shape{
 		Global:       &GlobalAttn{HeadsKV: 4, HeadDim: 512, KEqV: true},
 		FinalSoftcap: 30,
 		Source:       "google/gemma-4-31B config.json text_config, not read here: values as published (hidden_size 5376, intermediate_size 21504, 60 layers, 32 heads, num_key_value_heads 16 of head_dim 256 on sliding layers, num_global_key_value_heads 4 of global_head_dim 512, attention_k_eq_v, sliding_window 1024, layer_types five sliding to one full, vocab_size 262144, tied embeddings, rope_theta 1e6 global and 1e4 sliding, final_logit_softcapping 30), checked against llama.cpp's converter (Gemma4Model)"},
+	// Gemma 4 E2B and E4B: sliding and global layers (512-token window)
+	// with per-layer embeddings of 256 a layer, the last layers reading
+	// earlier layers' caches; E2B's shared layers have an FFN twice as
+	// wide.
+	"gemma-4-e2b": {Name: "Gemma-4-E2B", Arch: "gemma4", Layers: 35, Embd: 1536, Heads: 8, HeadsKV: 1, HeadDim: 256, FF: 6144,
+		Vocab: 262144, CtxTrain: 131072, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "llama",
+		SWA:          &SWA{Window: 512, Pattern: 5, FreqBaseSWA: 10000, PerLayer: true},
+		Global:       &GlobalAttn{HeadsKV: 1, HeadDim: 512},
+		PLE:          &PerLayerInputs{Embd: 256, SharedKV: 20, DoubleWide: true},
+		FinalSoftcap: 30,
+		Source:       "google/gemma-4-E2B config.json text_config, not read here: values as four independent transcriptions of it agree (hidden_size 1536, intermediate_size 6144, 35 layers, 8 heads, num_key_value_heads 1, head_dim 256, global_head_dim 512, no num_global_key_value_heads, attention_k_eq_v false, num_kv_shared_layers 20, hidden_size_per_layer_input 256, vocab_size_per_layer_input 262144, use_double_wide_mlp, sliding_window 512, layer_types four sliding to one full, vocab_size 262144, tied embeddings, max_position_embeddings 131072, final_logit_softcapping 30); shared layers have no k_proj or v_proj (transformers' Gemma4 attention)"},
+	"gemma-4-e4b": {Name: "Gemma-4-E4B", Arch: "gemma4", Layers: 42, Embd: 2560, Heads: 8, HeadsKV: 2, HeadDim: 256, FF: 10240,
+		Vocab: 262144, CtxTrain: 131072, RopeTheta: 1000000, NormEps: 1e-6, QKNorm: true, TiedOutput: true, Tokenizer: "llama",
+		SWA:          &SWA{Window: 512, Pattern: 6, FreqBaseSWA: 10000, PerLayer: true},
+		Global:       &GlobalAttn{HeadsKV: 2, HeadDim: 512},
+		PLE:          &PerLayerInputs{Embd: 256, SharedKV: 18},
+		FinalSoftcap: 30,
+		Source:       "google/gemma-4-E4B config.json text_config, not read here: values as two independent transcriptions of it agree (hidden_size 2560, intermediate_size 10240, 42 layers, 8 heads, num_key_value_heads 2, head_dim 256, global_head_dim 512, attention_k_eq_v false, num_kv_shared_layers 18, hidden_size_per_layer_input 256, use_double_wide_mlp false, sliding_window 512, layer_types five sliding to one full, vocab_size 262144, tied embeddings, final_logit_softcapping 30)"},
 	// Gemma 4 26B-A4B: Gemma 4's sliding and global layers with, on
 	// every layer, a dense GELU MLP beside 128 routed experts (8 used)
 	// whose gate and up are one tensor.

@@ -85,6 +85,8 @@ type Shape struct {
 	// Global describes Gemma 4's global-attention layers where they differ
 	// from the sliding ones Heads, HeadsKV and HeadDim describe.
 	Global *GlobalAttn
+	// PLE is Gemma 4 E2B's and E4B's per-layer inputs; nil for none.
+	PLE *PerLayerInputs
 	// RopeSections is rope.dimension_sections, the multi-section RoPE's
 	// split of the rotated dimensions (Qwen3.5's mrope_section padded to
 	// four, as the converter writes it); nil leaves the key out.
@@ -144,6 +146,15 @@ type MoE struct {
 type GlobalAttn struct {
 	HeadsKV, HeadDim int
 	KEqV             bool
+}
+
+// PerLayerInputs are Gemma 4 E2B's and E4B's per-layer embeddings
+// (hidden_size_per_layer_input) and shared KV: the last SharedKV layers
+// have no K and V projections and read an earlier layer's cache, and
+// with DoubleWide (use_double_wide_mlp) their FFN is twice as wide.
+type PerLayerInputs struct {
+	Embd, SharedKV int
+	DoubleWide     bool
 }
 
 // SWA describes sliding-window attention.

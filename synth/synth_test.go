@@ -75,6 +75,13 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// (merged gate and up), the router with its two scales; 3.8B read
 		// per token (published: 25.2B, 3.8B active).
 		{"gemma-4-26b-a4b", 25233142046},
+		// 35 layers with a 256-wide per-layer input each (its table, 2.35B,
+		// read by row), the last 20 without K or V and with an FFN twice
+		// as wide (published: 5.1B with the vision and audio encoders).
+		{"gemma-4-e2b", 4628569635},
+		// 42 layers, the last 18 without K or V (published: 8B with the
+		// encoders).
+		{"gemma-4-e4b", 7463013674},
 		// 40 layers of 256 experts of 512 plus a shared one, untied
 		// (published: 35B).
 		{"qwen3.5-35b-a3b", 34660610688},

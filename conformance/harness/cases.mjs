@@ -357,6 +357,21 @@ export const cases = [
         {contextSize: 8192, flashAttention: true, sequences: 2},
         vk(3, {flashAttention: true})
     ]),
+    // Gemma 4 E2B and E4B: per-layer embeddings (a table of 256 values a
+    // layer for every token, projected and gated into each layer) and
+    // the last 20 (18) layers attending over earlier layers' caches with
+    // no K or V of their own; E2B's shared layers have an FFN twice as
+    // wide.
+    ...sweep("gemma-4-e2b", "Q8_0", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true, sequences: 2},
+        {contextSize: 32768, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"},
+        {contextSize: 4096, mmap: false}
+    ]),
+    ...sweep("gemma-4-e4b", "Q4_K_M", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true, sequences: 2, batchSize: 1024}
+    ]),
     // Gemma 4 26B-A4B: the 31B's layers, smaller, with a dense MLP beside
     // 128 routed experts on every layer, routed on their own norm, the
     // experts' gate and up merged, scaled per expert (a 16 GiB sparse

@@ -41,7 +41,9 @@ func swaLayersOf(m *arch.Model) (sliding int, ok bool) {
 		return 0, false
 	}
 	for _, l := range m.Layers {
-		if l.Recurrent || l.Attention == arch.NoAttention || l.HeadsKV <= 0 || l.FF <= 0 ||
+		// A layer reading another's cache (Gemma 4 E2B, E4B) counts as
+		// attending.
+		if l.Recurrent || l.Attention == arch.NoAttention && !l.KVShared || l.HeadsKV <= 0 || l.FF <= 0 ||
 			l.KDim%l.HeadsKV != 0 || l.VDim%l.HeadsKV != 0 {
 			return 0, false
 		}

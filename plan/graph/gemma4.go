@@ -2,6 +2,7 @@ package graph
 
 import (
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -22,18 +23,30 @@ func (gemma4) graphOf(m *arch.Model) graphFunc {
 	if !ok || sliding == 0 || !hasTensor(m, "rope_freqs.weight") {
 		return nil
 	}
-	for il := range m.Layers {
+	ple := hasTensor(m, "per_layer_token_embd.weight")
+	if ple && (!hasTensor(m, "per_layer_model_proj.weight") || !hasTensor(m, "per_layer_proj_norm.weight")) {
+		return nil
+	}
+	for il, l := range m.Layers {
 		blk := blkName(il)
-		for _, n := range []string{"attn_q.weight", "attn_k.weight", "attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight",
-			"ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "post_ffw_norm.weight"} {
+		need := []string{"attn_q.weight", "attn_q_norm.weight", "post_attention_norm.weight",
+			"ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "post_ffw_norm.weight"}
+		switch {
+		case l.KVShared && (l.KVLayer < 0 || l.KVLayer >= il):
+			return nil
+		case !l.KVShared:
+			need = append(need, "attn_k.weight", "attn_k_norm.weight")
+		}
+		if ple {
+			need = append(need, "inp_gate.weight", "proj.weight", "post_norm.weight")
+		}
+		for _, n := range need {
 			if !hasTensor(m, blk+n) {
 				return nil
 			}
 		}
-		for _, n := range []string{"per_layer_inp_gate.weight", "attn_q.bias"} {
-			if hasTensor(m, blk+n) {
-				return nil
-			}
+		if hasTensor(m, blk+"attn_q.bias") {
+			return nil
 		}
 		if hasTensor(m, blk+"ffn_gate_inp.weight") {
 			if m.NExpert <= 0 || m.NExpertUsed <= 0 || !hasTensor(m, blk+"ffn_down_exps.weight") ||
@@ -48,6 +61,21 @@ func (gemma4) graphOf(m *arch.Model) graphFunc {
 		}
 	}
 	return gemma4Graph
+}
+
+// gemma4PerLayerInputs is E2B's and E4B's build_inp_per_layer and
+// project_per_layer_inputs: the per-layer table's rows for the batch's
+// tokens (an input of its own), scaled, plus the embedding projected to
+// every layer's inputs, normed; {perLayer, n_tokens, n_layer}.
+func (b *gb) gemma4PerLayerInputs(m *arch.Model, inpL *tensor, T int64) *tensor {
+	nLayer := int64(len(m.Layers))
+	perLayer := int64(b.shapes["per_layer_token_embd.weight"][0]) / nLayer
+	pl := b.GetRows(b.weight("per_layer_token_embd.weight"), b.Input("inp_tokens_per_layer", gguf.TypeI32, T))
+	plSel := b.Scale(b.Reshape(pl, perLayer, nLayer, T))
+	b.Expand(plSel)
+	proj := b.Scale(b.MulMat(b.weight("per_layer_model_proj.weight"), inpL))
+	proj3 := b.norm(b.Reshape(proj, perLayer, nLayer, T), "per_layer_proj_norm.weight")
+	return b.Cont(b.Permute(b.Scale(b.Add(proj3, plSel)), 0, 2, 1, 3))
 }
 
 // gemma4MoE is 26B-A4B's feed-forward: the dense MLP (the "shared
@@ -71,10 +99,14 @@ func gemma4Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	in := b.newBatch(m, c, nTokens)
 	inpL := b.Scale(in.inpL)
 	full, swa := b.iswaInputs(m, c, in.T, swaCells(m, c))
+	var perLayerIn *tensor
+	if b.has("per_layer_token_embd.weight") {
+		perLayerIn = b.gemma4PerLayerInputs(m, inpL, in.T)
+	}
 	for il, l := range m.Layers {
 		blk := blkName(il)
 		kv, freqs := full, (*tensor)(nil)
-		if l.Attention == arch.Sliding {
+		if gemma3nSliding(m, il) {
 			kv = swa
 		} else {
 			freqs = b.ropeFactors(il)
@@ -83,15 +115,23 @@ func gemma4Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 		cur := b.norm(inpL, blk+"attn_norm.weight")
 		q := b.Reshape(b.MulMat(b.weight(blk+"attn_q.weight"), cur), s.headK, s.heads, s.T)
 		q = b.Rope(b.norm(q, blk+"attn_q_norm.weight"), in.pos, freqs)
-		kp := b.MulMat(b.weight(blk+"attn_k.weight"), cur)
-		vp := kp // attention_k_eq_v: no attn_v
-		if b.has(blk + "attn_v.weight") {
-			vp = b.MulMat(b.weight(blk+"attn_v.weight"), cur)
+		var k, v *tensor
+		cacheLayer := il
+		if l.KVShared {
+			// E2B's and E4B's last layers attend over an earlier
+			// layer's cache, with no K or V of their own.
+			cacheLayer = l.KVLayer
+		} else {
+			kp := b.MulMat(b.weight(blk+"attn_k.weight"), cur)
+			vp := kp // attention_k_eq_v: no attn_v
+			if b.has(blk + "attn_v.weight") {
+				vp = b.MulMat(b.weight(blk+"attn_v.weight"), cur)
+			}
+			k = b.norm(b.Reshape(kp, s.headK, s.headsKV, s.T), blk+"attn_k_norm.weight")
+			v = b.RMSNorm(b.Reshape(vp, s.headV, s.headsKV, s.T))
+			k = b.Rope(k, in.pos, freqs)
 		}
-		k := b.norm(b.Reshape(kp, s.headK, s.headsKV, s.T), blk+"attn_k_norm.weight")
-		v := b.RMSNorm(b.Reshape(vp, s.headV, s.headsKV, s.T))
-		k = b.Rope(k, in.pos, freqs)
-		cur = b.attnOut(blk, b.attn(il, c, kv, s, q, k, v, attnOpts{}))
+		cur = b.attnOut(blk, b.attn(cacheLayer, c, kv, s, q, k, v, attnOpts{}))
 		attnOut := b.Add(b.norm(cur, blk+"post_attention_norm.weight"), inpL)
 		if b.has(blk + "ffn_gate_inp.weight") {
 			cur = b.gemma4MoE(m, blk, attnOut)
@@ -99,6 +139,11 @@ func gemma4Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 			cur = b.ffn(blk, "", b.norm(attnOut, blk+"ffn_norm.weight"), ffnSwiGLU)
 		}
 		cur = b.Add(b.norm(cur, blk+"post_ffw_norm.weight"), attnOut)
+		if perLayerIn != nil {
+			// This layer's per-layer input, gated by its output.
+			pe := b.Mul(b.UnaryOf(ggml.UnaryGELU, b.MulMat(b.weight(blk+"inp_gate.weight"), cur)), b.altSlice(perLayerIn, int64(il)))
+			cur = b.Add(cur, b.norm(b.MulMat(b.weight(blk+"proj.weight"), pe), blk+"post_norm.weight"))
+		}
 		if b.has(blk + "layer_output_scale.weight") {
 			cur = b.Mul(cur, b.weight(blk+"layer_output_scale.weight"))
 		}
