@@ -107,6 +107,9 @@ func (s *Speculative) flags() []string {
 // speculative decoding, or nil.
 func CheckSpeculative(m *arch.Model, p Profile) error {
 	s := p.Spec
+	if s.has(SpecDraft) && (p.Companions == nil || p.Companions.Draft == nil) {
+		return fmt.Errorf("--spec-type draft-simple drafts with a draft model: give it with -md")
+	}
 	if !s.MTP() {
 		return nil
 	}

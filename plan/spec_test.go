@@ -28,6 +28,11 @@ func TestSpeculativeProfile(t *testing.T) {
 	if _, err := Account(plain, p, cpu, nil); err == nil || !strings.Contains(err.Error(), "no MTP head") {
 		t.Errorf("draft-mtp on a file without its MTP block: %v, want the head missing", err)
 	}
+	simple := p
+	simple.Spec = &Speculative{Types: []string{SpecDraft}}
+	if _, err := Account(headed, simple, cpu, nil); err == nil || !strings.Contains(err.Error(), "-md") {
+		t.Errorf("draft-simple without a -md model: %v, want it refused", err)
+	}
 	withMD := p
 	withMD.Companions = &Companions{Draft: dense, DraftName: "d.gguf", DraftGPULayers: GPULayersAuto}
 	if _, err := Account(headed, withMD, cpu, nil); err == nil || !strings.Contains(err.Error(), "-md") {
