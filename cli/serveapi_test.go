@@ -187,3 +187,16 @@ func TestPanelCommandIsPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestServeAPIRefusesDrafts: serve-api's flags apply to every model it
+// serves, and a draft is one model's; each of the speculative flags is
+// refused with the reason, before anything starts.
+func TestServeAPIRefusesDrafts(t *testing.T) {
+	s := newSession(t, nil)
+	for _, args := range [][]string{{"--spec-type", "draft-mtp"}, {"--spec-draft-n-max", "4"}, {"-ctkd", "q8_0"}} {
+		code, _, stderr := s.run(append([]string{"serve-api", "--addr", "127.0.0.1:0", "--machine", "rtx-4090"}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "only some can draft") {
+			t.Errorf("serve-api %v: exit %d, want 2 and the reason\n%s", args, code, stderr)
+		}
+	}
+}
