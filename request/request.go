@@ -141,7 +141,7 @@ func (r *Llama) register(fs Flags, search bool) {
 	fs.Alias("rerank", "reranking")
 	fs.StringVar(&r.pooling, "pooling", "", "pooling of embeddings: none, mean, cls, last or rank; default: the model's")
 	fs.StringVar(&r.specTypes, "spec-type", "", "speculative decoding: draft-mtp drafts with the model's own MTP head (Qwen3.5, 3.6), draft-simple with the -md model; none is the default")
-	fs.IntVar(&r.specMax, "spec-draft-n-max", 0, fmt.Sprintf("the most tokens a slot drafts at once (default %d): each is an output row of the target context", plan.DraftTokens))
+	fs.IntVar(&r.specMax, "spec-draft-n-max", -1, fmt.Sprintf("the most tokens a slot drafts at once (default %d): each is an output row of the target context", plan.DraftTokens))
 	fs.StringVar(&r.ctkd, "ctkd", "", "the draft context's K cache type (default f16, whatever -ctk says)")
 	fs.Alias("ctkd", "spec-draft-type-k", "cache-type-k-draft")
 	fs.StringVar(&r.ctvd, "ctvd", "", "the draft context's V cache type (default f16)")
@@ -237,10 +237,10 @@ func (r *Llama) Profile(pass []string) (plan.Profile, error) {
 // speculative reads --spec-type and the draft context's flags: nil when
 // none is given.
 func (r *Llama) speculative() (*plan.Speculative, error) {
-	if r.specTypes == "" && r.specMax == 0 && r.ctkd == "" && r.ctvd == "" {
+	if r.specTypes == "" && r.specMax == -1 && r.ctkd == "" && r.ctvd == "" {
 		return nil, nil
 	}
-	s := &plan.Speculative{DraftMax: r.specMax, CacheK: r.ctkd, CacheV: r.ctvd}
+	s := &plan.Speculative{DraftMax: max(r.specMax, 0), CacheK: r.ctkd, CacheV: r.ctvd}
 	for _, t := range strings.Split(r.specTypes, ",") {
 		switch t = strings.TrimSpace(t); {
 		case t == "":
@@ -254,8 +254,8 @@ func (r *Llama) speculative() (*plan.Speculative, error) {
 			return nil, errorf("--spec-type %q: want %s", t, strings.Join(plan.SpecTypes(), ", "))
 		}
 	}
-	if r.specMax < 0 || r.specMax > 64 {
-		return nil, errorf("--spec-draft-n-max %d: want 1 to 64 tokens", r.specMax)
+	if r.specMax != -1 && (r.specMax < 1 || r.specMax > 512) {
+		return nil, errorf("--spec-draft-n-max %d: want 1 to 512 tokens (0 drafts nothing: leave --spec-type out)", r.specMax)
 	}
 	for _, c := range []struct{ flag, v string }{{"-ctkd, --spec-draft-type-k", r.ctkd}, {"-ctvd, --spec-draft-type-v", r.ctvd}} {
 		if c.v != "" && !slices.Contains(engine.CacheTypes(), c.v) {
