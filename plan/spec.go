@@ -122,6 +122,10 @@ func CheckSpeculative(m *arch.Model, p Profile) error {
 		return fmt.Errorf("--spec-type draft-mtp: llama.cpp runs a single MTP block, the model has %d", len(m.MTPHead))
 	case p.Companions != nil && p.Companions.Draft != nil:
 		return fmt.Errorf("--spec-type draft-mtp drafts with the model's own head: a -md model besides it is not counted by headroom")
+	case graph.ForMTP(m) == nil:
+		// Without the replay the draft context's compute buffer would
+		// go uncounted.
+		return fmt.Errorf("--spec-type draft-mtp: this file's MTP block lacks a tensor graph_mtp reads, or has one headroom does not replay")
 	}
 	return nil
 }
@@ -167,6 +171,7 @@ func mtpBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []De
 	out = append(out, o)
 	build := graph.ForMTP(m)
 	if build == nil {
+		// placeModel's CheckSpeculative refuses such a model first.
 		return out
 	}
 	if len(gpus) == 0 {
