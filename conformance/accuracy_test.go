@@ -17,8 +17,8 @@ import (
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/conformance"
 	"github.com/headroom-llm/headroom/engine"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 var (
@@ -72,7 +72,7 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := modelOf(b)
+	m, err := synth.ModelOf(b)
 	if err != nil {
 		return nil, err
 	}
@@ -96,23 +96,6 @@ func predict(c *conformance.Case) (*plan.Result, error) {
 	}
 	gpus = append(gpus, rpcDevices(c)...)
 	return plan.Account(m, p, cpu, gpus)
-}
-
-// modelOf reads a synth file's header as headroom reads any GGUF.
-func modelOf(b *gguf.Builder) (*arch.Model, error) {
-	file, size, err := b.ReaderAt()
-	if err != nil {
-		return nil, err
-	}
-	f, err := gguf.Read(file, size)
-	if err != nil {
-		return nil, err
-	}
-	gm, err := gguf.NewModel(f)
-	if err != nil {
-		return nil, err
-	}
-	return arch.FromGGUF(gm)
 }
 
 // cudaDevice is the one NVIDIA GPU of a CUDA case (conformance/gpu), with
@@ -179,7 +162,7 @@ func profileOf(c *conformance.Case) plan.Profile {
 		// A draft that cannot be built leaves the companions out, which
 		// predict and the command check both report.
 		if b, err := c.DraftSynth(); err == nil {
-			if dm, err := modelOf(b); err == nil {
+			if dm, err := synth.ModelOf(b); err == nil {
 				p.Companions = &plan.Companions{Draft: dm, DraftName: c.DraftPath(), DraftGPULayers: plan.GPULayersAuto}
 			}
 		}

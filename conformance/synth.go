@@ -16,12 +16,15 @@ import (
 // data region is a hole); Layout gives every tensor's name, type, shape and
 // offset. Check CheckSynth first: a golden file measured on another header
 // says nothing about this one.
-func (c *Case) Synth() (*gguf.Builder, error) {
-	s, ok := synth.Lookup(c.Inputs.Shape)
+func (c *Case) Synth() (*gguf.Builder, error) { return c.build(c.Inputs.Shape, c.Inputs.Quant) }
+
+// build rebuilds one synth file of the case, by shape and quant.
+func (c *Case) build(shape, quant string) (*gguf.Builder, error) {
+	s, ok := synth.Lookup(shape)
 	if !ok {
-		return nil, fmt.Errorf("conformance: %s: synth has no shape %q", c.ID, c.Inputs.Shape)
+		return nil, fmt.Errorf("conformance: %s: synth has no shape %q", c.ID, shape)
 	}
-	q, err := synth.ParseQuant(c.Inputs.Quant)
+	q, err := synth.ParseQuant(quant)
 	if err != nil {
 		return nil, fmt.Errorf("conformance: %s: %w", c.ID, err)
 	}
@@ -32,15 +35,10 @@ func (c *Case) Synth() (*gguf.Builder, error) {
 // (Profile.Draft, "shape:quant").
 func (c *Case) DraftSynth() (*gguf.Builder, error) {
 	shape, quant, ok := strings.Cut(c.Inputs.Profile.Draft, ":")
-	s, found := synth.Lookup(shape)
-	if !ok || !found {
-		return nil, fmt.Errorf("conformance: %s: synth has no draft shape %q", c.ID, c.Inputs.Profile.Draft)
+	if !ok {
+		return nil, fmt.Errorf("conformance: %s: draft %q is not shape:quant", c.ID, c.Inputs.Profile.Draft)
 	}
-	q, err := synth.ParseQuant(quant)
-	if err != nil {
-		return nil, fmt.Errorf("conformance: %s: %w", c.ID, err)
-	}
-	return synth.Build(s, q)
+	return c.build(shape, quant)
 }
 
 // DraftPath is the -md file the case's llama-server ran with, as its

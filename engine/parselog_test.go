@@ -267,3 +267,35 @@ func sortedKeys(ls []Logged, key func(Logged) string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestParseLogDraftThenReload: a load after a draft context (llama-server
+// loading the model again after sleeping) is the model's own, not the
+// draft's; each draft context's compute buffer is the last of its
+// reserves.
+func TestParseLogDraftThenReload(t *testing.T) {
+	log := []string{
+		"srv    load_model: loading model 'm.gguf'",
+		"load_tensors:   CPU_Mapped model buffer size =   784.52 MiB",
+		"sched_reserve:        CPU compute buffer size =    46.30 MiB",
+		"common_speculative_init_result: creating MTP draft context against the target model 'm.gguf'",
+		"llama_kv_cache:        CPU KV buffer size =    16.00 MiB",
+		"sched_reserve:        CPU compute buffer size =    27.01 MiB",
+		"sched_reserve:        CPU compute buffer size =    27.02 MiB",
+		"srv    load_model: loading model 'm.gguf'",
+		"load_tensors:   CPU_Mapped model buffer size =   784.52 MiB",
+		"sched_reserve:        CPU compute buffer size =    46.30 MiB",
+	}
+	var got []string
+	for _, l := range ParseLog(log) {
+		got = append(got, l.Model+"/"+l.Kind+"/"+l.Printed)
+	}
+	want := []string{"/model/784.52", "/compute/46.30", "draft/kv/16.00", "draft/compute/27.02", "/model/784.52", "/compute/46.30"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, l := range log {
+		if !parseRelevant(l) && (strings.Contains(l, "load_model") || strings.Contains(l, "common_speculative")) {
+			t.Errorf("a long-running server would drop %q, which ParseLog reads", l)
+		}
+	}
+}

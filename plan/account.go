@@ -196,7 +196,7 @@ func weightsInto(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 				homes["output.weight"] = graph.Home{Device: dk.device, Bytes: int64(t.Size)}
 			}
 		}
-		if t.Unused && !p.Spec.MTP() {
+		if !p.loads(t) {
 			// Never created by llama.cpp's loader, so in no buffer and
 			// outside the mapped span (llama-model-loader.cpp skips
 			// TENSOR_SKIP tensors before assigning a buffer type).

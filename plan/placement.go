@@ -75,7 +75,7 @@ func loadStaging(m *arch.Model, p Profile, cpu Device, gpus []Device, layerDev [
 	ld := newLoader(m, p, cpu, gpus, layerDev)
 	var largest int64
 	for _, t := range m.Tensors {
-		if !t.Unused && ld.buffer(t).buft == "CPU_REPACK" {
+		if p.loads(t) && ld.buffer(t).buft == "CPU_REPACK" {
 			largest = max(largest, int64(t.Size))
 		}
 	}

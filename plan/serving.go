@@ -126,14 +126,14 @@ func seqStateOf(m *arch.Model, c graph.Context, p Profile) seqState {
 	switch {
 	case p.Spec.MTP() && len(m.MTPHead) > 0:
 		d := seqState{header: stateHeader + layerHeader*int64(len(m.MTPHead))}
-		dc := mtpContext(c, p.Spec)
+		dc := draftContext(c, p.Spec)
 		for _, l := range m.MTPHead {
 			d.perToken += kvRow(dc, l)
 		}
 		s.draft, s.plainDraft = &d, true
 	case p.Companions != nil && p.Companions.Draft != nil:
 		dm := p.Companions.Draft
-		dc := mtpContext(c, p.Spec)
+		dc := draftContext(c, p.Spec)
 		d := layerState(dm, dc, Profile{Rules: p.Rules})
 		s.draft, s.plainDraft = &d, !needsCheckpoints(dm, true) && dm.Window == 0
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/hw"
-	"github.com/headroom-llm/headroom/plan/ggml"
 	"github.com/headroom-llm/headroom/plan/graph"
 )
 
@@ -62,6 +61,11 @@ func (s *Speculative) nMax() int {
 	}
 	return DraftTokens
 }
+
+// loads reports whether llama.cpp loads weight t for the profile: every
+// weight but the NextN (MTP) blocks' (arch.Tensor.Unused), which it
+// loads only to draft with them.
+func (p Profile) loads(t arch.Tensor) bool { return !t.Unused || p.Spec.MTP() }
 
 // rsSeq is the target context's n_rs_seq
 // (common_params_speculative::need_n_rs_seq): a draft of hidden states
@@ -130,11 +134,11 @@ func CheckSpeculative(m *arch.Model, p Profile) error {
 	return nil
 }
 
-// mtpContext is the draft context's as llama-server makes it on the
-// target's MTP head (common_speculative_init_result): the target's
-// cells, sequences, batches and flash attention, its own cache types,
-// one output row per sequence, no recurrent snapshots.
-func mtpContext(c graph.Context, s *Speculative) graph.Context {
+// draftContext is the draft context as llama-server makes it
+// (common_speculative_init_result), on the target's MTP head or a -md
+// model: the target's cells, sequences, batches and flash attention, its
+// own cache types, one output row per sequence, no recurrent snapshots.
+func draftContext(c graph.Context, s *Speculative) graph.Context {
 	d := c
 	k, v := s.cacheTypes()
 	d.TypeK, _ = CacheType(k)
@@ -153,7 +157,7 @@ func mtpBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []De
 	if !p.Spec.MTP() || len(m.MTPHead) == 0 {
 		return nil
 	}
-	d := mtpContext(c, p.Spec)
+	d := draftContext(c, p.Spec)
 	var out []Buffer
 	for i, l := range m.MTPHead {
 		dev := layerDev[m.NLayer-m.NextN+i]
@@ -179,7 +183,7 @@ func mtpBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []De
 			Bytes: cpuComputeBytes(d, p.rules(), build), Note: replayNote})
 		return out
 	}
-	for _, b := range splitComputeBuffers(m, d, p, cpu, gpus, layerDev, weightHomes(m, p, cpu, gpus, layerDev), (*ggml.Arena)(nil), build) {
+	for _, b := range splitComputeBuffers(m, d, p, cpu, gpus, layerDev, weightHomes(m, p, cpu, gpus, layerDev), nil, build) {
 		b.Model = ModelDraft
 		out = append(out, b)
 	}
@@ -248,9 +252,11 @@ func specOutputGrowth(m *arch.Model, c graph.Context, p Profile, cpu Device) []B
 	}
 	var out []Buffer
 	if grow := target - load; grow > 0 {
-		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindOutputGrowth, Bytes: grow,
-			Note: fmt.Sprintf("the target's output buffer at %d outputs (each slot's token and its %d drafted ones)%s", c.NOutputsMax, s.nMax(),
-				map[bool]string{true: fmt.Sprintf(", and the MTP head's input, %d hidden states", c.NBatch)}[s.MTP()])})
+		note := fmt.Sprintf("the target's output buffer at %d outputs (each slot's token and its %d drafted ones)", c.NOutputsMax, s.nMax())
+		if s.MTP() {
+			note += fmt.Sprintf(", and the MTP head's input, %d hidden states", c.NBatch)
+		}
+		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindOutputGrowth, Bytes: grow, Note: note})
 	}
 	if grow := draft - load; grow > 0 {
 		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindOutputGrowth, Model: ModelDraft, Bytes: grow,

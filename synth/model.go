@@ -13,6 +13,12 @@ func Model(s Shape, q Quant) (*arch.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ModelOf(b)
+}
+
+// ModelOf reads a built header back as llama.cpp's loader would see it
+// and models it, as Model does for a shape.
+func ModelOf(b *gguf.Builder) (*arch.Model, error) {
 	m, err := readBack(b)
 	if err != nil {
 		return nil, err

@@ -65,9 +65,10 @@ func (gemma3n) graphOf(m *arch.Model) graphFunc {
 	return gemma3nGraph
 }
 
-// gemma3nSliding is hparams.is_swa for layer il: the layer's own kind, or
-// for a layer reading another's cache that layer's kind.
-func gemma3nSliding(m *arch.Model, il int) bool {
+// kvSliding is hparams.is_swa for layer il: the layer's own kind, or
+// for a layer reading another's cache (Gemma 3n, Gemma 4 E2B and E4B)
+// that layer's kind.
+func kvSliding(m *arch.Model, il int) bool {
 	l := m.Layers[il]
 	if l.KVShared {
 		return m.Layers[l.KVLayer].Attention == arch.Sliding
@@ -78,23 +79,10 @@ func gemma3nSliding(m *arch.Model, il int) bool {
 func gemma3nGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	in := b.newBatch(m, c, nTokens)
 	T, pos := in.T, in.pos
-	nLayer := int64(len(m.Layers))
-	perLayer := int64(b.shapes["per_layer_token_embd.weight"][0]) / nLayer
 	// build_inp_embd, scaled by sqrt(n_embd) for token input.
 	inpL := b.Scale(in.inpL)
 	full, swa := b.iswaInputs(m, c, T, swaCells(m, c))
-
-	// build_inp_per_layer: its own token input and a lookup in the
-	// per-layer table, {perLayer, n_layer, n_tokens}, scaled.
-	pl := b.GetRows(b.weight("per_layer_token_embd.weight"), b.Input("inp_tokens_per_layer", gguf.TypeI32, T))
-	plSel := b.Scale(b.Reshape(pl, perLayer, nLayer, T))
-	b.Expand(plSel)
-
-	// project_per_layer_inputs: recorded where layer 0 first reads it.
-	proj := b.Scale(b.MulMat(b.weight("per_layer_model_proj.weight"), inpL))
-	proj3 := b.norm(b.Reshape(proj, perLayer, nLayer, T), "per_layer_proj_norm.weight")
-	plIn := b.Scale(b.Add(proj3, plSel))
-	perLayerIn := b.Cont(b.Permute(plIn, 0, 2, 1, 3))
+	perLayerIn := b.perLayerInputs(m, inpL, T)
 
 	// The other AltUp copies: the embedding projected, rescaled to its
 	// magnitude, stacked behind it.
@@ -103,7 +91,7 @@ func gemma3nGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 
 	for il, l := range m.Layers {
 		kv := full
-		if gemma3nSliding(m, il) {
+		if kvSliding(m, il) {
 			kv = swa
 		}
 		inpL = b.gemma3nLayer(m, c, il, l, kv, pos, inpL, perLayerIn)
@@ -122,6 +110,22 @@ func gemma3nGraph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	logits := b.output(m, cur, b.norm)
 	// final logit soft-capping: scale, tanh, scale
 	return b.finish(b.Scale(b.Unary(b.Scale(logits))))
+}
+
+// perLayerInputs is Gemma 3n's and Gemma 4 E2B's and E4B's
+// build_inp_per_layer and project_per_layer_inputs: the per-layer table's
+// rows for the batch's tokens (an input of its own), scaled and expanded
+// first, plus the embedding inpL projected to every layer's inputs and
+// normed, scaled; {perLayer, n_tokens, n_layer}.
+func (b *gb) perLayerInputs(m *arch.Model, inpL *tensor, T int64) *tensor {
+	nLayer := int64(len(m.Layers))
+	perLayer := int64(b.shapes["per_layer_token_embd.weight"][0]) / nLayer
+	pl := b.GetRows(b.weight("per_layer_token_embd.weight"), b.Input("inp_tokens_per_layer", gguf.TypeI32, T))
+	plSel := b.Scale(b.Reshape(pl, perLayer, nLayer, T))
+	b.Expand(plSel)
+	proj := b.Scale(b.MulMat(b.weight("per_layer_model_proj.weight"), inpL))
+	proj3 := b.norm(b.Reshape(proj, perLayer, nLayer, T), "per_layer_proj_norm.weight")
+	return b.Cont(b.Permute(b.Scale(b.Add(proj3, plSel)), 0, 2, 1, 3))
 }
 
 // altSlice is ggml_view_2d_slice: a slice of x's third dimension (a

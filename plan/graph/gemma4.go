@@ -2,7 +2,6 @@ package graph
 
 import (
 	"github.com/headroom-llm/headroom/arch"
-	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
@@ -63,21 +62,6 @@ func (gemma4) graphOf(m *arch.Model) graphFunc {
 	return gemma4Graph
 }
 
-// gemma4PerLayerInputs is E2B's and E4B's build_inp_per_layer and
-// project_per_layer_inputs: the per-layer table's rows for the batch's
-// tokens (an input of its own), scaled, plus the embedding projected to
-// every layer's inputs, normed; {perLayer, n_tokens, n_layer}.
-func (b *gb) gemma4PerLayerInputs(m *arch.Model, inpL *tensor, T int64) *tensor {
-	nLayer := int64(len(m.Layers))
-	perLayer := int64(b.shapes["per_layer_token_embd.weight"][0]) / nLayer
-	pl := b.GetRows(b.weight("per_layer_token_embd.weight"), b.Input("inp_tokens_per_layer", gguf.TypeI32, T))
-	plSel := b.Scale(b.Reshape(pl, perLayer, nLayer, T))
-	b.Expand(plSel)
-	proj := b.Scale(b.MulMat(b.weight("per_layer_model_proj.weight"), inpL))
-	proj3 := b.norm(b.Reshape(proj, perLayer, nLayer, T), "per_layer_proj_norm.weight")
-	return b.Cont(b.Permute(b.Scale(b.Add(proj3, plSel)), 0, 2, 1, 3))
-}
-
 // gemma4MoE is 26B-A4B's feed-forward: the dense MLP (the "shared
 // expert") and the routed experts side by side on the attention output,
 // each normed before and after, summed. The router runs on its own
@@ -101,12 +85,12 @@ func gemma4Graph(m *arch.Model, c Context, nTokens int, b *gb) *ggml.Graph {
 	full, swa := b.iswaInputs(m, c, in.T, swaCells(m, c))
 	var perLayerIn *tensor
 	if b.has("per_layer_token_embd.weight") {
-		perLayerIn = b.gemma4PerLayerInputs(m, inpL, in.T)
+		perLayerIn = b.perLayerInputs(m, inpL, in.T)
 	}
 	for il, l := range m.Layers {
 		blk := blkName(il)
 		kv, freqs := full, (*tensor)(nil)
-		if gemma3nSliding(m, il) {
+		if kvSliding(m, il) {
 			kv = swa
 		} else {
 			freqs = b.ropeFactors(il)
