@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +73,11 @@ func (rt *apiRuntime) checkRef(ref string) error {
 		if err == nil && rt.st.Contains(abs) {
 			return nil
 		}
+		if bareName(ref) {
+			// "gpt-4" or a misspelt --models-dir name: a model this
+			// server does not have, not a path it may not read.
+			return notExist{fmt.Errorf("%s: no model of that name; GET /v1/models lists the ones this server serves", ref)}
+		}
 		return fmt.Errorf("%s: only files inside headroom's store (%s) may be named: %w", ref, rt.st.Root, server.ErrForbidden)
 	}
 	return fmt.Errorf("%s: the API takes catalog variants, hf: references and store paths, not URLs: %w", ref, server.ErrForbidden)
@@ -106,6 +112,12 @@ func (rt *apiRuntime) canonical(ref string) string {
 
 // notExist marks a reference that names nothing, for the API's 404.
 type notExist struct{ error }
+
+// bareName reports whether ref is a name rather than a path: no
+// directory in it, no extension a model file has.
+func bareName(ref string) bool {
+	return !strings.ContainsAny(ref, `/\`) && !strings.HasPrefix(ref, ".") && !strings.HasSuffix(strings.ToLower(ref), ".gguf")
+}
 
 func (e notExist) Unwrap() []error { return []error{e.error, fs.ErrNotExist} }
 

@@ -58,13 +58,13 @@ func TestErrors(t *testing.T) {
 		typ         string
 		says        string
 	}{
-		{"unknown model", bare, "GET", "/api/fit?model=nope/Q4_K_M&machine=rtx-4090", "", "", false, 404, "not_found", "not a catalog variant"},
+		{"unknown model", bare, "GET", "/api/fit?model=nope/Q4_K_M&machine=rtx-4090", "", "", false, 404, "invalid_request_error", "not a catalog variant"},
 		{"bad split", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&ts=3,x", "", "", false, 400, "invalid_request_error", "ts: want up to 64 comma-separated non-negative numbers"},
 		{"bad expert layers", bare, "GET", "/api/fit?model=qwen3-8b/Q4_K_M&machine=rtx-4090&ncmoe=-2", "", "", false, 400, "invalid_request_error", "ncmoe"},
-		{"unknown quant", bare, "GET", "/api/fit?model=qwen3-8b/Q3_K_S&machine=rtx-4090", "", "", false, 404, "not_found", "the catalog has no Q3_K_S variant of qwen3-8b (did you mean qwen3-8b/Q4_K_M? it has "},
-		{"unknown model for plan", bare, "GET", "/api/plan?model=nope", "", "", false, 404, "not_found", "not a catalog variant"},
+		{"unknown quant", bare, "GET", "/api/fit?model=qwen3-8b/Q3_K_S&machine=rtx-4090", "", "", false, 404, "invalid_request_error", "the catalog has no Q3_K_S variant of qwen3-8b (did you mean qwen3-8b/Q4_K_M? it has "},
+		{"unknown model for plan", bare, "GET", "/api/plan?model=nope", "", "", false, 404, "invalid_request_error", "not a catalog variant"},
 		{"open: outside the store", withRuntime, "GET", "/api/fit?model=/etc/passwd", "", "", false, 403, "forbidden", "only files inside the store"},
-		{"open: not in store", withRuntime, "GET", "/api/fit?model=hf:example/missing", "", "", false, 404, "not_found", "hf:example/missing"},
+		{"open: not in store", withRuntime, "GET", "/api/fit?model=hf:example/missing", "", "", false, 404, "invalid_request_error", "hf:example/missing"},
 		{"open: failure", withRuntime, "GET", "/api/fit?model=hf:example/offline", "", "", false, 400, "invalid_request_error", "did not answer"},
 		{"plan of an incompatible model", withRuntime, "GET", "/api/plan?model=hf:example/strange-GGUF", "", "", false, 400, "invalid_request_error", "cannot be planned"},
 		{"model missing", bare, "GET", "/api/fit?machine=rtx-4090", "", "", false, 400, "invalid_request_error", "model is required"},
@@ -158,6 +158,14 @@ func TestErrors(t *testing.T) {
 			e := decode[errorBody](t, rec.Body.Bytes())
 			if e.Error.Type != tt.typ {
 				t.Errorf("error type %q, want %q", e.Error.Type, tt.typ)
+			}
+			// Every error has a code; an unknown model has OpenAI's.
+			if want := errorCode(tt.status); tt.status == 404 && tt.typ == "invalid_request_error" {
+				if e.Error.Code != CodeModelNotFound {
+					t.Errorf("code %q, want %q", e.Error.Code, CodeModelNotFound)
+				}
+			} else if e.Error.Code != want {
+				t.Errorf("code %q, want %q", e.Error.Code, want)
 			}
 			if !strings.Contains(e.Error.Message, tt.says) {
 				t.Errorf("message %q does not say %q", e.Error.Message, tt.says)

@@ -31,12 +31,12 @@ type resolved struct {
 func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
 	switch e, v, err := s.cfg.Catalog.Find(ref); {
 	case err != nil:
-		return nil, notFound("%v", err)
+		return nil, notFound("%v", err).withCode(CodeModelNotFound)
 	case e != nil:
 		return s.catalogModel(e, v)
 	}
 	if s.cfg.Open == nil {
-		return nil, notFound("model %q is not a catalog variant (ENTRY/QUANT, as /v1/models lists them), and this server opens no other models", ref)
+		return nil, notFound("model %q is not a catalog variant (ENTRY/QUANT, as /v1/models lists them), and this server opens no other models", ref).withCode(CodeModelNotFound)
 	}
 	m, err := s.opener.get(ctx, ref)
 	switch {
@@ -45,7 +45,7 @@ func (s *server) model(ctx context.Context, ref string) (*resolved, error) {
 	case errors.Is(err, ErrForbidden):
 		return nil, withStatus(http.StatusForbidden, err, "model %q", ref)
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, withStatus(http.StatusNotFound, err, "model %q not found", ref)
+		return nil, withStatus(http.StatusNotFound, err, "model %q not found", ref).withCode(CodeModelNotFound)
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case err != nil:

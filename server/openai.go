@@ -100,11 +100,11 @@ func poolError(w http.ResponseWriter, model string, err error) error {
 	switch {
 	case errors.As(err, &busy):
 		w.Header().Set("Retry-After", strconv.Itoa(int(busy.RetryAfter.Seconds())))
-		return &apiError{status: http.StatusServiceUnavailable, msg: busy.Error(), err: err}
+		return &apiError{status: http.StatusServiceUnavailable, msg: busy.Error(), err: err, code: CodeQueueFull}
 	case errors.As(err, &noRoom), errors.As(err, &refused), errors.As(err, &adm):
-		return &apiError{status: http.StatusServiceUnavailable, msg: err.Error(), err: err}
+		return &apiError{status: http.StatusServiceUnavailable, msg: err.Error(), err: err, code: CodeInsufficientMemory}
 	case errors.Is(err, ErrUnknownModel), errors.Is(err, fs.ErrNotExist):
-		return withStatus(http.StatusNotFound, err, "model %q", model)
+		return withStatus(http.StatusNotFound, err, "model %q", model).withCode(CodeModelNotFound)
 	case errors.Is(err, ErrForbidden):
 		return withStatus(http.StatusForbidden, err, "model %q", model)
 	case errors.Is(err, source.ErrBadRef):
@@ -113,7 +113,7 @@ func poolError(w http.ResponseWriter, model string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
-	return withStatus(http.StatusBadGateway, err, "loading %s", model)
+	return withStatus(http.StatusBadGateway, err, "loading %s", model).withCode(CodeLoadFailed)
 }
 
 // DefaultWriteStall is how long one write of an answer may wait for the
@@ -183,7 +183,7 @@ func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url st
 				return nil
 			}
 			if isEventStream(resp.Header.Get("Content-Type")) {
-				msg, _ := json.Marshal(errorBody{Error: errorDetail{Message: "the model's llama-server stopped in the middle of the answer: " + rerr.Error(), Type: "internal"}})
+				msg, _ := json.Marshal(newErrorBody(http.StatusBadGateway, "", "the model's llama-server stopped in the middle of the answer: "+rerr.Error()))
 				fmt.Fprintf(w, "data: %s\n\n", msg)
 				rc.Flush()
 			}
