@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,21 @@ type Options struct {
 	// time and in order. It may call the Server's getters but must not
 	// wait for the server to stop.
 	OnState func(State)
+	// OnProgress, when set, hears how far the load has come, as
+	// llama-server tells its router (LoadProgress). The server is then
+	// started as a router's child would be: it reports its progress on
+	// its standard output, and exits when its standard input closes,
+	// which Start holds open until it exits (so a headroom that is
+	// killed takes its servers with it once they are loaded).
+	OnProgress func(LoadProgress)
+}
+
+// LoadProgress is how far a load has come: the stage llama-server names
+// (text_model, mmproj_model, spec_model) and its fraction, 0 to 1; -1
+// for a stage it gives no figure for.
+type LoadProgress struct {
+	Stage string
+	Value float64
 }
 
 // Server is a running llama-server.
@@ -72,6 +88,9 @@ type Server struct {
 	stopping bool
 	stopErr  error
 	stopDone chan struct{}
+	// stdin is the write end of the child's standard input where
+	// OnProgress made it a router's child; closed when it exits.
+	stdin *os.File
 }
 
 // Start starts llama-server with -m Model --host Host --port Port and then
@@ -115,8 +134,21 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		args = append(args, "-lv", strconv.Itoa(BufferVerbosity))
 	}
 	cmd := exec.Command(o.Bin, args...)
-	if len(o.Env) > 0 {
-		cmd.Env = append(os.Environ(), o.Env...)
+	env := o.Env
+	var stdin *os.File
+	if o.OnProgress != nil {
+		// llama-server reports its load to a router when this is set
+		// (server_child::is_child); the port itself is not used.
+		env = append(slices.Clone(env), routerPortEnv+"=0")
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("engine.Start: creating the input pipe: %w", err)
+		}
+		cmd.Stdin, stdin = r, w
+		defer r.Close()
+	}
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
 	}
 	setProcessGroup(cmd)
 	// One pipe for both streams keeps stdout and stderr lines in the order
@@ -129,6 +161,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
+		if stdin != nil {
+			stdin.Close()
+		}
 		return nil, fmt.Errorf("engine.Start: starting %s: %w", o.Bin, err)
 	}
 	pw.Close()
@@ -142,6 +177,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		logDone:  make(chan struct{}),
 		exitCode: -1,
 		stopDone: make(chan struct{}),
+		stdin:    stdin,
 	}
 	s.setState(StateLoading)
 	go s.readLog(pr)
@@ -225,6 +261,12 @@ func (s *Server) readLog(r io.ReadCloser) {
 	defer r.Close()
 	tee := s.opts.Log
 	readLines(r, func(line string) {
+		if p, ok := routerLine(line); ok {
+			if p != nil && s.opts.OnProgress != nil {
+				s.opts.OnProgress(*p)
+			}
+			return
+		}
 		s.log.add(line)
 		if tee != nil {
 			if _, err := io.WriteString(tee, line+"\n"); err != nil {
@@ -236,6 +278,9 @@ func (s *Server) readLog(r io.ReadCloser) {
 
 func (s *Server) reap() {
 	err := s.cmd.Wait()
+	if s.stdin != nil {
+		s.stdin.Close()
+	}
 	s.exitErr = err
 	s.exitCode = s.cmd.ProcessState.ExitCode()
 	close(s.exited)

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/plan"
@@ -34,6 +35,33 @@ type Options struct {
 	Reclaim func(admission.Booking) bool
 }
 
+// Progress is where a launch stands, for someone waiting on it: the
+// step, a line about it, and the fraction of the step done, -1 where the
+// step gives none (planning), 0 to 1 where it does (the download, the
+// load of the weights).
+type Progress struct {
+	Step     string
+	Detail   string
+	Fraction float64
+}
+
+// The steps of a launch, in order.
+const (
+	StepResolving   = "resolving"
+	StepPlanning    = "planning"
+	StepDownloading = "downloading"
+	StepAdmitting   = "admitting"
+	StepLoading     = "loading"
+	StepWarming     = "warming up"
+)
+
+// progress tells o.Load.Progress, where set.
+func (o *LoadOptions) progress(step, detail string, fraction float64) {
+	if o.Progress != nil {
+		o.Progress(Progress{Step: step, Detail: detail, Fraction: fraction})
+	}
+}
+
 // Launch is the whole chain, as serve and the API run it: resolve the
 // reference, assess it on a snapshot, ask llama.cpp's own projection
 // (o.EngineCheck), pull the model unless it is local, fetch its projector
@@ -42,10 +70,12 @@ type Options struct {
 // that does not fit beside what the ledger holds is an
 // *admission.Refusal.
 func (d *Deps) Launch(ctx context.Context, ref string, o Options) (*Running, error) {
+	o.Load.progress(StepResolving, ref, -1)
 	m, err := d.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
+	o.Load.progress(StepPlanning, "", -1)
 	a, err := d.assessBeside(ctx, m, o)
 	if err != nil {
 		return nil, err
@@ -58,6 +88,15 @@ func (d *Deps) Launch(ctx context.Context, ref string, o Options) (*Running, err
 			}
 			lo.Projected = p
 		}
+	}
+	if o.Load.Progress != nil && !m.Local() {
+		ctx = store.WithProgress(ctx, func(p store.Progress) {
+			f := -1.0
+			if p.Total > 0 {
+				f = float64(p.Done) / float64(p.Total)
+			}
+			o.Load.progress(StepDownloading, fmt.Sprintf("%s (%d of %d), %s", p.File, p.Index, p.Count, p.Phase), f)
+		})
 	}
 	path, man, err := d.files(ctx, m, o.Store, o.NoPull)
 	if err != nil {

@@ -44,6 +44,10 @@ type LoadOptions struct {
 	// admitted again against a fresh snapshot (up to evictTries times), or
 	// it returns why nothing can be stopped, which the load returns.
 	Evict func(ctx context.Context, r *admission.Refusal) error
+	// Progress, when set, hears each step of the launch and how far the
+	// download and the load of the weights have come (llama-server is
+	// then started as a router's child, engine.Options.OnProgress).
+	Progress func(Progress)
 }
 
 // evictTries bounds how often a load asks Evict for room: memory an
@@ -95,6 +99,7 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	// A llama-server whose headroom was killed holds memory nobody can
 	// give back; end it before judging this load beside it.
 	ReapOrphans(ctx, ledger, func(format string, args ...any) { d.say(string(engine.StateLoading), format, args...) })
+	o.progress(StepAdmitting, "", -1)
 	t, err := d.admit(ctx, ledger, a.Model.Ref, r, fresh, o.Evict)
 	if err != nil {
 		return nil, err
@@ -103,7 +108,19 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	// The plan named the companions before they were pulled; llama-server
 	// gets the files.
 	flags := append(companionFlags(c.Flags, a.Model.Companions), o.Extra...)
+	var onProgress func(engine.LoadProgress)
+	if o.Progress != nil {
+		o.progress(StepLoading, "starting llama-server", 0)
+		onProgress = func(p engine.LoadProgress) {
+			if p.Stage == engine.StageLoaded {
+				o.progress(StepWarming, "a first completion proves it ready", -1)
+				return
+			}
+			o.progress(StepLoading, p.Stage, p.Value)
+		}
+	}
 	srv, err := engine.Start(ctx, engine.Options{
+		OnProgress: onProgress,
 		Bin: o.Bin, Args: flags, Model: path, Host: o.Host, Port: o.Port, Log: o.Log, Env: o.Env,
 		OnState: func(s engine.State) {
 			if s == engine.StateLoading {

@@ -73,7 +73,7 @@ type dl struct {
 // it if need be, and links it at path, all under the file's lock. The
 // blob's stamp is written after the link, the store's last change to it.
 func (s *Store) obtain(ctx context.Context, j job, path string) (Installed, error) {
-	rep := s.reporter(j)
+	rep := s.reporter(ctx, j)
 	release, err := s.acquire(ctx, s.lockPath(j.key), rep.waiting)
 	if err != nil {
 		return Installed{}, s.lockError(ctx, j, err)

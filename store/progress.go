@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Phase says what is happening to a file.
 type Phase string
@@ -59,8 +62,21 @@ type reporter struct {
 	m    meter
 }
 
-func (s *Store) reporter(j job) *reporter {
-	return &reporter{fn: s.Progress, p: Progress{File: j.base, Index: j.index, Count: j.count, Total: j.file.Size}}
+func (s *Store) reporter(ctx context.Context, j job) *reporter {
+	fn := s.Progress
+	if f, ok := ctx.Value(progressKey{}).(func(Progress)); ok {
+		fn = f
+	}
+	return &reporter{fn: fn, p: Progress{File: j.base, Index: j.index, Count: j.count, Total: j.file.Size}}
+}
+
+type progressKey struct{}
+
+// WithProgress returns a context whose pulls report to fn instead of
+// Store.Progress: one store serves many pulls at once (an API's loads),
+// and each has its own listener.
+func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
 }
 
 func (r *reporter) waiting() { r.emit(PhaseWait, 0, r.p.Total, r.p.Resumed, true) }

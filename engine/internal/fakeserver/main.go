@@ -35,6 +35,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -167,7 +168,16 @@ func (f *fake) run() {
 		load = time.Duration(ms) * time.Millisecond
 	}
 	f.printLoad()
-	time.Sleep(load)
+	child := os.Getenv("LLAMA_SERVER_ROUTER_PORT") != ""
+	if child {
+		// As llama-server tells its router how far the load has come.
+		for _, v := range []string{"0.0", "0.5", "1.0"} {
+			fmt.Fprintf(os.Stdout, "cmd_child_to_router:state:{\"state\":\"loading\",\"payload\":{\"stages\":[\"text_model\"],\"current\":\"text_model\",\"value\":%s}}\n", v)
+			time.Sleep(load / 3)
+		}
+	} else {
+		time.Sleep(load)
+	}
 	switch f.mode {
 	case "init-oom", "error-exit":
 		f.logf('E', "main: exiting due to model loading error")
@@ -177,7 +187,18 @@ func (f *fake) run() {
 		f.logf('I', "srv          init: initializing slots, n_slots = 1")
 		f.logf('I', "main: model loaded")
 		f.logf('I', "main: server is listening on http://%s - starting the main loop", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+		if child {
+			fmt.Fprintln(os.Stdout, `cmd_child_to_router:state:{"state":"ready","payload":{"id":"model"}}`)
+		}
 		f.ready.Store(true)
+		if child {
+			// A router's child exits when its input closes.
+			go func() {
+				io.Copy(io.Discard, os.Stdin)
+				f.logf('I', "srv    operator(): EOF on stdin detected, forcing shutdown...")
+				os.Exit(1)
+			}()
+		}
 	}
 	<-stop
 	f.logf('I', "srv    operator(): operator(): cleaning up before exit...")

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/headroom-llm/headroom/engine/enginetest"
+)
+
+func TestRouterLine(t *testing.T) {
+	for _, tt := range []struct {
+		line   string
+		router bool
+		want   *LoadProgress
+	}{
+		{`cmd_child_to_router:state:{"state":"loading","payload":{"stages":["text_model"],"current":"text_model","value":0.3757621645927429}}`, true, &LoadProgress{"text_model", 0.3757621645927429}},
+		{`cmd_child_to_router:state:{"state":"loading","payload":{"stage":"mmproj_model"}}`, true, &LoadProgress{"mmproj_model", -1}},
+		{`cmd_child_to_router:state:{"state":"loading","payload":{"current":"text_model","value":7}}`, true, &LoadProgress{"text_model", 1}},
+		{`cmd_child_to_router:state:{"state":"ready","payload":{"id":"m"}}`, true, &LoadProgress{StageLoaded, 1}},
+		{`cmd_child_to_router:state:{"state":"sleeping","payload":{}}`, true, nil},
+		{`cmd_child_to_router:state:{not json`, true, nil},
+		{`0.03.180.491 I srv  llama_server: model loaded`, false, nil},
+	} {
+		p, ok := routerLine(tt.line)
+		if ok != tt.router || !reflect.DeepEqual(p, tt.want) {
+			t.Errorf("%q: %+v %v, want %+v %v", tt.line, p, ok, tt.want, tt.router)
+		}
+	}
+}
+
+func FuzzRouterLine(f *testing.F) {
+	f.Add(`cmd_child_to_router:state:{"state":"loading","payload":{"current":"text_model","value":0.5}}`)
+	f.Add(`cmd_child_to_router:state:{"state":"loading","payload":{"value":-3e400}}`)
+	f.Fuzz(func(t *testing.T, line string) {
+		p, ok := routerLine(line)
+		if !ok && p != nil {
+			t.Fatal("progress from a line that is no router message")
+		}
+		if p != nil && p.Value != -1 && (p.Value < 0 || p.Value > 1) {
+			t.Fatalf("value %v out of [0, 1]", p.Value)
+		}
+	})
+}
+
+// TestStartReportsProgress starts the stand-in as a router's child: its
+// progress reaches OnProgress and not the log, and it keeps running
+// while Start holds its input open.
+func TestStartReportsProgress(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []LoadProgress
+	var tee enginetest.Buffer
+	s := startFake(t, Options{Log: &tee, OnProgress: func(p LoadProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p)
+	}}, "good")
+	if err := s.WaitReady(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	want := []LoadProgress{{"text_model", 0}, {"text_model", 0.5}, {"text_model", 1}, {StageLoaded, 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("progress %+v, want %+v", got, want)
+	}
+	mu.Unlock()
+	if strings.Contains(tee.String(), routerStatePrefix) {
+		t.Errorf("the router's lines reached the log:\n%s", tee.String())
+	}
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-s.Exited():
+		t.Fatalf("the server exited while its input was open:\n%s", tee.String())
+	default:
+	}
+}
