@@ -113,7 +113,7 @@ func TestErrors(t *testing.T) {
 		{"load refused", withRuntime, "POST", "/api/load", "application/json", `{"model":"refuse/this"}`, false, 409, "conflict", "gpu0 is short by 3.20 GiB"},
 		{"load failed", withRuntime, "POST", "/api/load", "application/json", `{"model":"fail/this"}`, false, 500, "internal", "llama-server exited"},
 		{"unload unknown", withRuntime, "POST", "/api/unload", "application/json", `{"id":"nope"}`, false, 404, "not_found", "nope"},
-		{"unload without id", withRuntime, "POST", "/api/unload", "application/json", `{}`, false, 400, "invalid_request_error", "id is required"},
+		{"unload without id", withRuntime, "POST", "/api/unload", "application/json", `{}`, false, 400, "invalid_request_error", "id or model is required"},
 		{"body too large", withRuntime, "POST", "/api/load", "application/json", big, false, 413, "invalid_request_error", "larger"},
 		{"body too large, streamed", withRuntime, "POST", "/api/load", "application/json", big, true, 413, "invalid_request_error", "larger"},
 		{"unknown field", withRuntime, "POST", "/api/load", "application/json", `{"model":"qwen3-8b/Q4_K_M","gpu_layers":99}`, false, 400, "invalid_request_error", "gpu_layers"},

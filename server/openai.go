@@ -51,7 +51,8 @@ func (s *server) openAI(path string) handlerFunc {
 			return err
 		}
 		var head struct {
-			Model string `json:"model"`
+			Model  string          `json:"model"`
+			Stream json.RawMessage `json:"stream"`
 		}
 		if err := json.Unmarshal(body, &head); err != nil {
 			return withStatus(http.StatusBadRequest, err, "body must be one JSON object")
@@ -59,12 +60,24 @@ func (s *server) openAI(path string) handlerFunc {
 		if head.Model == "" {
 			return badRequest("model is required: a name GET /v1/models lists")
 		}
-		child, release, err := s.cfg.Pool.acquire(r.Context(), head.Model)
+		var ev *eventStream
+		var onWait func(Progress)
+		if string(head.Stream) == "true" {
+			ev = &eventStream{w: w, model: head.Model, stall: s.writeStall(), start: time.Now()}
+			onWait = ev.progress
+		}
+		child, release, err := s.cfg.Pool.acquireWith(r.Context(), head.Model, onWait)
 		if err != nil {
-			return poolError(w, head.Model, err)
+			err = poolError(w, head.Model, err)
+			if ev.begun() {
+				// The stream has begun: the failure is its last event.
+				ev.fail(r, err)
+				return nil
+			}
+			return err
 		}
 		defer release()
-		return forward(w, r, s.upstream, child.URL()+path, body, s.writeStall())
+		return forward(w, r, s.upstream, child.URL()+path, body, s.writeStall(), ev.begun())
 	}
 }
 
@@ -133,7 +146,12 @@ func (s *server) writeStall() time.Duration {
 // hangs up cancels it. A child that fails once the answer has begun
 // (killed mid-stream) leaves the status sent; the client gets an error
 // event, for a stream, and a cut connection either way.
-func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url string, body []byte, writeStall time.Duration) error {
+//
+// begun says a stream's status and headers went out already (progress
+// comments while the model loaded): the child's answer then follows
+// them, and an answer that is no stream (llama-server refusing the
+// request) becomes an error event.
+func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url string, body []byte, writeStall time.Duration, begun bool) error {
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -150,13 +168,18 @@ func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url st
 		return withStatus(http.StatusBadGateway, err, "the model's llama-server did not answer")
 	}
 	defer resp.Body.Close()
-	for _, h := range []string{"Content-Type", "Cache-Control"} {
-		if v := resp.Header.Get(h); v != "" {
-			w.Header().Set(h, v)
-		}
+	if begun && !isEventStream(resp.Header.Get("Content-Type")) {
+		return answerAsEvent(w, r, resp)
 	}
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(resp.StatusCode)
+	if !begun {
+		for _, h := range []string{"Content-Type", "Cache-Control"} {
+			if v := resp.Header.Get(h); v != "" {
+				w.Header().Set(h, v)
+			}
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(resp.StatusCode)
+	}
 	rc := http.NewResponseController(w)
 	defer rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	buf := make([]byte, 32<<10)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/headroom-llm/headroom/admission"
+	"github.com/headroom-llm/headroom/plan"
 )
 
 // States of a served model, as /v1/models and /api/instances say them.
@@ -32,6 +33,32 @@ type ServedModel struct {
 	Pinned bool
 	// Idle stops the model after this long without a request; 0 never.
 	Idle time.Duration
+	// Aliases are other names a request may give it by.
+	Aliases []string
+	// Search is how it is planned; nil is the Loader's own (serve-api's
+	// flags).
+	Search *plan.SearchOptions
+	// Flags are the llama-server flags its settings give, as written
+	// (Search holds what they mean), for /api/instances.
+	Flags []string
+	// Drain bounds how long stopping it waits for its requests in
+	// flight; 0 is PoolConfig.Drain.
+	Drain time.Duration
+	// Warm loads it when the pool starts, or when new settings name it
+	// (llama-server's load-on-startup), rather than on its first request.
+	Warm bool
+	// Source says where its settings come from (a presets file's line,
+	// --models-dir, --pin), for /api/instances.
+	Source string
+}
+
+// Progress is where a model's load stands, for the requests that wait
+// on it and /api/instances.
+type Progress struct {
+	Step   string `json:"step"`
+	Detail string `json:"detail,omitempty"`
+	// Percent of the step done, 0 to 100; -1 where the step gives none.
+	Percent float64 `json:"percent"`
 }
 
 // Child is a model the Loader started and proved ready.
@@ -64,6 +91,8 @@ type Room struct {
 	// and returns nil, and the Loader admits again, or it returns why
 	// nothing can be stopped (a *NoRoom), which the Loader returns.
 	Evict func(context.Context, *admission.Refusal) error
+	// Progress tells the requests waiting on the load where it stands.
+	Progress func(Progress)
 }
 
 // PoolConfig says what a Pool serves and how.
@@ -148,7 +177,16 @@ type entry struct {
 	// PoolConfig.Models: it is dropped when its load fails and when
 	// too many such entries stand unloaded.
 	requested bool
+	// progress is where its load stands while it loads.
+	progress Progress
+	// loadedAs are the settings its server was started with; they differ
+	// from ServedModel's when new settings came while it ran.
+	loadedAs *ServedModel
 }
+
+// progressEvery is how often a request waiting for a load hears where it
+// stands when nothing changed.
+const progressEvery = 2 * time.Second
 
 // maxRequested bounds the entries requests made that stand unloaded: a
 // client naming thousands of models leaves at most this many behind.
@@ -185,11 +223,9 @@ func NewPool(cfg PoolConfig) *Pool {
 	base, cancel := context.WithCancel(context.Background())
 	p := &Pool{cfg: cfg, base: base, cancel: cancel, entries: map[string]*entry{}}
 	p.cond = sync.NewCond(&p.mu)
-	for _, m := range cfg.Models {
-		p.entries[m.Name] = &entry{ServedModel: m, state: StateUnloaded, changed: make(chan struct{})}
-	}
 	p.wg.Add(1)
 	go p.janitor()
+	p.Configure(cfg.Models)
 	return p
 }
 
@@ -210,6 +246,13 @@ var ErrUnknownModel = errors.New("no such model")
 // acquire returns the model's server, loading it first if need be; call
 // release when the request is answered.
 func (p *Pool) acquire(ctx context.Context, name string) (Child, func(), error) {
+	return p.acquireWith(ctx, name, nil)
+}
+
+// acquireWith is acquire that, while the request waits for a load, calls
+// onWait (p.mu not held) with where the load stands, at the start and at
+// each change.
+func (p *Pool) acquireWith(ctx context.Context, name string, onWait func(Progress)) (Child, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, err := p.entry(name)
@@ -233,12 +276,26 @@ func (p *Pool) acquire(ctx context.Context, name string) (Child, func(), error) 
 		if e.waiting >= p.cfg.Queue {
 			return nil, nil, &Busy{Model: name, RetryAfter: 5 * time.Second}
 		}
-		changed, a := e.changed, e.attempt
+		changed, a, pr := e.changed, e.attempt, e.progress
 		e.waiting++
 		p.mu.Unlock()
+		var keepAlive <-chan time.Time
+		var t *time.Timer
+		if onWait != nil {
+			onWait(pr)
+			// A step that says nothing for long (a queue, a slow
+			// plan) is said again, so that no proxy between takes the
+			// quiet stream for a dead one.
+			t = time.NewTimer(progressEvery)
+			keepAlive = t.C
+		}
 		select {
 		case <-changed:
+		case <-keepAlive:
 		case <-ctx.Done():
+		}
+		if t != nil {
+			t.Stop()
 		}
 		p.mu.Lock()
 		e.waiting--
@@ -254,12 +311,12 @@ func (p *Pool) acquire(ctx context.Context, name string) (Child, func(), error) 
 // entry finds or, for a reference Accept allows, creates a model's
 // entry; p.mu is held.
 func (p *Pool) entry(name string) (*entry, error) {
-	if e := p.entries[name]; e != nil {
+	if e := p.find(name); e != nil {
 		return e, nil
 	}
 	if p.cfg.Canonical != nil {
 		name = p.cfg.Canonical(name)
-		if e := p.entries[name]; e != nil {
+		if e := p.find(name); e != nil {
 			return e, nil
 		}
 	}
@@ -307,15 +364,20 @@ func (p *Pool) release(e *entry) {
 func (p *Pool) startLoad(e *entry) {
 	a := &attempt{done: make(chan struct{})}
 	e.attempt = a
+	e.progress = Progress{Step: "queued", Detail: "waiting for the loads before it", Percent: -1}
 	e.set(StateLoading)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		started := time.Now()
 		p.loadMu.Lock()
-		c, err := p.cfg.Loader.Load(p.base, e.ServedModel, Room{
+		p.mu.Lock()
+		sm := e.ServedModel
+		p.mu.Unlock()
+		c, err := p.cfg.Loader.Load(p.base, sm, Room{
 			Reclaimable: func(id string) bool { return p.reclaimable(e.Name, id) },
 			Evict:       func(ctx context.Context, r *admission.Refusal) error { return p.evictFor(ctx, e.Name, r) },
+			Progress:    func(pr Progress) { p.setProgress(e, a, pr) },
 		})
 		p.loadMu.Unlock()
 		p.mu.Lock()
@@ -329,7 +391,7 @@ func (p *Pool) startLoad(e *entry) {
 			a.err = errors.New("the server is shutting down")
 			e.set(StateUnloaded)
 		case err == nil:
-			e.child, e.lastUsed = c, time.Now()
+			e.child, e.lastUsed, e.loadedAs = c, time.Now(), &sm
 			e.set(StateLoaded)
 			b := c.Booking()
 			p.event("load", e.Name, b.Need, fmt.Sprintf("ready in %.1f s, admitted as booking %s", time.Since(started).Seconds(), b.ID))
@@ -425,6 +487,10 @@ type PoolModel struct {
 	InFlight int
 	Waiting  int
 	LastUsed time.Time
+	// Progress is where its load stands while it loads.
+	Progress Progress
+	// Stale says its server runs on settings older than its present ones.
+	Stale bool
 }
 
 // Models lists the models the pool knows, by name.
@@ -433,7 +499,8 @@ func (p *Pool) Models() []PoolModel {
 	defer p.mu.Unlock()
 	out := make([]PoolModel, 0, len(p.entries))
 	for _, e := range p.entries {
-		out = append(out, PoolModel{ServedModel: e.ServedModel, State: e.state, Child: e.child, InFlight: e.inFlight, Waiting: e.waiting, LastUsed: e.lastUsed})
+		out = append(out, PoolModel{ServedModel: e.ServedModel, State: e.state, Child: e.child, InFlight: e.inFlight, Waiting: e.waiting, LastUsed: e.lastUsed,
+			Progress: e.progress, Stale: e.stale()})
 	}
 	slices.SortFunc(out, func(a, b PoolModel) int {
 		switch {

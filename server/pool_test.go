@@ -111,6 +111,9 @@ func (l *fakeLoader) Load(ctx context.Context, m ServedModel, room Room) (Child,
 			return nil, err
 		}
 	}
+	if room.Progress != nil {
+		room.Progress(Progress{Step: "loading", Detail: "text_model", Percent: 50})
+	}
 	select {
 	case <-time.After(l.loadDelay):
 	case <-ctx.Done():
@@ -214,10 +217,21 @@ func streamStarted(t *testing.T, url, model string) (*http.Response, *bufio.Read
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(resp.Body)
-	if line, _ := br.ReadString('\n'); !strings.Contains(line, `"t0"`) {
+	if line, _ := firstData(br); !strings.Contains(line, `"t0"`) {
 		t.Fatalf("first event %q", line)
 	}
 	return resp, br
+}
+
+// firstData reads a stream up to its first data line, past the progress
+// comments of a load and the blank lines that end them.
+func firstData(br *bufio.Reader) (string, error) {
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil || (line != "\n" && !strings.HasPrefix(line, ":")) {
+			return line, err
+		}
+	}
 }
 
 // streamed reads a whole event stream: the data of each event.
@@ -409,7 +423,7 @@ func TestProviderClientGoneCancelsUpstream(t *testing.T) {
 	}
 	// The first event arrives while the child holds the rest back: each
 	// chunk is flushed as it comes.
-	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	line, err := firstData(bufio.NewReader(resp.Body))
 	if err != nil || !strings.Contains(line, `"t0"`) {
 		t.Fatalf("first event %q, %v", line, err)
 	}

@@ -39,8 +39,9 @@ func (p *Pool) drainTimeout() time.Duration {
 // long as it likes, and an eviction (which holds the load lock) or a
 // shutdown must not wait on it for good.
 func (p *Pool) drain(e *entry) int {
-	deadline := time.Now().Add(p.drainTimeout())
-	wake := time.AfterFunc(p.drainTimeout(), p.cond.Broadcast)
+	d := p.drainFor(e)
+	deadline := time.Now().Add(d)
+	wake := time.AfterFunc(d, p.cond.Broadcast)
 	defer wake.Stop()
 	for e.inFlight > 0 && !p.closed && time.Now().Before(deadline) {
 		p.cond.Wait()
@@ -54,7 +55,7 @@ func (p *Pool) drain(e *entry) int {
 func (p *Pool) stop(ctx context.Context, e *entry, kind, reason string) error {
 	p.mu.Lock()
 	if left := p.drain(e); left > 0 {
-		reason += fmt.Sprintf("; %d request(s) still in flight after %s were cut", left, p.drainTimeout())
+		reason += fmt.Sprintf("; %d request(s) still in flight after %s were cut", left, p.drainFor(e))
 	}
 	c := e.child
 	p.mu.Unlock()

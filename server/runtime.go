@@ -29,9 +29,11 @@ type LoadRequest struct {
 	Parallel int `json:"parallel,omitempty"`
 }
 
-// UnloadRequest asks the runtime to stop an instance.
+// UnloadRequest asks to stop an instance: by its id (/api/instances), or
+// a served model by its name.
 type UnloadRequest struct {
-	ID string `json:"id"`
+	ID    string `json:"id,omitempty"`
+	Model string `json:"model,omitempty"`
 }
 
 // Instance is a model the runtime has loaded or is loading.
@@ -55,6 +57,18 @@ type Instance struct {
 	Waiting  int              `json:"waiting,omitempty"`
 	LastUsed *time.Time       `json:"last_used,omitempty"`
 	Pinned   bool             `json:"pinned,omitempty"`
+	// Progress is where its load stands, while it loads.
+	Progress *Progress `json:"progress,omitempty"`
+	// Aliases are other names requests may give it by.
+	Aliases []string `json:"aliases,omitempty"`
+	// Source says where its settings come from.
+	Source string `json:"source,omitempty"`
+	// Settings are the llama-server flags its settings give, before
+	// the plan's.
+	Settings []string `json:"settings,omitempty"`
+	// Stale says its settings changed since its server started; they
+	// apply from its next load.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Runtime loads and unloads models through admission: a load is assessed
@@ -133,18 +147,40 @@ func (s *server) unload(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseQuery(r); err != nil {
 		return err
 	}
-	rt, err := s.runtime(r)
-	if err != nil {
-		return err
+	if s.cfg.Runtime == nil && s.cfg.Pool == nil {
+		return &apiError{status: http.StatusNotImplemented,
+			msg: fmt.Sprintf("%s: this server was started without a runtime, so it can plan but not load models", r.URL.Path)}
 	}
 	var req UnloadRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if req.ID == "" {
-		return badRequest("id is required: an instance id from /api/instances")
+	switch {
+	case req.ID == "" && req.Model == "":
+		return badRequest("id or model is required: an instance id or a model's name from /api/instances")
+	case req.ID != "" && req.Model != "":
+		return badRequest("give id or model, not both")
+	case req.Model != "":
+		if err := s.poolUnload(r.Context(), req.Model); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Model string `json:"model"`
+			State string `json:"state"`
+		}{req.Model, StateUnloaded})
+		return nil
 	}
-	if err := rt.Unload(r.Context(), req.ID); err != nil {
+	err := ErrUnknownInstance
+	if s.cfg.Runtime != nil {
+		err = s.cfg.Runtime.Unload(r.Context(), req.ID)
+	}
+	if errors.Is(err, ErrUnknownInstance) && s.cfg.Pool != nil {
+		// A served model's id is its booking's, as /api/instances lists it.
+		if name, ok := s.cfg.Pool.byBooking(req.ID); ok {
+			err = s.poolUnload(r.Context(), name)
+		}
+	}
+	if err != nil {
 		return runtimeError(err, "unloading %s", req.ID)
 	}
 	writeJSON(w, http.StatusOK, struct {

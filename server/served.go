@@ -128,7 +128,12 @@ func (s *server) servedInstances() []Instance {
 		if pm.State == StateUnloaded {
 			continue
 		}
-		in := Instance{Model: pm.Name, State: pm.State, InFlight: pm.InFlight, Waiting: pm.Waiting, Pinned: pm.Pinned, Served: true}
+		in := Instance{Model: pm.Name, State: pm.State, InFlight: pm.InFlight, Waiting: pm.Waiting, Pinned: pm.Pinned, Served: true,
+			Aliases: pm.Aliases, Source: pm.Source, Settings: pm.Flags, Stale: pm.Stale}
+		if pm.State == StateLoading {
+			pr := pm.Progress
+			in.Progress = &pr
+		}
 		if !pm.LastUsed.IsZero() {
 			t := pm.LastUsed.UTC().Truncate(time.Millisecond)
 			in.LastUsed = &t

@@ -152,12 +152,16 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle("/api/instances", route(http.MethodGet, s.instances))
 	mux.Handle("/api/load", route(http.MethodPost, s.load))
 	mux.Handle("/api/unload", route(http.MethodPost, s.unload))
+	mux.Handle("/api/pin", route(http.MethodPost, s.pin(true)))
+	mux.Handle("/api/unpin", route(http.MethodPost, s.pin(false)))
+	mux.Handle("/models/load", route(http.MethodPost, s.modelsLoad))
+	mux.Handle("/models/unload", route(http.MethodPost, s.modelsUnload))
 	mux.Handle("/v1/models", route(http.MethodGet, s.models))
 	for _, p := range openAIPaths {
 		mux.Handle(p, route(http.MethodPost, s.openAI(p)))
 	}
 	// Anything else under the API prefixes is a JSON 404, not the panel.
-	for _, prefix := range []string{"/api/", "/v1/"} {
+	for _, prefix := range []string{"/api/", "/v1/", "/models/"} {
 		mux.Handle(prefix, handlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			return notFound("no endpoint %s %s; see the package documentation for the API", r.Method, r.URL.Path)
 		}))
