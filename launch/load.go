@@ -121,7 +121,7 @@ func (d *Deps) Load(ctx context.Context, a *Assessed, path string, o LoadOptions
 	}
 	srv, err := engine.Start(ctx, engine.Options{
 		OnProgress: onProgress,
-		Bin: o.Bin, Args: flags, Model: path, Host: o.Host, Port: o.Port, Log: o.Log, Env: o.Env,
+		Bin:        o.Bin, Args: flags, Model: path, Host: o.Host, Port: o.Port, Log: o.Log, Env: o.Env,
 		OnState: func(s engine.State) {
 			if s == engine.StateLoading {
 				d.say(string(s), "llama-server is loading the model; ready after a real %s", engine.Proof(flags))
