@@ -40,6 +40,19 @@ type Fit struct {
 	Engine *engine.EngineNote `json:"engine,omitempty"`
 	// Measured is --bench's: llama-bench's own speed for the profile.
 	Measured *speed.Measured `json:"speed_measured,omitempty"`
+	// MakeRoom is the API's, with a provider: the models it would stop
+	// to load this one beside the others on this machine.
+	MakeRoom *MakeRoom `json:"make_room,omitempty"`
+}
+
+// MakeRoom is what the OpenAI-compatible provider would stop to load a
+// model that does not fit beside the models it runs.
+type MakeRoom struct {
+	// Stop names the models it would stop; empty when none would do.
+	Stop []string `json:"stop"`
+	// Says why, in a sentence: the short domains, or what stays short
+	// and holds it.
+	Says string `json:"says"`
 }
 
 // NewFit is the answer for assessment a of profile p of the model art:

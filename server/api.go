@@ -71,7 +71,13 @@ func (s *server) fit(w http.ResponseWriter, r *http.Request) error {
 	if a.Resolved != nil {
 		p.Ctx = a.Resolved.NCtx // as llama.cpp will create it
 	}
-	writeJSON(w, http.StatusOK, report.NewFit(res.artifact, a, p))
+	out := report.NewFit(res.artifact, a, p)
+	if s.cfg.Pool != nil && m.preset == "" && a.Verdict == plan.DoesNotFit {
+		// On this machine as it is, the provider's models hold memory
+		// it would give back for this one.
+		out.MakeRoom = s.cfg.Pool.makeRoom(ref, a)
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -138,6 +138,8 @@ func orList(choices []string) string {
 type machine struct {
 	snap *hw.Snapshot
 	name string
+	// preset is the preset's name; "" for this machine.
+	preset string
 }
 
 // machineOnly is the machine of a request that takes no other parameter.
@@ -172,7 +174,7 @@ func (s *server) machine(ctx context.Context, q *query) (machine, error) {
 			if err != nil {
 				return machine{}, fmt.Errorf("loading preset %q: %w", p.Name, err)
 			}
-			return machine{snap: snap, name: p.Name}, nil
+			return machine{snap: snap, name: p.Name, preset: p.Name}, nil
 		}
 		names = append(names, p.Name)
 	}

@@ -447,18 +447,7 @@ func (p *Pool) evictFor(ctx context.Context, loading string, r *admission.Refusa
 		p.mu.Unlock()
 		return r
 	}
-	var residents []Resident
-	for _, e := range p.entries {
-		if e.Name == loading || (e.state != StateLoaded && e.state != StateLoading) {
-			continue
-		}
-		res := Resident{Name: e.Name, LastUsed: e.lastUsed, Pinned: e.Pinned, InFlight: e.inFlight, Loading: e.state == StateLoading}
-		if e.child != nil {
-			res.Need = e.child.Booking().Need
-		}
-		residents = append(residents, res)
-	}
-	chosen, err := ChooseEvictions(loading, short, residents)
+	chosen, err := ChooseEvictions(loading, short, p.residents(loading))
 	if err != nil {
 		p.mu.Unlock()
 		return err

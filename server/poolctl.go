@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/report"
 )
 
 // ErrNotLoaded is an unload of a model that holds no server.
@@ -178,4 +182,46 @@ func (p *Pool) byBooking(id string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// residents are the models that hold or are getting memory, but for
+// the one named, as ChooseEvictions sees them; p.mu is held.
+func (p *Pool) residents(but string) []Resident {
+	var out []Resident
+	for _, e := range p.entries {
+		if e.Name == but || (e.state != StateLoaded && e.state != StateLoading) {
+			continue
+		}
+		res := Resident{Name: e.Name, LastUsed: e.lastUsed, Pinned: e.Pinned, InFlight: e.inFlight, Loading: e.state == StateLoading}
+		if e.child != nil {
+			res.Need = e.child.Booking().Need
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// makeRoom says which models the pool would stop for a model whose
+// assessment on this machine, as it is now, falls short: the choice a
+// load would make (ChooseEvictions), or why none would do; nil where
+// nothing is short or no model holds memory.
+func (p *Pool) makeRoom(model string, a *plan.Assessment) *report.MakeRoom {
+	short := Shortfall(a)
+	if len(short) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.find(model); e != nil {
+		model = e.Name
+	}
+	res := p.residents(model)
+	if len(res) == 0 {
+		return nil
+	}
+	chosen, err := ChooseEvictions(model, short, res)
+	if err != nil {
+		return &report.MakeRoom{Stop: []string{}, Says: err.Error()}
+	}
+	return &report.MakeRoom{Stop: chosen, Says: fmt.Sprintf("fits once the provider stops %s (%s), as a request for it would", strings.Join(chosen, ", "), shortSays(short))}
 }

@@ -233,3 +233,51 @@ func instancesOf(t *testing.T, url string) []Instance {
 	}
 	return out.Instances
 }
+
+// TestFitSaysWhatMakesRoom: /api/fit of a model that does not fit this
+// machine beside the provider's models names the ones a request would
+// stop, instead of only the shortfall; pinned ones stay, and then it says
+// what holds the memory.
+func TestFitSaysWhatMakesRoom(t *testing.T) {
+	l := newFakeLoader(t, 1<<50, map[string]int64{"a": 30 << 30, "b": 1 << 30})
+	srv, pool := providerServer(t, l, PoolConfig{})
+	streamed(t, mustChat(t, srv.URL, "a"))
+	streamed(t, mustChat(t, srv.URL, "b"))
+	fit := func(target string) map[string]any {
+		resp, err := http.Get(srv.URL + target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", target, resp.StatusCode, err)
+		}
+		return out
+	}
+	const big = "/api/fit?model=llama-3.3-70b-instruct/Q4_K_M&ctx=4096"
+	out := fit(big)
+	room, _ := out["make_room"].(map[string]any)
+	if out["verdict"] != "does_not_fit" || room == nil || !slices.Equal(toStrings(room["stop"]), []string{"a"}) {
+		t.Fatalf("verdict %v, make_room %v; want a stopped", out["verdict"], out["make_room"])
+	}
+	// For a preset the provider's models are not on that machine.
+	if out := fit(big + "&machine=cpu-32"); out["make_room"] != nil {
+		t.Errorf("make_room for a preset: %v", out["make_room"])
+	}
+	if err := pool.SetPinned("a", true); err != nil {
+		t.Fatal(err)
+	}
+	room, _ = fit(big)["make_room"].(map[string]any)
+	if room == nil || len(toStrings(room["stop"])) != 0 || !strings.Contains(room["says"].(string), "kept: a (pinned)") {
+		t.Errorf("with a pinned: %v", room)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}
