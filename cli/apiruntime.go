@@ -37,6 +37,8 @@ type apiRuntime struct {
 	dir map[string]string
 	// pool serves the OpenAI-compatible endpoints; stopAll closes it.
 	pool *server.Pool
+	// settings are the served models and how each is run.
+	settings *modelSettings
 
 	mu   sync.Mutex
 	runs map[string]*apiInstance
@@ -125,6 +127,10 @@ func (e notExist) Unwrap() []error { return []error{e.error, fs.ErrNotExist} }
 func (rt *apiRuntime) resolve(ctx context.Context, ref string) (*launch.Model, error) {
 	if path, ok := rt.dir[ref]; ok {
 		return rt.d.Resolve(ctx, path)
+	}
+	if r, ok := rt.settings.refOf(ref); ok && r != ref {
+		// A name the settings give (--models-preset): its own model.
+		return rt.d.Resolve(ctx, r)
 	}
 	if err := rt.checkRef(ref); err != nil {
 		return nil, err

@@ -29,10 +29,24 @@ func (l launchLoader) Load(ctx context.Context, m server.ServedModel, room serve
 	// The alias makes llama-server answer with the name the client used.
 	// The plan counts what the pool would stop as free, so a model that
 	// fits once an idle one is stopped gets its whole plan.
-	run, err := rt.d.Launch(ctx, m.Ref, launch.Options{Search: rt.opts, Store: rt.st, EngineCheck: true,
+	opts := rt.opts
+	if m.Search != nil {
+		opts = *m.Search // its own settings (--models-preset)
+	}
+	var progress func(launch.Progress)
+	if room.Progress != nil {
+		progress = func(p launch.Progress) {
+			pct := -1.0
+			if p.Fraction >= 0 {
+				pct = 100 * p.Fraction
+			}
+			room.Progress(server.Progress{Step: p.Step, Detail: p.Detail, Percent: pct})
+		}
+	}
+	run, err := rt.d.Launch(ctx, m.Ref, launch.Options{Search: opts, Store: rt.st, EngineCheck: true,
 		Reclaim: func(b admission.Booking) bool { return room.Reclaimable(b.ID) },
 		Load: launch.LoadOptions{Bin: rt.bin, Ledger: rt.ledger, Records: filepath.Join(rt.st.Root, "runs"), Observations: filepath.Join(rt.st.Root, "observed"),
-			ReadyTimeout: rt.ready, Extra: []string{"--alias", m.Name}, Evict: room.Evict}})
+			ReadyTimeout: rt.ready, Extra: []string{"--alias", m.Name}, Evict: room.Evict, Progress: progress}})
 	var (
 		nf      *launch.NotFit
 		refusal *admission.Refusal

@@ -18,6 +18,7 @@ import (
 	"github.com/headroom-llm/headroom/admission"
 	"github.com/headroom-llm/headroom/engine"
 	"github.com/headroom-llm/headroom/hw"
+	"github.com/headroom-llm/headroom/plan"
 	"github.com/headroom-llm/headroom/server"
 )
 
@@ -80,42 +81,73 @@ Examples:
   headroom serve-api --addr 0.0.0.0:8787 --allow-remote
   headroom serve-api --addr 0.0.0.0:8787 --allow-remote --token-file ~/.config/headroom/api-token`
 
-func runServeAPI(ctx context.Context, env Env, args []string) error {
+// serveAPIFlags are serve-api's flags, defined on a fresh flag set: the
+// command line's, and each model's settings read as that command line
+// with the model's flags after it.
+type serveAPIFlags struct {
+	fs                                   *flags
+	addr, tokenFile, token, machine, bin *string
+	eng, storeDir, dir, presets          *string
+	remote                               *bool
+	readyTimeout, idle                   *time.Duration
+	queue                                *int
+	pins                                 names
+	search                               func() (plan.SearchOptions, error)
+}
+
+func newServeAPIFlags(env Env) *serveAPIFlags {
 	fs := newFlags(env, "serve-api", "[flags]", serveAPIHelp)
-	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on (beyond loopback only with --allow-remote)")
-	remote := fs.Bool("allow-remote", false, "allow an --addr beyond loopback; every API request then needs the token")
-	tokenFile := fs.String("token-file", "", "read the API token for --allow-remote from this file (default $HEADROOM_API_TOKEN, else a generated one, printed)")
-	token := fs.String("token", "", "the API token on the command line, where ps shows it to every user: prefer --token-file or $HEADROOM_API_TOKEN")
-	machine := fs.String("machine", "", "answer for a preset or a file from headroom hw --json instead of this machine")
-	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
-	eng := fs.String("engine", "", "the llama.cpp `build` plans are for (a commit, bNNNN or a llama-server program) when no llama-server is found to load with; where one is, plans follow its build and an --engine naming another is refused")
-	storeDir := fs.String("store", "", "the store directory (see headroom pull --help)")
-	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long a load and its first completion may take")
-	dir := fs.String("models-dir", "", "serve the GGUF files of this `directory` on the OpenAI-compatible endpoints, each under its name without .gguf")
-	var pins names
-	fs.Var(&pins, "pin", "never stop this `model` (a --models-dir name, a catalog variant, ...) to make room or for idleness; may be repeated")
-	idle := fs.Duration("idle-timeout", 0, "stop a served model after this long without a request (0: never)")
-	queue := fs.Int("queue", server.DefaultQueue, "requests that may wait for one model to load; past it they are answered 503 with Retry-After")
-	search := searchFlags(fs)
+	f := &serveAPIFlags{fs: fs}
+	f.addr = fs.String("addr", "127.0.0.1:8787", "address to listen on (beyond loopback only with --allow-remote)")
+	f.remote = fs.Bool("allow-remote", false, "allow an --addr beyond loopback; every API request then needs the token")
+	f.tokenFile = fs.String("token-file", "", "read the API token for --allow-remote from this file (default $HEADROOM_API_TOKEN, else a generated one, printed)")
+	f.token = fs.String("token", "", "the API token on the command line, where ps shows it to every user of this machine: prefer --token-file or $HEADROOM_API_TOKEN")
+	f.machine = fs.String("machine", "", "answer for a preset or a file from headroom hw --json instead of this machine")
+	f.bin = fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
+	f.eng = fs.String("engine", "", "the llama.cpp `build` plans are for (a commit, bNNNN or a llama-server program) when no llama-server is found to load with; where one is, plans follow its build and an --engine naming another is refused")
+	f.storeDir = fs.String("store", "", "the store directory (see headroom pull --help)")
+	f.readyTimeout = fs.Duration("ready-timeout", 10*time.Minute, "how long a load and its first completion may take")
+	f.dir = fs.String("models-dir", "", "serve the GGUF files of this `directory` on the OpenAI-compatible endpoints, each under its name without .gguf")
+	f.presets = fs.String("models-preset", "", "per-model settings: llama-server's router presets `file` (INI: a [NAME] section per model, keys are llama-server flags without dashes, plus pin, idle-timeout, alias, load-on-startup, stop-timeout, goal, min-ctx); read again on SIGHUP or when it changes")
+	fs.Var(&f.pins, "pin", "never stop this `model` (a --models-dir name, a catalog variant, ...) to make room or for idleness; may be repeated")
+	f.idle = fs.Duration("idle-timeout", 0, "stop a served model after this long without a request (0: never)")
+	f.queue = fs.Int("queue", server.DefaultQueue, "requests that may wait for one model to load; past it they are answered 503 with Retry-After")
+	f.search = searchFlags(fs)
 	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "md", "model-draft", "spec-draft-model",
 		"ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
-	pos, err := fs.parseModels(args)
+	return f
+}
+
+// parse reads args and returns the search options they give.
+func (f *serveAPIFlags) parse(args []string) (plan.SearchOptions, error) {
+	pos, err := f.fs.parseModels(args)
 	if err != nil {
-		return err
+		return plan.SearchOptions{}, err
 	}
 	if len(pos) != 0 {
-		return usagef("serve-api takes no arguments, got %q", pos)
+		return plan.SearchOptions{}, usagef("serve-api takes no arguments, got %q", pos)
 	}
-	if err := childFlags(fs.line); err != nil {
-		return err
+	if err := childFlags(f.fs.line); err != nil {
+		return plan.SearchOptions{}, err
 	}
-	opts, err := search()
+	opts, err := f.search()
+	if err != nil {
+		return opts, err
+	}
+	if opts.Base.Spec != nil {
+		return opts, usagef("--spec-type, --spec-draft-n-max, -ctkd and -ctvd: %s", whyServeAPISpec)
+	}
+	return opts, nil
+}
+
+func runServeAPI(ctx context.Context, env Env, args []string) error {
+	f := newServeAPIFlags(env)
+	opts, err := f.parse(args)
 	if err != nil {
 		return err
 	}
-	if opts.Base.Spec != nil {
-		return usagef("--spec-type, --spec-draft-n-max, -ctkd and -ctvd: %s", whyServeAPISpec)
-	}
+	addr, remote, tokenFile, token, machine, bin, eng, storeDir := f.addr, f.remote, f.tokenFile, f.token, f.machine, f.bin, f.eng, f.storeDir
+	readyTimeout, dir, pins, idle, queue := f.readyTimeout, f.dir, f.pins, f.idle, f.queue
 	// A bad token is refused before anything starts.
 	tok, err := apiToken(env, *token, *tokenFile, *remote)
 	if err != nil {
@@ -140,7 +172,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", note.Says)
 	}
 	opts.Base.Rules = &note.Rules
-	fs.mlockLoads(&opts.Base, note.Rules)
+	f.fs.mlockLoads(&opts.Base, note.Rules)
 	d, err := launchDeps(env, *machine, binPath, true)
 	if err != nil {
 		return err
@@ -154,10 +186,12 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st), bin: binPath}
-	pool, err := rt.startPool(env, *dir, pins, *idle, *queue)
+	rt.settings = &modelSettings{env: env, args: args, presets: *f.presets, pins: pins, idle: *idle, rules: note.Rules}
+	pool, err := rt.startPool(env, *dir, *queue)
 	if err != nil {
 		return err
 	}
+	go rt.settings.watch(ctx, rt)
 	// llama-servers left running by a headroom that was killed hold
 	// memory that no one can give back; end them now rather than at the
 	// first load.
@@ -177,7 +211,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 
 // startPool makes the pool of served models: --models-dir's files and
 // the pinned ones, loaded on demand.
-func (rt *apiRuntime) startPool(env Env, dir string, pins names, idle time.Duration, queue int) (*server.Pool, error) {
+func (rt *apiRuntime) startPool(env Env, dir string, queue int) (*server.Pool, error) {
 	if dir != "" {
 		var err error
 		if rt.dir, err = modelsDir(dir); err != nil {
@@ -187,11 +221,11 @@ func (rt *apiRuntime) startPool(env Env, dir string, pins names, idle time.Durat
 	if queue < 1 {
 		return nil, usagef("--queue %d: want at least 1", queue)
 	}
-	served, err := servedModels(rt.dir, pins, idle, rt.checkRef)
+	served, err := rt.settings.models(rt)
 	if err != nil {
 		return nil, err
 	}
-	rt.pool = server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Canonical: rt.canonical, Idle: idle, Queue: queue,
+	rt.pool = server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Canonical: rt.canonical, Idle: rt.settings.idle, Queue: queue,
 		Log: func(line string) { fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", term.Text(line)) }})
 	return rt.pool, nil
 }

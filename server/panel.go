@@ -7,7 +7,7 @@ import (
 	"net/http"
 )
 
-//go:embed panel/index.html panel/app.js panel/style.css
+//go:embed panel/index.html panel/app.js panel/instances.js panel/style.css
 var panelFiles embed.FS
 
 // panelHandler serves the web panel. Its policy allows nothing but this

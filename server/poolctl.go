@@ -225,3 +225,11 @@ func (p *Pool) makeRoom(model string, a *plan.Assessment) *report.MakeRoom {
 	}
 	return &report.MakeRoom{Stop: chosen, Says: fmt.Sprintf("fits once the provider stops %s (%s), as a request for it would", strings.Join(chosen, ", "), shortSays(short))}
 }
+
+// Note records an event that is no load or stop (new settings read, or
+// refused), with the others in /api/instances and the log.
+func (p *Pool) Note(kind, model, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.event(kind, model, nil, reason)
+}

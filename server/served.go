@@ -33,7 +33,7 @@ func (s *server) withServed(ctx context.Context, data []modelObject, snap *hw.Sn
 			// Judged for this machine: a listing for a preset
 			// (?machine=) is judged apart from this machine's.
 			key := mo.ID + "\x00" + snap.Preset + "\x00" + snap.Host
-			s.judged.judge(key, &mo, func(mo *modelObject) { s.judge(ctx, mo, snap) })
+			s.judged.judge(key, &mo, func(mo *modelObject) { s.judge(ctx, mo, pm.Ref, pm.Search, snap) })
 		} else {
 			mo.Verdict = plan.Fits
 		}
@@ -44,7 +44,7 @@ func (s *server) withServed(ctx context.Context, data []modelObject, snap *hw.Sn
 
 // judge plans a model outside the catalog on snap, as /api/plan does,
 // and marks it disabled when no plan fits or it cannot be planned.
-func (s *server) judge(ctx context.Context, mo *modelObject, snap *hw.Snapshot) {
+func (s *server) judge(ctx context.Context, mo *modelObject, ref string, search *plan.SearchOptions, snap *hw.Snapshot) {
 	disable := func(why, reason string) {
 		mo.Status, mo.State, mo.DisabledReason, mo.Reason = "disabled", "disabled", why, reason
 	}
@@ -60,7 +60,10 @@ func (s *server) judge(ctx context.Context, mo *modelObject, snap *hw.Snapshot) 
 		return
 	}
 	o := plan.DefaultSearch()
-	if s.cfg.Search != nil {
+	switch {
+	case search != nil:
+		o = *search // its own settings
+	case s.cfg.Search != nil:
 		o = *s.cfg.Search // as the runtime will load it
 	}
 	o.Base.Rules = s.cfg.Rules

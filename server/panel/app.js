@@ -1,6 +1,7 @@
 // headroom's panel: the machine's memory domains, one model's assessment
 // drawn per domain, and the catalog ranked for this machine. Everything
 // comes from this server's API; nothing is fetched from elsewhere.
+// instances.js, loaded after this file, adds the provider's running models.
 "use strict";
 
 const KINDS = ["model", "context", "compute", "auxiliary"];
@@ -21,23 +22,36 @@ const state = {
   timer: 0,
 };
 
-// api fetches an endpoint of this server with the machine added, and turns
-// the API's error object into an Error with its message.
+// call sends one request to this server with the token, and turns the
+// API's error object into an Error with its message (and the status, so
+// that a caller can tell a server without a provider, 501).
+async function call(url, init = {}) {
+  const headers = { Accept: "application/json", ...init.headers };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const res = await fetch(url, { ...init, headers });
+  const body = await res.json().catch(() => null);
+  if (!res.ok) {
+    const err = new Error(body && body.error ? body.error.message : `${res.status} ${res.statusText}`);
+    err.status = res.status;
+    throw err;
+  }
+  return body;
+}
+
+// api fetches an endpoint of this server with the machine added.
 async function api(path, params = {}, signal) {
   const q = new URLSearchParams();
   if (machine) q.set("machine", machine);
   for (const [k, v] of Object.entries(params)) {
     if (v !== "" && v !== undefined && v !== null) q.set(k, String(v));
   }
-  const headers = { Accept: "application/json" };
-  if (token) headers.Authorization = `Bearer ${token}`;
-  const res = await fetch(`${path}?${q}`, { signal, headers });
-  const body = await res.json().catch(() => null);
-  if (!res.ok) {
-    const msg = body && body.error ? body.error.message : `${res.status} ${res.statusText}`;
-    throw new Error(msg);
-  }
-  return body;
+  return call(`${path}?${q}`, { signal });
+}
+
+// post sends a JSON body: the server refuses a POST of any other type, so
+// that no form on another site can reach it.
+async function post(path, body) {
+  return call(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
 }
 
 // bytes says a size in GiB with two decimals, as fit and plan print
@@ -286,7 +300,16 @@ async function refit() {
 function renderAssessment(a) {
   const v = el("verdict");
   v.className = a.verdict;
-  const reason = inGiB(a.reason);
+  let reason = inGiB(a.reason);
+  // On this machine the provider's models may be what is short: say which
+  // ones a load would stop, or what keeps it from fitting beside them.
+  const room = a.make_room;
+  if (room && room.stop.length) {
+    v.className = "makes_room";
+    reason = inGiB(room.says);
+  } else if (room) {
+    reason = `${reason}; ${inGiB(room.says)}`;
+  }
   v.textContent = a.warnings && a.warnings.length ? `${reason} (warning: ${a.warnings.map(inGiB).join("; ")})` : reason;
   const box = el("assessment");
   box.replaceChildren();
