@@ -237,3 +237,25 @@ func (rt *apiRuntime) stopAll(ctx context.Context) {
 		rt.pool.Close(ctx)
 	}
 }
+
+// inStore reports whether a catalog variant's files are in the store,
+// so /v1/models lists it with what is served without a download.
+func (rt *apiRuntime) inStore(variant string) bool {
+	if rt.d.Catalog == nil || rt.d.Lock == nil {
+		return false
+	}
+	e, v, err := rt.d.Catalog.Find(variant)
+	if err != nil || e == nil {
+		return false
+	}
+	pkg, _ := rt.d.Lock.Lookup(e.ID, *v)
+	if pkg == nil || len(pkg.Files) == 0 {
+		return false
+	}
+	var names []string
+	for _, f := range pkg.Files {
+		names = append(names, f.Name)
+	}
+	_, ok, err := rt.st.Lookup(pkg.Repo, pkg.Commit, names)
+	return err == nil && ok
+}

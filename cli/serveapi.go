@@ -41,17 +41,29 @@ otherwise:
   /api/load          POST {"model":M,"ctx":N,"parallel":N}: resolve,
                      assess, ask llama-fit-params (as serve does), pull,
                      admit and start llama-server
-  /api/unload        POST {"id":ID}
+  /api/unload        POST {"id":ID} or {"model":NAME}: stops it (a
+                     served model finishes its requests first)
+  /api/pin, /api/unpin
+                     POST {"model":NAME}: never stop it to make room or
+                     for idleness, or again allow it
+  /models/load, /models/unload
+                     POST {"model":NAME}, as llama-server's router takes
+                     them: load a served model now, or stop it
   /api/instances     what runs, with each served model's memory per
-                     domain, and every load, eviction and refusal
+                     domain, its load's progress, and every load,
+                     eviction and refusal
   /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/rerank
                      OpenAI-compatible, routed by the body's model (as
                      /v1/models names it): a model not loaded is loaded
                      first, stopping the least recently used idle ones
                      when the ledger says there is no room; 503 with
-                     the reason when it cannot fit even then. Embedding
-                     models run with --embedding, rerankers with
-                     --rerank, as their plans say
+                     the reason when it cannot fit even then, 404
+                     model_not_found for a name it does not serve
+                     (OpenAI's error object). A streamed request that
+                     waits for a load gets ": headroom-progress {...}"
+                     comments (step and percent) until its first token.
+                     Embedding models run with --embedding, rerankers
+                     with --rerank, as their plans say
 
 M is a catalog variant (ENTRY/QUANT), an hf: reference or a file inside
 headroom's store; requests can name no other path and no URL. Every load
@@ -61,6 +73,15 @@ Loads need llama-server (PATH or --llama-server); without it the API
 plans but does not load. --models-dir serves a directory's GGUF files
 under their names without .gguf (a split model by its first shard's);
 --pin keeps a model from being stopped to make room or for idleness.
+--models-preset FILE gives each model its own settings, in the INI file
+llama-server's router reads (--models-preset): a [NAME] section per
+model, its keys llama-server's flags without dashes (c = 8192, np = 2,
+ctk = q8_0, jinja = true), [*] for every model, and model = PATH or
+hf-repo = REPO to name the file; headroom's own keys are pin,
+idle-timeout, alias, load-on-startup, stop-timeout, goal and min-ctx.
+Each model is planned with serve-api's flags and its own after them.
+The file is read again on SIGHUP or when it changes; a bad file is
+refused with its line and the settings before it stay.
 See docs/provider.md.
 
 The API answers only requests naming its loopback address (Host
@@ -77,6 +98,7 @@ the token can load models: see docs/security.md.
 Examples:
   headroom serve-api
   headroom serve-api --models-dir ~/models --pin qwen3-8b/Q4_K_M --idle-timeout 30m
+  headroom serve-api --models-dir ~/models --models-preset ~/models/models.ini --hide-remote
   headroom serve-api --addr 127.0.0.1:9000 --machine rtx-4090
   headroom serve-api --addr 0.0.0.0:8787 --allow-remote
   headroom serve-api --addr 0.0.0.0:8787 --allow-remote --token-file ~/.config/headroom/api-token`
@@ -88,7 +110,7 @@ type serveAPIFlags struct {
 	fs                                   *flags
 	addr, tokenFile, token, machine, bin *string
 	eng, storeDir, dir, presets          *string
-	remote                               *bool
+	remote, hideRemote                   *bool
 	readyTimeout, idle                   *time.Duration
 	queue                                *int
 	pins                                 names
@@ -111,6 +133,7 @@ func newServeAPIFlags(env Env) *serveAPIFlags {
 	f.presets = fs.String("models-preset", "", "per-model settings: llama-server's router presets `file` (INI: a [NAME] section per model, keys are llama-server flags without dashes, plus pin, idle-timeout, alias, load-on-startup, stop-timeout, goal, min-ctx); read again on SIGHUP or when it changes")
 	fs.Var(&f.pins, "pin", "never stop this `model` (a --models-dir name, a catalog variant, ...) to make room or for idleness; may be repeated")
 	f.idle = fs.Duration("idle-timeout", 0, "stop a served model after this long without a request (0: never)")
+	f.hideRemote = fs.Bool("hide-remote", false, "leave the catalog's variants that are not in the store out of /v1/models (they are still served when named)")
 	f.queue = fs.Int("queue", server.DefaultQueue, "requests that may wait for one model to load; past it they are answered 503 with Retry-After")
 	f.search = searchFlags(fs)
 	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "md", "model-draft", "spec-draft-model",
@@ -199,6 +222,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "headroom serve-api: %s\n", term.Text(fmt.Sprintf(format, args...)))
 	})
 	cfg := server.Config{Machine: snapshots.recent, Catalog: d.Catalog, Lock: d.Lock, Open: rt.open, Project: rt.project, Runtime: rt, Pool: pool, Rules: &note.Rules, Search: &rt.opts,
+		Local: rt.inStore, HideRemote: *f.hideRemote,
 		Calibration: (&calibrationMemo{env: env}).get}
 	ln, h, banner, err := listenAPI(env, cfg, apiListen{addr: *addr, remote: *remote, token: tok, tokenOnCLI: *token != "", tokenGiven: *token != "" || *tokenFile != ""})
 	if err != nil {

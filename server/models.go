@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
@@ -34,6 +35,10 @@ type modelObject struct {
 	Rank           int    `json:"rank,omitempty"`
 	DisabledReason string `json:"disabled_reason,omitempty"`
 	Reason         string `json:"reason"`
+	// Remote says a catalog variant must be downloaded before it is
+	// served; DownloadBytes is how much.
+	Remote        bool  `json:"remote,omitempty"`
+	DownloadBytes int64 `json:"download_bytes,omitempty"`
 }
 
 type modelList struct {
@@ -56,11 +61,63 @@ func (s *server) models(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("ranking the catalog: %w", err)
 	}
 	list := listModels(s.cfg.Catalog, rows, m.snap, o)
+	s.markRemote(list.Data, rows)
 	if s.cfg.Pool != nil {
 		list.Data = s.withServed(r.Context(), list.Data, m.snap)
 	}
+	list.Data = servableFirst(list.Data, s.cfg.HideRemote)
 	writeJSON(w, http.StatusOK, list)
 	return nil
+}
+
+// markRemote marks the catalog variants that are not in the store, with
+// what they would download. Without Config.Local every variant is.
+func (s *server) markRemote(data []modelObject, rows []catalog.Row) {
+	size := map[string]int64{}
+	for _, row := range rows {
+		size[catalog.VariantKey(row.Entry, row.Quant)] = row.SizeBytes
+	}
+	for i := range data {
+		mo := &data[i]
+		if s.cfg.Local != nil && s.cfg.Local(mo.ID) {
+			continue
+		}
+		mo.Remote, mo.DownloadBytes = true, size[mo.ID]
+		if mo.DownloadBytes == 0 {
+			// A variant the ranking left out (an encoder, a filtered
+			// one): its size as its plan would have it.
+			if e, v, err := s.cfg.Catalog.Find(mo.ID); err == nil && e != nil {
+				_, _, mo.DownloadBytes, _ = s.cfg.Catalog.Model(e, *v, s.cfg.Lock)
+			}
+		}
+	}
+}
+
+// servableFirst orders a listing by what a request gets soonest: the
+// models loaded (or loading), then those that load without a download
+// (a directory's files, the store's, a presets file's), then the
+// catalog's to download, then the disabled ones; the catalog's rank
+// within each. hideRemote leaves out the ones to download.
+func servableFirst(data []modelObject, hideRemote bool) []modelObject {
+	group := func(mo modelObject) int {
+		switch {
+		case mo.Status == "disabled":
+			return 3
+		case mo.State != StateUnloaded:
+			return 0
+		case !mo.Remote:
+			return 1
+		}
+		return 2
+	}
+	out := data[:0]
+	for _, mo := range data {
+		if !(hideRemote && mo.Remote && (mo.State == StateUnloaded || mo.Status == "disabled")) {
+			out = append(out, mo)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b modelObject) int { return group(a) - group(b) })
+	return out
 }
 
 // listModels turns recommendation rows into the listing. A variant the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -280,4 +281,60 @@ func toStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestModelsServableFirst: /v1/models lists what is loaded, then what
+// loads without a download, then the catalog's to download with their
+// size, then the disabled; --hide-remote leaves the third out.
+func TestModelsServableFirst(t *testing.T) {
+	l := newFakeLoader(t, 1000*mib, map[string]int64{"a": 100 * mib, "b": 100 * mib})
+	pool := NewPool(PoolConfig{Loader: l, Models: []ServedModel{{Name: "a", Ref: "a"}, {Name: "b", Ref: "b"}}})
+	t.Cleanup(func() { pool.Close(t.Context()) })
+	for _, hide := range []bool{false, true} {
+		h := newTestHandler(t, func(c *Config) {
+			c.Pool, c.HideRemote = pool, hide
+			c.Local = func(v string) bool { return v == "qwen3-0.6b/Q8_0" }
+		})
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		if !hide {
+			// Loaded, both: one listed unloaded would be judged by
+			// opening it, which this server cannot.
+			streamed(t, mustChat(t, srv.URL, "a"))
+			streamed(t, mustChat(t, srv.URL, "b"))
+		}
+		_, _, body := do(t, h, "GET", "/v1/models", "", nil)
+		list := decode[modelList](t, body)
+		group := func(mo modelObject) int {
+			switch {
+			case mo.Status == "disabled":
+				return 3
+			case mo.State == StateLoaded:
+				return 0
+			case !mo.Remote:
+				return 1
+			}
+			return 2
+		}
+		var groups []int
+		remote := 0
+		for _, mo := range list.Data {
+			groups = append(groups, group(mo))
+			if mo.Remote {
+				remote++
+				if mo.DownloadBytes <= 0 {
+					t.Errorf("%s is remote with no download size", mo.ID)
+				}
+			}
+		}
+		if !slices.IsSorted(groups) || list.Data[0].ID != "a" || list.Data[1].ID != "b" {
+			t.Errorf("hide %v: order %v, first %s %s", hide, groups, list.Data[0].ID, list.Data[1].ID)
+		}
+		if local := slices.IndexFunc(list.Data, func(mo modelObject) bool { return mo.ID == "qwen3-0.6b/Q8_0" }); local < 0 || group(list.Data[local]) != 1 {
+			t.Errorf("hide %v: the variant in the store is not among the local ones", hide)
+		}
+		if hide != (remote == 0) {
+			t.Errorf("hide %v: %d remote listed", hide, remote)
+		}
+	}
 }

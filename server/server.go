@@ -87,6 +87,13 @@ type Config struct {
 	// a model listed available is one that loads. nil is the default
 	// search.
 	Search *plan.SearchOptions
+	// Local reports whether a catalog variant is in the store, so that
+	// /v1/models lists it with what can be served without a download;
+	// nil counts every variant as remote.
+	Local func(variant string) bool
+	// HideRemote leaves the catalog variants that must be downloaded
+	// out of /v1/models (they are still served when named).
+	HideRemote bool
 }
 
 // calibration is the machine's own speed calibration, nil for none.
