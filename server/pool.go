@@ -159,6 +159,7 @@ type Pool struct {
 	entries map[string]*entry
 	events  []Event
 	closed  bool
+	stats   poolStats
 }
 
 type entry struct {
@@ -394,6 +395,7 @@ func (p *Pool) startLoad(e *entry) {
 			e.child, e.lastUsed, e.loadedAs = c, time.Now(), &sm
 			e.set(StateLoaded)
 			b := c.Booking()
+			p.stats.loaded(time.Since(started))
 			p.event("load", e.Name, b.Need, fmt.Sprintf("ready in %.1f s, admitted as booking %s", time.Since(started).Seconds(), b.ID))
 			p.wg.Add(1)
 			go p.watch(e, c)
@@ -402,8 +404,15 @@ func (p *Pool) startLoad(e *entry) {
 			kind := "failure"
 			var nr *NoRoom
 			var refused *Refused
-			if errors.As(err, &nr) || errors.As(err, &refused) {
+			switch {
+			case errors.As(err, &nr):
 				kind = "refusal"
+				p.stats.count(&p.stats.refusals, "no_room")
+			case errors.As(err, &refused):
+				kind = "refusal"
+				p.stats.count(&p.stats.refusals, "does_not_fit")
+			default:
+				p.stats.failures++
 			}
 			p.event(kind, e.Name, nil, err.Error())
 			close(a.done)

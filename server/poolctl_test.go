@@ -338,3 +338,63 @@ func TestModelsServableFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestMetrics: /metrics in Prometheus' text format, every sample of a
+// family after its TYPE line, with the provider's bookings, states,
+// loads, evictions and refusals.
+func TestMetrics(t *testing.T) {
+	l := newFakeLoader(t, 250*mib, map[string]int64{"a": 100 * mib, "b": 100 * mib, "c": 100 * mib, "huge": 500 * mib})
+	srv, _ := providerServer(t, l, PoolConfig{})
+	for _, m := range []string{"a", "b", "c"} {
+		streamed(t, mustChat(t, srv.URL, m))
+	}
+	if resp, err := chat(srv.URL, "huge", false); err == nil {
+		resp.Body.Close()
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	samples := map[string]string{}
+	typed := map[string]bool{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			typed[strings.Fields(f)[0]] = true
+			continue
+		}
+		if strings.HasPrefix(line, "# HELP ") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, " ")
+		family, _, _ := strings.Cut(name, "{")
+		family = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(family, "_bucket"), "_sum"), "_count")
+		if !ok || !typed[family] {
+			t.Errorf("sample %q before its family's TYPE", line)
+		}
+		samples[name] = value
+	}
+	for name, want := range map[string]string{
+		`headroom_model_booked_bytes{model="b",domain="ram"}`: "1.048576e+08",
+		`headroom_booked_bytes{domain="ram"}`:                 "2.097152e+08",
+		`headroom_models{state="loaded"}`:                     "2",
+		`headroom_models{state="unloaded"}`:                   "1",
+		`headroom_stops_total{reason="eviction"}`:             "1",
+		`headroom_refusals_total{reason="does_not_fit"}`:      "1",
+		`headroom_load_seconds_count`:                         "3",
+		`headroom_load_seconds_bucket{le="+Inf"}`:             "3",
+		`headroom_load_seconds_bucket{le="1"}`:                "3",
+		`headroom_requests_in_flight{model="c"}`:              "0",
+		`headroom_domain_capacity_bytes{domain="ram"}`:        "",
+	} {
+		got, ok := samples[name]
+		if !ok || want != "" && got != want {
+			t.Errorf("%s = %q (present %v), want %q", name, got, ok, want)
+		}
+	}
+}

@@ -70,6 +70,7 @@ func (p *Pool) stop(ctx context.Context, e *entry, kind, reason string) error {
 		e.child = nil
 		e.set(StateUnloaded)
 	}
+	p.stats.count(&p.stats.stops, kind)
 	p.event(kind, e.Name, need, reason)
 	p.mu.Unlock()
 	p.cond.Broadcast()
@@ -200,6 +201,7 @@ func (p *Pool) stopNow(ctx context.Context, e *entry) error {
 	p.mu.Lock()
 	e.child = nil
 	e.set(StateUnloaded)
+	p.stats.count(&p.stats.stops, "stop")
 	p.event("stop", e.Name, c.Booking().Need, "the server shut down")
 	p.mu.Unlock()
 	return err

@@ -159,6 +159,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle("/api/instances", route(http.MethodGet, s.instances))
 	mux.Handle("/api/load", route(http.MethodPost, s.load))
 	mux.Handle("/api/unload", route(http.MethodPost, s.unload))
+	mux.Handle("/metrics", route(http.MethodGet, s.metrics))
 	mux.Handle("/api/pin", route(http.MethodPost, s.pin(true)))
 	mux.Handle("/api/unpin", route(http.MethodPost, s.pin(false)))
 	mux.Handle("/models/load", route(http.MethodPost, s.modelsLoad))
