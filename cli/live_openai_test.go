@@ -54,6 +54,10 @@ type clientStep struct {
 	Vectors int `json:"vectors"`
 	Dims    int `json:"dims"`
 	Results int `json:"results"`
+	// burst steps
+	Requests   int      `json:"requests"`
+	WholeCount int      `json:"whole_count"`
+	Failures   []string `json:"failures"`
 }
 
 // runClient runs client.mjs's steps against base and returns the line

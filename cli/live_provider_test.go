@@ -114,6 +114,12 @@ func startProviderOn(t testing.TB, bin, fitParams string, snap *hw.Snapshot, opt
 // startProviderWith is startProviderOn with a machine that may change
 // with what the provider's ledger holds.
 func startProviderWith(t testing.TB, bin, fitParams string, machine func(*admission.Ledger) *hw.Snapshot, opts plan.SearchOptions, dir string, pins []string) *providerFixture {
+	return startProviderSet(t, bin, fitParams, machine, opts, dir, pins, "", server.PoolConfig{})
+}
+
+// startProviderSet is startProviderWith with a presets file (when
+// presets is not "") and the pool's queue and drain from pc.
+func startProviderSet(t testing.TB, bin, fitParams string, machine func(*admission.Ledger) *hw.Snapshot, opts plan.SearchOptions, dir string, pins []string, presets string, pc server.PoolConfig) *providerFixture {
 	t.Helper()
 	st, err := store.Open(t.TempDir())
 	if err != nil {
@@ -132,8 +138,17 @@ func startProviderWith(t testing.TB, bin, fitParams string, machine func(*admiss
 	if err != nil {
 		t.Fatal(err)
 	}
+	if presets != "" {
+		// serve-api's flags as opts gives them, with each model's own
+		// after them.
+		rt.settings = &modelSettings{env: Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }},
+			args: []string{"-np", "1", "-c", "2048", "-cram", "64"}, presets: presets, pins: pins}
+		if served, err = rt.settings.models(rt); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f := &providerFixture{ledger: rt.ledger, paths: rt.dir, log: &syncBuffer{}}
-	f.pool = server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Log: f.log.line})
+	f.pool = server.NewPool(server.PoolConfig{Loader: launchLoader{rt}, Models: served, Accept: rt.checkRef, Log: f.log.line, Queue: pc.Queue, Drain: pc.Drain})
 	rt.pool = f.pool
 	h, err := server.New(server.Config{Machine: d.Machine, Catalog: cat, Open: rt.open, Runtime: rt, Pool: f.pool})
 	if err != nil {
@@ -278,43 +293,6 @@ func TestLiveProviderPinnedKept(t *testing.T) {
 	}
 	if s := f.states(); s["a"] != "loaded" || s["b"] != "unloaded" || s["c"] != "loaded" {
 		t.Errorf("%v: want the pinned a kept and b evicted", s)
-	}
-}
-
-func TestLiveProviderConcurrentStreams(t *testing.T) {
-	bin := liveEngine(t)
-	f := startProvider(t, bin, nil)
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for i := range 16 {
-		model := []string{"a", "b"}[i%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := liveChat(context.Background(), f.srv.URL, model, true, 8)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != 200 {
-				b, _ := io.ReadAll(resp.Body)
-				errs <- fmt.Errorf("stream %d on %s: %d %s", i, model, resp.StatusCode, b)
-				return
-			}
-			chunks, done, err := sseChunks(resp.Body)
-			if err != nil || !done || len(chunks) == 0 {
-				errs <- fmt.Errorf("stream %d on %s: %d chunks, done %v, %v", i, model, len(chunks), done, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if s := f.states(); s["a"] != "loaded" || s["b"] != "loaded" {
-		t.Errorf("after the streams: %v", s)
 	}
 }
 

@@ -30,7 +30,9 @@ type modelSettings struct {
 	presets string   // the file; "" for none
 	pins    names
 	idle    time.Duration
-	rules   builds.Rules
+	// rules are the build's the plans follow; nil is the newest
+	// measured build's, as plan.Profile.Rules takes it.
+	rules *builds.Rules
 
 	mu    sync.Mutex
 	stamp string // the file's size and time when last read
@@ -244,8 +246,10 @@ func (s *modelSettings) options(words []string) (o plan.SearchOptions, err error
 	if err != nil {
 		return o, err
 	}
-	o.Base.Rules = &s.rules
-	f.fs.mlockLoads(&o.Base, s.rules)
+	o.Base.Rules = s.rules
+	if s.rules != nil {
+		f.fs.mlockLoads(&o.Base, *s.rules)
+	}
 	return o, nil
 }
 

@@ -209,7 +209,7 @@ func runServeAPI(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	rt := &apiRuntime{base: ctx, d: d, st: st, opts: opts, ready: *readyTimeout, ledger: sharedLedger(st), bin: binPath}
-	rt.settings = &modelSettings{env: env, args: args, presets: *f.presets, pins: pins, idle: *idle, rules: note.Rules}
+	rt.settings = &modelSettings{env: env, args: args, presets: *f.presets, pins: pins, idle: *idle, rules: &note.Rules}
 	pool, err := rt.startPool(env, *dir, *queue)
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@
 // where STEP is stream:MODEL (a streamed chat), chat:MODEL (one answer),
 // complete:MODEL (a /v1/completions request), embed:MODEL (two inputs
 // to /v1/embeddings) or rerank:MODEL (a query and two documents to
-// /v1/rerank, which OpenAI's client has no method for). A step that fails
+// /v1/rerank, which OpenAI's client has no method for), or
+// burst:N:MODEL,MODEL,... (N streamed chats at once, the models in turn,
+// reported together). A step that fails
 // prints its status and message and the next step runs; the exit status
 // is 0 once every step has been tried.
 import OpenAI from "openai";
@@ -77,7 +79,46 @@ async function run(kind, model) {
   console.log(JSON.stringify(out));
 }
 
+// streamOnce runs one streamed chat to its end: whether it was whole,
+// its chunks, and the model its chunks name.
+async function streamOnce(model) {
+  const stream = await client.chat.completions.create({ model, messages, stream: true, max_tokens: 4 });
+  let chunks = 0;
+  let named = "";
+  for await (const chunk of stream) {
+    if (chunks === 0) named = chunk.model;
+    chunks++;
+  }
+  return { chunks, named };
+}
+
+// burst fires n streamed chats at once over models, in turn, and prints
+// one line: how many were whole (their iterator ended without an error,
+// after at least one chunk naming the model asked), and the failures.
+async function burst(n, models) {
+  const started = performance.now();
+  const out = { step: "burst", model: models.join(","), requests: n, whole_count: 0, failures: [] };
+  await Promise.all(Array.from({ length: n }, async (_, i) => {
+    const model = models[i % models.length];
+    try {
+      const r = await streamOnce(model);
+      if (r.chunks > 0 && r.named === model) out.whole_count++;
+      else out.failures.push(`${i} ${model}: ${r.chunks} chunks naming ${r.named}`);
+    } catch (err) {
+      out.failures.push(`${i} ${model}: ${err.status ?? 0} ${err.message}`);
+    }
+  }));
+  out.status = out.failures.length === 0 ? 200 : 0;
+  out.ms = Math.round(performance.now() - started);
+  console.log(JSON.stringify(out));
+}
+
 for (const step of steps) {
   const i = step.indexOf(":");
+  if (step.slice(0, i) === "burst") {
+    const [n, models] = step.slice(i + 1).split(":");
+    await burst(Number(n), models.split(","));
+    continue;
+  }
   await run(step.slice(0, i), step.slice(i + 1));
 }
