@@ -238,4 +238,3 @@ func (s *providerSampler) cmdline(model string) string {
 	defer s.mu.Unlock()
 	return s.cmdlines[model]
 }
-
