@@ -3,9 +3,13 @@ package cli
 import (
 	"bufio"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/headroom-llm/headroom/engine"
+	"github.com/headroom-llm/headroom/synth"
 )
 
 // BenchmarkLiveProvider measures the provider against the real
@@ -15,9 +19,22 @@ import (
 // streamed answer (one chunk a token), and how long a request for a
 // model not loaded takes to its first byte (the load, its readiness
 // completion and the answer).
+//
+// HEADROOM_BENCH_THREADS=N runs each child with --threads N: on a machine
+// with as many cores as llama-server takes by default, its threads keep
+// every core busy while it answers, and each hop of the proxy waits for
+// one, which measures the machine's scheduling rather than the proxy.
 func BenchmarkLiveProvider(b *testing.B) {
 	bin := liveEngine(b)
-	f := startProvider(b, bin, nil)
+	var f *providerFixture
+	if n := os.Getenv("HEADROOM_BENCH_THREADS"); n != "" {
+		opts := providerOpts()
+		opts.Base.Pass = append(opts.Base.Pass, "--threads", n)
+		fitParams, _ := engine.FindFitParams(bin, nil)
+		f = startProviderOn(b, bin, fitParams, twoLoadMachine(b, "tinyllama-1.1b", synth.Q4_K_M, opts), opts, liveProviderDir(b), nil)
+	} else {
+		f = startProvider(b, bin, nil)
+	}
 	start := time.Now()
 	f.streamChat(b, "a")
 	load := time.Since(start)
@@ -37,7 +54,7 @@ func BenchmarkLiveProvider(b *testing.B) {
 		first := time.Since(start)
 		chunks, done, err := sseChunks(br)
 		if err != nil || !done {
-			b.Fatalf("stream: done %v, %v", done, err)
+			b.Fatalf("stream from %s: %d chunks, done %v, %v", base, len(chunks), done, err)
 		}
 		return first, float64(len(chunks)) / time.Since(start).Seconds()
 	}

@@ -52,6 +52,9 @@ otherwise:
   /api/instances     what runs, with each served model's memory per
                      domain, its load's progress, and every load,
                      eviction and refusal
+  /metrics           Prometheus' text format: memory per domain, each
+                     model's booking, state, requests in flight and
+                     waiting, stops and refusals by reason, load times
   /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/rerank
                      OpenAI-compatible, routed by the body's model (as
                      /v1/models names it): a model not loaded is loaded

@@ -52,7 +52,7 @@ func TestRuntime(t *testing.T) {
 // instances rather than failing the panel.
 func TestNoRuntime(t *testing.T) {
 	status, _, body := do(t, newTestHandler(t, nil), "GET", "/api/instances", "", nil)
-	if status != 200 || strings.TrimSpace(string(body)) != "{\n  \"instances\": [],\n  \"events\": []\n}" {
+	if status != 200 || strings.TrimSpace(string(body)) != "{\n  \"provider\": false,\n  \"instances\": [],\n  \"events\": []\n}" {
 		t.Errorf("status %d: %s", status, body)
 	}
 }

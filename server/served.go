@@ -153,6 +153,10 @@ func (s *server) servedInstances() []Instance {
 // instancesJSON is /api/instances: what runs, and what the provider
 // loaded, stopped and refused.
 type instancesJSON struct {
+	// Provider says the OpenAI-compatible endpoints serve models here
+	// (/models/load, the panel's Load button); false on a server
+	// without a runtime.
+	Provider  bool       `json:"provider"`
 	Instances []Instance `json:"instances"`
 	Events    []Event    `json:"events"`
 }
@@ -166,6 +170,7 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request) error {
 		out.Instances = append(out.Instances, s.cfg.Runtime.Instances()...)
 	}
 	if s.cfg.Pool != nil {
+		out.Provider = true
 		out.Instances = append(out.Instances, s.servedInstances()...)
 		out.Events = append(out.Events, s.cfg.Pool.Events()...)
 	}

@@ -30,6 +30,8 @@ async function refreshInstances() {
   }
   if (gen !== inst.gen) return;
   inst.listed = true;
+  // A server without a provider says so; Load is then never offered.
+  if (body.provider === false) inst.provider = false;
   el("instances-note").textContent = "";
   renderInstances(body.instances || []);
   renderEvents(body.events || []);
@@ -136,8 +138,8 @@ function renderEvents(events) {
   el("recent").hidden = !events.length;
 }
 
-// showLoad offers Load where the server lists instances, until a load is
-// answered 501 (no provider). The assessment of a preset is of another
+// showLoad offers Load where the server has a provider (/api/instances
+// says so; a load answered 501 says it too). The assessment of a preset is of another
 // machine, so Load, which runs here, is offered on this machine's only.
 function showLoad() {
   el("load").hidden = !(inst.listed && inst.provider && !machine);
