@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestLiveProviderBurst(t *testing.T) {
 	// then holds no repacked copy of its weights, which its booking
 	// rightly leaves out (docs/residency.md), and can be held to it.
 	dir := t.TempDir()
-	src := writeShape(t, t.TempDir(), "tinyllama-1.1b", synth.Q8_0)
+	src := writeShape(t, t.TempDir(), "qwen2.5-0.5b", synth.Q8_0)
 	for _, n := range []string{"a", "b", "c"} {
 		if err := os.Link(src, filepath.Join(dir, n+".gguf")); err != nil {
 			t.Fatal(err)
@@ -49,7 +50,7 @@ func TestLiveProviderBurst(t *testing.T) {
 	}
 	opts := providerOpts()
 	fitParams, _ := engine.FindFitParams(bin, nil)
-	snap := twoLoadMachine(t, "tinyllama-1.1b", synth.Q8_0, opts)
+	snap := twoLoadMachine(t, "qwen2.5-0.5b", synth.Q8_0, opts)
 	f := startProviderSet(t, bin, fitParams, func(*admission.Ledger) *hw.Snapshot { return snap }, opts, dir, nil, presets,
 		server.PoolConfig{Queue: 256, Drain: 10 * time.Minute})
 	ramCap := snap.Domains[0].Capacity
@@ -60,8 +61,19 @@ func TestLiveProviderBurst(t *testing.T) {
 	if len(progress) == 0 || !strings.HasPrefix(first, "data: ") {
 		t.Errorf("before the first token: %d progress comments, then %q", len(progress), first)
 	}
-	steps := runClient(t, f.srv.URL+"/v1", "burst:200:a,b,c", "stream:third")
+	steps := runClient(t, f.srv.URL+"/v1", "burst:200:a,b,c", "stream:third", "chat:gpt-4")
 	s.stop()
+	if st := steps[2]; st.Status != 404 || !strings.Contains(st.Error, "model_not_found") && !strings.Contains(st.Error, "no model of that name") {
+		t.Errorf("an unknown model through OpenAI's client: %+v", st)
+	}
+	// The settings show in /api/instances, as the flags each runs with.
+	var inst struct{ Instances []server.Instance }
+	getJSONInto(t, f.srv.URL+"/api/instances", &inst)
+	for _, in := range inst.Instances {
+		if in.Model == "b" && (strings.Join(in.Settings, " ") != "--ctx-size 1024" || !strings.HasSuffix(in.Source, "models.ini:4")) {
+			t.Errorf("b in /api/instances: settings %q from %q", in.Settings, in.Source)
+		}
+	}
 
 	if b := steps[0]; b.WholeCount != 200 || len(b.Failures) != 0 {
 		t.Errorf("burst: %d of %d whole; failures: %q", b.WholeCount, b.Requests, b.Failures)
@@ -237,4 +249,16 @@ func (s *providerSampler) cmdline(model string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cmdlines[model]
+}
+
+func getJSONInto(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %v", url, resp.StatusCode, err)
+	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,14 +26,23 @@ var openAIPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/embed
 // newUpstream is the client that forwards to the children: they are on
 // loopback, answer as they compute, and must never be reached through a
 // proxy from the environment.
+//
+// llama-server (cpp-httplib) closes a connection idle for 5 s
+// (CPPHTTPLIB_KEEPALIVE_TIMEOUT_SECOND in the pinned build), so idle
+// connections are dropped here first, at 4 s: one taken from the pool as
+// the child closes it fails the request ("server closed idle
+// connection"), which 12 of 200 concurrent streams did before.
 func newUpstream() *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		Proxy:               nil,
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     childIdleConn,
 	}}
 }
+
+// childIdleConn is how long a connection to a child may stay idle.
+const childIdleConn = 4 * time.Second
 
 // openAI answers one of openAIPaths: it reads the body (the API's limit),
 // finds its model, waits for the pool to have it loaded, and streams the
@@ -157,6 +167,11 @@ func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url st
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// A kept-alive connection the child closes just as the request goes
+	// out fails before the child read it; this header lets the
+	// transport send it again on a new connection (net/http retries a
+	// POST only when told it may), rather than fail it.
+	req.Header.Set("Idempotency-Key", idempotencyKey())
 	if a := r.Header.Get("Accept"); a != "" {
 		req.Header.Set("Accept", a)
 	}
@@ -215,6 +230,9 @@ func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url st
 		}
 	}
 }
+
+// idempotencyKey names one forwarded request.
+func idempotencyKey() string { return rand.Text() }
 
 func isEventStream(ct string) bool {
 	return len(ct) >= len("text/event-stream") && ct[:len("text/event-stream")] == "text/event-stream"
