@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -116,8 +115,29 @@ func (s *modelSettings) models(rt *apiRuntime) ([]server.ServedModel, error) {
 			out = append(out, m)
 		}
 	}
+	if err := uniqueNames(out); err != nil {
+		return nil, err
+	}
 	s.keep(out)
 	return out, nil
+}
+
+// uniqueNames refuses an alias that is already another model's name or
+// alias: a request naming it would reach either.
+func uniqueNames(models []server.ServedModel) error {
+	owner := map[string]string{}
+	for _, m := range models {
+		owner[m.Name] = m.Name
+	}
+	for _, m := range models {
+		for _, a := range m.Aliases {
+			if o, ok := owner[a]; ok && o != m.Name {
+				return fmt.Errorf("%s: alias %s of [%s] already names %s", m.Source, a, m.Name, o)
+			}
+			owner[a] = m.Name
+		}
+	}
+	return nil
 }
 
 func stampOf(info os.FileInfo) string {
@@ -324,16 +344,15 @@ func (s *modelSettings) changed() bool {
 func (s *modelSettings) reload(rt *apiRuntime) {
 	models, err := s.models(rt)
 	if err != nil {
-		var pe *llamaflags.PresetError
-		if !errors.As(err, &pe) {
-			s.mu.Lock()
-			s.stamp = "missing" // said once, not every poll
-			s.mu.Unlock()
-		} else if info, serr := os.Stat(s.presets); serr == nil {
-			s.mu.Lock()
-			s.stamp = stampOf(info)
-			s.mu.Unlock()
+		// Said once, not at every poll: the file as it is now, or its
+		// absence, counts as read.
+		stamp := "missing"
+		if info, serr := os.Stat(s.presets); serr == nil {
+			stamp = stampOf(info)
 		}
+		s.mu.Lock()
+		s.stamp = stamp
+		s.mu.Unlock()
 		rt.pool.Note("settings", "", fmt.Sprintf("%v; the settings read before stay", err))
 		return
 	}

@@ -124,6 +124,8 @@ func TestModelSettingsRefused(t *testing.T) {
 		{"[gpt-4]\nc = 4096\n", "models.ini:1: [gpt-4] names no model"},
 		{"[a]\nc = 1\nc = 2\n", "models.ini:3: c given again in [a]"},
 		{"[a]\nmodel = a.gguf\nhf-repo = x/y\n", "models.ini:1: [a] gives both model and hf-repo"},
+		{"[a]\nc = 1\n[b]\nmodel = a.gguf\nalias = a\n", "models.ini:3: alias a of [b] already names a"},
+		{"[b]\nmodel = a.gguf\nalias = x\n[c]\nmodel = a.gguf\nalias = x\n", "models.ini:4: alias x of [c] already names b"},
 	} {
 		s := &modelSettings{env: env, presets: writePresets(t, dir, tt.text)}
 		_, err := s.models(rt)
@@ -186,6 +188,17 @@ func TestModelSettingsReload(t *testing.T) {
 	}
 	if !settled(refused) || !has("chat") {
 		t.Fatalf("the bad file: events %+v, models %+v", rt.pool.Events(), rt.pool.Models())
+	}
+	// Said once, not at every poll.
+	time.Sleep(settingsPoll + settingsPoll/2)
+	said := 0
+	for _, e := range rt.pool.Events() {
+		if strings.Contains(e.Reason, "bogus") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("the bad file was refused %d times, want once", said)
 	}
 	// SIGHUP reads it again at once, even unchanged.
 	writePresets(t, dir, "[a]\nc = 2048\n")
