@@ -15,6 +15,8 @@ const (
 
 	routerPortEnv     = "LLAMA_SERVER_ROUTER_PORT"
 	routerStatePrefix = "cmd_child_to_router:state:"
+	// routerExit is the router's word to a child to stop.
+	routerExit = "cmd_router_to_child:exit"
 )
 
 // routerLine reads a line llama-server wrote to its router: ok says the

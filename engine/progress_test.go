@@ -77,4 +77,18 @@ func TestStartReportsProgress(t *testing.T) {
 		t.Fatalf("the server exited while its input was open:\n%s", tee.String())
 	default:
 	}
+	// Stopped, it is told on its input as well, and exits well within
+	// the grace period rather than at its end.
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > DefaultGrace/2 {
+		t.Errorf("stopping took %s, the grace period being %s", took, DefaultGrace)
+	}
+	if s.exitCode != 0 {
+		t.Errorf("exit code %d, want 0 (a clean stop)", s.exitCode)
+	}
 }

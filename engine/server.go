@@ -396,6 +396,13 @@ func (s *Server) stop() {
 	default:
 	}
 	var err error
+	if s.stdin != nil {
+		// A router's child, stopping after SIGTERM, waits for the
+		// router's word on its input (server.cpp joins the thread that
+		// reads it): without it the stop takes the whole grace period
+		// and ends in SIGKILL. A child gone already fails the write.
+		io.WriteString(s.stdin, routerExit+"\n")
+	}
 	if e := terminate(s.cmd.Process); e != nil {
 		err = e
 	}

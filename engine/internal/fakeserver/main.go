@@ -35,13 +35,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -191,17 +191,29 @@ func (f *fake) run() {
 			fmt.Fprintln(os.Stdout, `cmd_child_to_router:state:{"state":"ready","payload":{"id":"model"}}`)
 		}
 		f.ready.Store(true)
-		if child {
-			// A router's child exits when its input closes.
-			go func() {
-				io.Copy(io.Discard, os.Stdin)
-				f.logf('I', "srv    operator(): EOF on stdin detected, forcing shutdown...")
-				os.Exit(1)
-			}()
-		}
+	}
+	told := make(chan struct{})
+	if child && f.ready.Load() {
+		// A router's child exits when its input closes, and on its way
+		// out after a signal waits for the router's word on its input
+		// (server.cpp joins the thread that reads it).
+		go func() {
+			sc := bufio.NewScanner(os.Stdin)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "cmd_router_to_child:exit") {
+					close(told)
+					return
+				}
+			}
+			f.logf('I', "srv    operator(): EOF on stdin detected, forcing shutdown...")
+			os.Exit(1)
+		}()
+	} else {
+		close(told)
 	}
 	<-stop
 	f.logf('I', "srv    operator(): operator(): cleaning up before exit...")
+	<-told
 	os.Exit(0)
 }
 
