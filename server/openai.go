@@ -87,7 +87,13 @@ func (s *server) openAI(path string) handlerFunc {
 			return err
 		}
 		defer release()
-		return forward(w, r, s.upstream, child.URL()+path, body, s.writeStall(), ev.begun())
+		err = forward(w, r, s.upstream, child.URL()+path, body, s.writeStall(), ev.begun())
+		if err != nil && ev.begun() && r.Context().Err() == nil {
+			// The child did not answer a stream that has begun.
+			ev.fail(r, err)
+			return nil
+		}
+		return err
 	}
 }
 

@@ -278,6 +278,10 @@ func (p *Pool) acquireWith(ctx context.Context, name string, onWait func(Progres
 			return nil, nil, &Busy{Model: name, RetryAfter: 5 * time.Second}
 		}
 		changed, a, pr := e.changed, e.attempt, e.progress
+		if e.state != StateLoading {
+			// Stopping: its last load's progress is not this one's.
+			pr = Progress{Step: "queued", Detail: "it is stopping, and loads again after", Percent: -1}
+		}
 		e.waiting++
 		p.mu.Unlock()
 		var keepAlive <-chan time.Time

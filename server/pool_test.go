@@ -39,6 +39,8 @@ type fakeLoader struct {
 	loadDelay time.Duration
 	// handlerOverride, when set, is every child's handler.
 	handlerOverride http.Handler
+	// failLoad names a model whose load fails once under way.
+	failLoad string
 
 	mu        sync.Mutex
 	live      map[string]*fakeChild
@@ -118,6 +120,9 @@ func (l *fakeLoader) Load(ctx context.Context, m ServedModel, room Room) (Child,
 	case <-time.After(l.loadDelay):
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if m.Ref == l.failLoad {
+		return nil, errors.New("llama-server exited while loading")
 	}
 	c := &fakeChild{exited: make(chan struct{}), l: l}
 	c.srv = httptest.NewServer(l.handler(m.Name))

@@ -74,6 +74,34 @@ func TestProviderProgressComments(t *testing.T) {
 	}
 }
 
+// TestProviderStreamFailsUnderWay: a load that fails once under way,
+// after the stream began with its progress, ends the stream with an
+// error event that carries the status, and no [DONE].
+func TestProviderStreamFailsUnderWay(t *testing.T) {
+	l := newFakeLoader(t, 1000*mib, map[string]int64{"bad": 100 * mib})
+	l.failLoad, l.loadDelay = "bad", 200*time.Millisecond
+	srv, _ := providerServer(t, l, PoolConfig{})
+	resp, err := chat(srv.URL, "bad", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(text, ": headroom-progress ") || strings.Contains(text, "[DONE]") {
+		t.Fatalf("%d %q", resp.StatusCode, text)
+	}
+	_, data, ok := strings.Cut(text, "\ndata: ")
+	var e struct {
+		errorBody
+		Status int `json:"status"`
+	}
+	if !ok || json.Unmarshal([]byte(strings.TrimSpace(data)), &e) != nil || e.Status != 502 || e.Error.Code != CodeLoadFailed ||
+		!strings.Contains(e.Error.Message, "exited while loading") {
+		t.Errorf("the error event %q: %+v", data, e)
+	}
+}
+
 // TestProviderStreamRefusedAtOnce: a load refused before it is under
 // way is answered with its status, stream or not.
 func TestProviderStreamRefusedAtOnce(t *testing.T) {
