@@ -12,6 +12,9 @@ import (
 type Projector struct {
 	// Tensors are the file's tensors; all of them are loaded.
 	Tensors []gguf.Tensor
+	// Type is clip.projector_type ("gemma3", "mlp", ...), which picks the
+	// encoder graph clip builds; "" where the file does not say.
+	Type string
 	// Vision is the image encoder, nil for an audio-only projector.
 	Vision *VisionEncoder
 	// Audio reports an audio encoder, whose compute buffer headroom does
@@ -24,6 +27,10 @@ type Projector struct {
 // Embd wide attention with Heads heads and an FF wide feed-forward.
 type VisionEncoder struct {
 	ImageSize, PatchSize, Embd, FF, Heads, Blocks int
+	// Merge is clip.vision.projector.scale_factor, the side of the
+	// patch squares some projectors pool or shuffle into one token; 0
+	// where the file leaves it to the projector type's default.
+	Merge int
 }
 
 // Patches is the number of patches of the warm-up image.
@@ -46,6 +53,9 @@ func ProjectorFromGGUF(m *gguf.Model) (*Projector, error) {
 		b, ok := v.AsBool()
 		return ok && b
 	}
+	if v, ok := m.Lookup("clip.projector_type"); ok {
+		p.Type, _ = v.AsString()
+	}
 	p.Audio = flag("clip.has_audio_encoder")
 	if flag("clip.has_vision_encoder") {
 		h := hparams{m: m, prefix: "clip.vision."}
@@ -63,6 +73,11 @@ func ProjectorFromGGUF(m *gguf.Model) (*Projector, error) {
 			}
 			*k.dst = n
 		}
+		merge, err := h.opt("projector.scale_factor", 0)
+		if err != nil {
+			return nil, err
+		}
+		v.Merge = merge
 		if v.PatchSize <= 0 || v.ImageSize < v.PatchSize || v.ImageSize > 1<<16 {
 			return nil, &Incompatible{Reason: fmt.Sprintf("clip.vision.image_size %d and patch_size %d do not make patches", v.ImageSize, v.PatchSize)}
 		}

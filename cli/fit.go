@@ -38,9 +38,10 @@ MODEL is a file, a URL, a Hugging Face reference, a catalog variant
 ranks first on this machine, else its smallest, said on standard error.
 
 A projector (--mmproj) and a draft model (-md) are counted as auxiliary
-memory: the projector's weights on the first GPU with a rough estimate of
-its encoder's compute buffer, the draft's weights and its one context
-beside the model's, as llama-server creates them. --spec-type draft-mtp
+memory: the projector's weights on the first GPU with its encoder's
+compute buffer (a replay of Gemma 3's encoder on the CPU, a rough estimate
+otherwise), the draft's weights and its one context beside the model's,
+as llama-server creates them. --spec-type draft-mtp
 drafts with the model's own MTP head (Qwen3.5 and 3.6): its weights, the
 draft context and the target's recurrent snapshots are counted
 (docs/speculative.md).

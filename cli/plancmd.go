@@ -43,8 +43,9 @@ the GPUs, the routed experts of the fewest leading layers in system memory
 (--n-cpu-moe N). On several GPUs where llama.cpp's default split (by free
 memory) falls short, layers are filled back to front and pinned with -ts.
 A projector (--mmproj) and a draft model (-md) are counted in every
-candidate (the projector's compute buffer is a rough estimate) and their
-flags are part of the plan's.
+candidate (the projector's compute buffer is a rough estimate, but for
+Gemma 3's encoder on the CPU, which is replayed) and their flags are part
+of the plan's.
 Tensor overrides (-ot) are kept as given in every candidate and only
 checked, as llama.cpp's fit keeps them.
 An architecture headroom does not model (docs/coverage.md) is planned on

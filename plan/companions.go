@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/plan/ggml"
 	"github.com/headroom-llm/headroom/plan/graph"
 )
 
@@ -31,6 +32,9 @@ type Companions struct {
 	// only; a search asks about the same ones many times.
 	mu    sync.Mutex
 	draft map[draftKey][]Buffer
+	// projCPU is the replayed CPU compute buffer of the projector, by
+	// whether clip runs it with flash attention (-1: not replayed).
+	projCPU map[bool]int64
 }
 
 // Companion names in Buffer.Model.
@@ -67,7 +71,7 @@ func (c *Companions) buffers(ctx graph.Context, p Profile, cpu Device, gpus []De
 	}
 	var out []Buffer
 	if c.Projector != nil {
-		out = append(out, c.projectorBuffers(ctx, cpu, gpus)...)
+		out = append(out, c.projectorBuffers(ctx, p.FlashAttn, cpu, gpus)...)
 	}
 	if c.Draft != nil {
 		d, err := c.draftBuffers(ctx, p, cpu, gpus)
@@ -79,15 +83,23 @@ func (c *Companions) buffers(ctx graph.Context, p Profile, cpu Device, gpus []De
 	return out, nil
 }
 
-// projectorNote says how far the projector's compute figures go.
+// projectorNote says how far the projector's compute figures go where
+// they are not replayed.
 const projectorNote = "rough estimate of the encoder's compute buffer at its warm-up image (clip.vision.image_size): the feed-forward activations, the residual stream with Q, K and V, and without flash attention the attention scores; not a graph replay"
+
+// projectorReplayNote marks a projector compute buffer from the replay of
+// clip's encoder graph (plan/graph.ProjectorGraph): measured exact on the
+// CPU for Gemma 3's (plan/testdata/projector.json).
+const projectorReplayNote = "replay of ggml's allocator on clip's encoder graph at its warm-up image (clip.vision.image_size), as libmtmd reserves it on the CPU"
 
 // projectorBuffers is what libmtmd allocates for the projector: every
 // weight in the buffer of the first GPU (or the CPU with
 // --no-mmproj-offload), the encoder's compute buffer there, and a host
 // compute buffer holding the graph's inputs, of which the image's
-// pixels in f32 are nearly all.
-func (c *Companions) projectorBuffers(ctx graph.Context, cpu Device, gpus []Device) []Buffer {
+// pixels in f32 are nearly all. On the CPU the encoder's graph is
+// replayed where headroom has it (Gemma 3's); elsewhere, and on a GPU,
+// its compute buffer is estimated.
+func (c *Companions) projectorBuffers(ctx graph.Context, fa FlashAttn, cpu Device, gpus []Device) []Buffer {
 	dev := cpu
 	if !c.ProjectorOnCPU {
 		if g := offloadGPU(gpus); g != nil {
@@ -101,16 +113,18 @@ func (c *Companions) projectorBuffers(ctx graph.Context, cpu Device, gpus []Devi
 	}
 	out := []Buffer{{Device: dev.Name, BufferType: buft, Kind: KindModel, Model: ModelProjector, Bytes: weights}}
 	if v := c.Projector.Vision; v != nil {
-		n := int64(v.Patches())
-		act := n * int64(v.Embd) * 4
-		compute := n*int64(v.FF)*4 + 3*act
-		if !ctx.Flash {
-			compute += n * n * int64(v.Heads) * 4
+		// clip takes -fa from llama-server but resolves auto on its own:
+		// on wherever the backend runs the encoder's attention, which
+		// the CPU always does (clip_model_loader::warmup).
+		replayed := false
+		if dev.Name == cpu.Name {
+			var n int64
+			if n, replayed = c.projectorCPUCompute(fa != FlashOff); replayed {
+				out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: KindCompute, Model: ModelProjector, Bytes: n, Note: projectorReplayNote})
+			}
 		}
-		out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: KindCompute, Model: ModelProjector, Bytes: compute, Note: projectorNote})
-		if dev.Name != cpu.Name {
-			pixels := int64(v.ImageSize) * int64(v.ImageSize) * 3 * 4
-			out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Model: ModelProjector, Bytes: pixels, Note: projectorNote})
+		if !replayed {
+			out = append(out, projectorEstimate(*v, ctx.Flash, dev, cpu)...)
 		}
 	}
 	if c.Projector.Audio {
@@ -118,6 +132,45 @@ func (c *Companions) projectorBuffers(ctx graph.Context, cpu Device, gpus []Devi
 			Note: "the audio encoder's compute buffer is not modelled: not counted"})
 	}
 	return out
+}
+
+// projectorEstimate is the rough estimate of the encoder's compute
+// buffers on dev (projectorNote), and on the host the image's pixels
+// the graph reads from there when dev is a GPU.
+func projectorEstimate(v arch.VisionEncoder, flash bool, dev, cpu Device) []Buffer {
+	n := int64(v.Patches())
+	act := n * int64(v.Embd) * 4
+	compute := n*int64(v.FF)*4 + 3*act
+	if !flash {
+		compute += n * n * int64(v.Heads) * 4
+	}
+	out := []Buffer{{Device: dev.Name, BufferType: dev.bufferType(), Kind: KindCompute, Model: ModelProjector, Bytes: compute, Note: projectorNote}}
+	if dev.Name != cpu.Name {
+		pixels := int64(v.ImageSize) * int64(v.ImageSize) * 3 * 4
+		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Model: ModelProjector, Bytes: pixels, Note: projectorNote})
+	}
+	return out
+}
+
+// projectorCPUCompute is the CPU compute buffer clip reserves for the
+// projector's encoder, from a replay of its graph, and whether headroom
+// replays this projector. A search asks for it with every candidate,
+// so each replay is kept.
+func (c *Companions) projectorCPUCompute(flash bool) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.projCPU[flash]; ok {
+		return n, n >= 0
+	}
+	n := int64(-1)
+	if g, ok := graph.ProjectorGraph(c.Projector, flash); ok {
+		n = ggml.Reserve(g, cpuAlign)
+	}
+	if c.projCPU == nil {
+		c.projCPU = map[bool]int64{}
+	}
+	c.projCPU[flash] = n
+	return n, n >= 0
 }
 
 // draftKey is what the draft's buffers depend on in the main profile.

@@ -47,15 +47,24 @@ func TestProjectorBuffers(t *testing.T) {
 			{"CUDA0", "CUDA0", "model", weights}, {"CUDA0", "CUDA0", "compute", withFA}, {"CPU", "CPU", "compute", pixels}}},
 		{"on the GPU, no flash attention", cuda, false, false, []row{
 			{"CUDA0", "CUDA0", "model", weights}, {"CUDA0", "CUDA0", "compute", withFA + scores}, {"CPU", "CPU", "compute", pixels}}},
+		// On the CPU, Gemma 3's encoder is replayed: 121.25 MiB with
+		// flash attention, 1132.00 without, as llama-server logs them
+		// (testdata/projector.json, TestProjectorReplayGolden).
 		{"--no-mmproj-offload", cuda, true, true, []row{
-			{"CPU", "CPU", "model", 0}, {"CPU", "CPU", "compute", withFA}}},
+			{"CPU", "CPU", "model", 0}, {"CPU", "CPU", "compute", 127139840}}},
 		{"no GPU", nil, false, true, []row{
-			{"CPU", "CPU", "model", 0}, {"CPU", "CPU", "compute", withFA}}},
+			{"CPU", "CPU", "model", 0}, {"CPU", "CPU", "compute", 127139840}}},
+		{"no GPU, no flash attention", nil, false, false, []row{
+			{"CPU", "CPU", "model", 0}, {"CPU", "CPU", "compute", 1186988032}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			comp := &Companions{Projector: proj, ProjectorName: "mmproj.gguf", ProjectorOnCPU: c.onCPU}
-			got := comp.projectorBuffers(graph.Context{Flash: c.flash}, cpu, c.gpus)
+			fa := FlashOn
+			if !c.flash {
+				fa = FlashOff
+			}
+			got := comp.projectorBuffers(graph.Context{Flash: c.flash}, fa, cpu, c.gpus)
 			if len(got) != len(c.want) {
 				t.Fatalf("%d buffers, want %d: %+v", len(got), len(c.want), got)
 			}

@@ -32,6 +32,12 @@ func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 	b.Set("general.type", gguf.StringValue("mmproj"))
 	b.Set("clip.has_vision_encoder", gguf.BoolValue(true))
 	b.Set("clip.projector_type", gguf.StringValue("gemma3"))
+	// clip's loader refuses a vision encoder without these; SigLIP's
+	// values, as Gemma 3's converted mmproj files carry them.
+	b.Set("clip.use_gelu", gguf.BoolValue(true))
+	b.Set("clip.vision.attention.layer_norm_epsilon", gguf.Float32Value(1e-6))
+	b.Set("clip.vision.image_mean", gguf.Float32sValue([]float32{0.5, 0.5, 0.5}))
+	b.Set("clip.vision.image_std", gguf.Float32sValue([]float32{0.5, 0.5, 0.5}))
 	for key, n := range map[string]int{
 		"image_size": v.ImageSize, "patch_size": v.PatchSize, "embedding_length": v.Embd,
 		"feed_forward_length": v.FF, "attention.head_count": v.Heads, "block_count": v.Blocks,
@@ -71,7 +77,10 @@ func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 	}
 	add("v.post_ln.weight", gguf.TypeF32, v.Embd)
 	add("v.post_ln.bias", gguf.TypeF32, v.Embd)
-	add("mm.input_projection.weight", typ, v.Embd, v.TextEmbd)
+	// Gemma 3 keeps the projection as a parameter, not a linear layer:
+	// its first dimension is the text model's width, and clip transposes
+	// it before the product.
+	add("mm.input_projection.weight", typ, v.TextEmbd, v.Embd)
 	add("mm.soft_emb_norm.weight", gguf.TypeF32, v.Embd)
 	return b, err
 }

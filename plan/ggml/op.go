@@ -51,6 +51,8 @@ const (
 	SSMScan
 	GatedDeltaNet
 	Fill
+	Im2Col
+	Pool2D
 )
 
 // UnaryFunc is the function of a Unary op (enum ggml_unary_op), as far

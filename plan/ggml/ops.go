@@ -237,13 +237,19 @@ func (c *Ctx) SoftMax(a, mask, sinks *Tensor) *Tensor {
 }
 
 // FlashAttnExt is ggml_flash_attn_ext(q, k, v, mask) with the sinks as a
-// last source when not nil: {v.ne0, q.ne2, q.ne1, q.ne3}.
+// last source when not nil: {v.ne0, q.ne2, q.ne1, q.ne3}. The mask may be
+// nil (clip's encoders attend to every patch).
 func (c *Ctx) FlashAttnExt(q, k, v, mask, sinks *Tensor) *Tensor {
 	ne := [4]int64{v.layout.ne[0], q.layout.ne[2], q.layout.ne[1], q.layout.ne[3]}
-	if sinks == nil {
-		return c.f32(FlashAttnExt, ne, q, k, v, mask)
+	src := []*Tensor{q, k, v, mask, sinks}
+	n := 3
+	for _, s := range src[3:] {
+		if s != nil {
+			src[n] = s
+			n++
+		}
 	}
-	return c.f32(FlashAttnExt, ne, q, k, v, mask, sinks)
+	return c.f32(FlashAttnExt, ne, src[:n]...)
 }
 
 // GLU is ggml_glu_split(a, b) (swiglu, geglu): a's shape.
@@ -281,4 +287,24 @@ func (c *Ctx) Fill(a *Tensor) *Tensor { return c.unary(Fill, a) }
 func (c *Ctx) GatedDeltaNet(q, k, v, g, beta, state *Tensor, snapshots int64) *Tensor {
 	ne := v.layout.ne
 	return c.f32(GatedDeltaNet, shape([]int64{ne[0] * ne[1], ne[2]*ne[3] + snapshots*ne[0]*ne[3]}), q, k, v, g, beta, state)
+}
+
+// Im2Col is ggml_im2col(a, b, s0, s1, 0, 0, 1, 1, true, t): the patches
+// of image b under kernel a, unpadded and undilated, one row of
+// a.ne0*a.ne1*a.ne2 values per output position, in type t:
+// {IC*KH*KW, OW, OH, N}.
+func (c *Ctx) Im2Col(a, b *Tensor, s0, s1 int64, t gguf.GGMLType) *Tensor {
+	ka, nb := a.layout.ne, b.layout.ne
+	ow := (nb[0]-ka[0])/s0 + 1
+	oh := (nb[1]-ka[1])/s1 + 1
+	return c.op(t, Im2Col, [4]int64{ka[0] * ka[1] * ka[2], ow, oh, nb[3]}, a, b)
+}
+
+// Pool2D is ggml_pool_2d(a, op, k0, k1, s0, s1, 0, 0): F32 whatever a's
+// type, {(ne0-k0)/s0+1, (ne1-k1)/s1+1, ne2, ne3}.
+func (c *Ctx) Pool2D(a *Tensor, k0, k1, s0, s1 int64) *Tensor {
+	ne := a.layout.ne
+	ne[0] = (ne[0]-k0)/s0 + 1
+	ne[1] = (ne[1]-k1)/s1 + 1
+	return c.f32(Pool2D, ne, a)
 }

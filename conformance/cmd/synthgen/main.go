@@ -6,6 +6,9 @@
 //
 //	go run ./conformance/cmd/synthgen -dir /tmp/work llama-3.2-1b:Q8_0 qwen3-8b:Q4_K_M
 //
+// A shape named after a projector (mmproj-siglip896:F16) writes that
+// multimodal projector, for --mmproj, with its matrices in F16, BF16 or F32.
+//
 // It prints one JSON object keyed by "shape:quant". A file whose header
 // already matches is left alone, which keeps repeated runs cheap.
 package main
@@ -71,7 +74,23 @@ func run(dir string, specs []string, w io.Writer) error {
 	return enc.Encode(out)
 }
 
+// projectors are the vision encoders synthgen writes as mmproj files:
+// Gemma 3's, and a small one of other sizes throughout (448-pixel
+// images, 4 layers, a 1152-wide text model as gemma-3-1b's) that checks
+// the replay of clip's graph does not hold for one shape only.
+var projectors = map[string]struct {
+	v      synth.Vision
+	source string
+}{
+	"mmproj-siglip896": {synth.SigLIP896, "synth.SigLIP896, Gemma 3's vision tower"},
+	"mmproj-test448": {synth.Vision{ImageSize: 448, PatchSize: 14, Embd: 768, FF: 3072, Heads: 12, Blocks: 4, TextEmbd: 1152},
+		"a small SigLIP-shaped test encoder for gemma-3-1b, no published model"},
+}
+
 func write(dir, name, quant string) (entry, error) {
+	if p, ok := projectors[strings.ToLower(name)]; ok {
+		return writeProjector(dir, strings.ToLower(name), quant, p.v, p.source)
+	}
 	s, ok := synth.Lookup(name)
 	if !ok {
 		return entry{}, fmt.Errorf("unknown shape (have %s)", strings.Join(synth.Names(), ", "))
@@ -107,6 +126,50 @@ func write(dir, name, quant string) (entry, error) {
 		Shape: strings.ToLower(name), Quant: string(q), Arch: s.Arch, Path: path,
 		Size: f.Size, HeaderBytes: int64(hdr.Len()), HeaderSHA256: hex.EncodeToString(sum[:]),
 		Tensors: len(f.Tensors), Params: params, Source: s.Source,
+	}, nil
+}
+
+// writeProjector writes the mmproj file of vision encoder v with its
+// matrices in type quant.
+func writeProjector(dir, name, quant string, v synth.Vision, source string) (entry, error) {
+	var typ gguf.GGMLType
+	switch strings.ToUpper(quant) {
+	case "F16":
+		typ = gguf.TypeF16
+	case "BF16":
+		typ = gguf.TypeBF16
+	case "F32":
+		typ = gguf.TypeF32
+	default:
+		return entry{}, fmt.Errorf("a projector's matrices are F16, BF16 or F32, not %q", quant)
+	}
+	b, err := synth.Projector(v, typ)
+	if err != nil {
+		return entry{}, err
+	}
+	f, err := b.Layout()
+	if err != nil {
+		return entry{}, err
+	}
+	var hdr bytes.Buffer
+	if err := b.WriteHeader(&hdr); err != nil {
+		return entry{}, err
+	}
+	sum := sha256.Sum256(hdr.Bytes())
+	path := filepath.Join(dir, name+"."+strings.ToUpper(quant)+".gguf")
+	if !sameFile(path, hdr.Bytes(), f.Size) {
+		if err := b.WriteFile(path); err != nil {
+			return entry{}, err
+		}
+	}
+	params, err := paramCount(b)
+	if err != nil {
+		return entry{}, err
+	}
+	return entry{
+		Shape: name, Quant: strings.ToUpper(quant), Arch: "clip", Path: path,
+		Size: f.Size, HeaderBytes: int64(hdr.Len()), HeaderSHA256: hex.EncodeToString(sum[:]),
+		Tensors: len(f.Tensors), Params: params, Source: source,
 	}, nil
 }
 
