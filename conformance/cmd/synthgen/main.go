@@ -103,6 +103,13 @@ func write(dir, name, quant string) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
+	return writeBuilt(b, filepath.Join(dir, strings.ToLower(name)+"."+string(q)+".gguf"),
+		entry{Shape: strings.ToLower(name), Quant: string(q), Arch: s.Arch, Source: s.Source})
+}
+
+// writeBuilt writes b's file at path unless it is there already, and fills
+// e's figures of it.
+func writeBuilt(b *gguf.Builder, path string, e entry) (entry, error) {
 	f, err := b.Layout()
 	if err != nil {
 		return entry{}, err
@@ -112,7 +119,6 @@ func write(dir, name, quant string) (entry, error) {
 		return entry{}, err
 	}
 	sum := sha256.Sum256(hdr.Bytes())
-	path := filepath.Join(dir, strings.ToLower(name)+"."+string(q)+".gguf")
 	if !sameFile(path, hdr.Bytes(), f.Size) {
 		if err := b.WriteFile(path); err != nil {
 			return entry{}, err
@@ -122,11 +128,9 @@ func write(dir, name, quant string) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
-	return entry{
-		Shape: strings.ToLower(name), Quant: string(q), Arch: s.Arch, Path: path,
-		Size: f.Size, HeaderBytes: int64(hdr.Len()), HeaderSHA256: hex.EncodeToString(sum[:]),
-		Tensors: len(f.Tensors), Params: params, Source: s.Source,
-	}, nil
+	e.Path, e.Size, e.HeaderBytes, e.HeaderSHA256 = path, f.Size, int64(hdr.Len()), hex.EncodeToString(sum[:])
+	e.Tensors, e.Params = len(f.Tensors), params
+	return e, nil
 }
 
 // writeProjector writes the mmproj file of vision encoder v with its
@@ -147,30 +151,8 @@ func writeProjector(dir, name, quant string, v synth.Vision, source string) (ent
 	if err != nil {
 		return entry{}, err
 	}
-	f, err := b.Layout()
-	if err != nil {
-		return entry{}, err
-	}
-	var hdr bytes.Buffer
-	if err := b.WriteHeader(&hdr); err != nil {
-		return entry{}, err
-	}
-	sum := sha256.Sum256(hdr.Bytes())
-	path := filepath.Join(dir, name+"."+strings.ToUpper(quant)+".gguf")
-	if !sameFile(path, hdr.Bytes(), f.Size) {
-		if err := b.WriteFile(path); err != nil {
-			return entry{}, err
-		}
-	}
-	params, err := paramCount(b)
-	if err != nil {
-		return entry{}, err
-	}
-	return entry{
-		Shape: name, Quant: strings.ToUpper(quant), Arch: "clip", Path: path,
-		Size: f.Size, HeaderBytes: int64(hdr.Len()), HeaderSHA256: hex.EncodeToString(sum[:]),
-		Tensors: len(f.Tensors), Params: params, Source: source,
-	}, nil
+	return writeBuilt(b, filepath.Join(dir, name+"."+strings.ToUpper(quant)+".gguf"),
+		entry{Shape: name, Quant: strings.ToUpper(quant), Arch: "clip", Source: source})
 }
 
 // sameFile reports whether path already holds this header and size, so the
