@@ -274,13 +274,11 @@ func (s *modelSettings) options(words []string) (o plan.SearchOptions, err error
 }
 
 func presetBool(kv llamaflags.PresetKey) (bool, error) {
-	switch kv.Value {
-	case "1", "true", "on", "enabled":
-		return true, nil
-	case "0", "false", "off", "disabled":
-		return false, nil
+	on, ok := llamaflags.PresetBool(kv.Value)
+	if !ok {
+		return false, fmt.Errorf("%s = %q: want true or false", kv.Key, kv.Value)
 	}
-	return false, fmt.Errorf("%s = %q: want true or false", kv.Key, kv.Value)
+	return on, nil
 }
 
 // presetDuration reads a time as Go writes one (30m, 1h30m) or a number

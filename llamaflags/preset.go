@@ -193,7 +193,7 @@ func (t *Table) PresetWords(kv PresetKey) ([]string, *Entry, error) {
 	}
 	switch e.Values {
 	case 0:
-		on, ok := truth(kv.Value)
+		on, ok := PresetBool(kv.Value)
 		if !ok {
 			return nil, e, fmt.Errorf("%s = %q: want true or false", kv.Key, kv.Value)
 		}
@@ -242,9 +242,9 @@ func negations(e *Entry) []string {
 	return nil
 }
 
-// truth reads a presets file's boolean as common_arg_utils does (its
-// words only, in lower case).
-func truth(v string) (on, ok bool) {
+// PresetBool reads a presets file's boolean as common_arg_utils does
+// (its words only, in lower case): on, and whether v is one.
+func PresetBool(v string) (on, ok bool) {
 	switch v {
 	case "1", "true", "on", "enabled":
 		return true, true
