@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/headroom-llm/headroom/catalog"
 	"github.com/headroom-llm/headroom/hw"
@@ -84,11 +85,7 @@ func (s *server) markRemote(data []modelObject, rows []catalog.Row) {
 		}
 		mo.Remote, mo.DownloadBytes = true, size[mo.ID]
 		if mo.DownloadBytes == 0 {
-			// A variant the ranking left out (an encoder, a filtered
-			// one): its size as its plan would have it.
-			if e, v, err := s.cfg.Catalog.Find(mo.ID); err == nil && e != nil {
-				_, _, mo.DownloadBytes, _ = s.cfg.Catalog.Model(e, *v, s.cfg.Lock)
-			}
+			mo.DownloadBytes = s.sizes.of(mo.ID, s.cfg.Catalog, s.cfg.Lock)
 		}
 	}
 }
@@ -174,4 +171,30 @@ func shortOf(row catalog.Row, snap *hw.Snapshot, o catalog.Options) string {
 	}
 	return fmt.Sprintf("does not fit: %s is short by %s, even for %s of %d tokens",
 		domainName(snap, row.Limiting.Domain), units.GiB(row.Limiting.Shortfall), convs, o.MinCtx)
+}
+
+// variantSizes keeps the download size of each catalog variant the
+// ranking leaves out (an encoder, a filtered one): the catalog does not
+// change while the server runs, and building a variant's model for its
+// size at every listing would repeat the same work.
+type variantSizes struct {
+	mu   sync.Mutex
+	size map[string]int64
+}
+
+func (v *variantSizes) of(id string, cat *catalog.Catalog, lock *catalog.LockFile) int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if n, ok := v.size[id]; ok {
+		return n
+	}
+	var n int64
+	if e, va, err := cat.Find(id); err == nil && e != nil {
+		_, _, n, _ = cat.Model(e, *va, lock)
+	}
+	if v.size == nil {
+		v.size = map[string]int64{}
+	}
+	v.size[id] = n
+	return n
 }

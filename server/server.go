@@ -121,6 +121,9 @@ type server struct {
 	// catalog for judgeTTL: listing it again neither opens its header nor
 	// asks the Hub.
 	judged *judgements
+	// sizes are the download sizes /v1/models gives variants the
+	// ranking left out.
+	sizes *variantSizes
 }
 
 // New returns the API and panel as one handler.
@@ -142,7 +145,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		cfg.Lock = l
 	}
-	s := &server{cfg: cfg, plans: catalog.MemoryCache{Max: 4096}, upstream: newUpstream(), judged: &judgements{at: map[string]judgement{}}}
+	s := &server{cfg: cfg, plans: catalog.MemoryCache{Max: 4096}, upstream: newUpstream(), judged: &judgements{at: map[string]judgement{}}, sizes: &variantSizes{}}
 	if cfg.Open != nil {
 		s.opener = newOpener(cfg.Open, cfg.MaxOpens)
 	}
