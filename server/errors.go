@@ -35,6 +35,13 @@ func withStatus(status int, err error, format string, args ...any) *apiError {
 	return &apiError{status: status, msg: fmt.Sprintf(format, args...) + ": " + err.Error(), err: err}
 }
 
+// noRuntime is the 501 of a request that needs models loaded on a server
+// started without a runtime; verb is what it cannot do (load, serve).
+func noRuntime(r *http.Request, verb string) *apiError {
+	return &apiError{status: http.StatusNotImplemented,
+		msg: fmt.Sprintf("%s: this server was started without a runtime, so it can plan but not %s models", r.URL.Path, verb)}
+}
+
 // withCode gives e the error object's code.
 func (e *apiError) withCode(code string) *apiError {
 	e.code = code

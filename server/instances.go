@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 )
 
@@ -23,8 +22,7 @@ func (s *server) servedModel(w http.ResponseWriter, r *http.Request) (string, er
 		return "", err
 	}
 	if s.cfg.Pool == nil {
-		return "", &apiError{status: http.StatusNotImplemented,
-			msg: fmt.Sprintf("%s: this server was started without a runtime, so it serves no models", r.URL.Path)}
+		return "", noRuntime(r, "serve")
 	}
 	var req modelRequest
 	if err := decodeBody(w, r, &req); err != nil {

@@ -53,8 +53,7 @@ func (s *server) openAI(path string) handlerFunc {
 			return err
 		}
 		if s.cfg.Pool == nil {
-			return &apiError{status: http.StatusNotImplemented,
-				msg: fmt.Sprintf("%s: this server was started without a runtime, so it can plan but not serve models", r.URL.Path)}
+			return noRuntime(r, "serve")
 		}
 		body, err := readBody(w, r)
 		if err != nil {

@@ -106,8 +106,7 @@ var ErrForbidden = errors.New("not allowed")
 
 func (s *server) runtime(r *http.Request) (Runtime, error) {
 	if s.cfg.Runtime == nil {
-		return nil, &apiError{status: http.StatusNotImplemented,
-			msg: fmt.Sprintf("%s: this server was started without a runtime, so it can plan but not load models", r.URL.Path)}
+		return nil, noRuntime(r, "load")
 	}
 	return s.cfg.Runtime, nil
 }
@@ -148,8 +147,7 @@ func (s *server) unload(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.cfg.Runtime == nil && s.cfg.Pool == nil {
-		return &apiError{status: http.StatusNotImplemented,
-			msg: fmt.Sprintf("%s: this server was started without a runtime, so it can plan but not load models", r.URL.Path)}
+		return noRuntime(r, "load")
 	}
 	var req UnloadRequest
 	if err := decodeBody(w, r, &req); err != nil {
