@@ -77,8 +77,8 @@ func TestStartReportsProgress(t *testing.T) {
 		t.Fatalf("the server exited while its input was open:\n%s", tee.String())
 	default:
 	}
-	// Stopped, it is told on its input as well, and exits well within
-	// the grace period rather than at its end.
+	// Stopped, it is told on its input, not signalled (as llama-server's
+	// router does), and exits well within the grace period.
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -90,5 +90,26 @@ func TestStartReportsProgress(t *testing.T) {
 	}
 	if s.exitCode != 0 {
 		t.Errorf("exit code %d, want 0 (a clean stop)", s.exitCode)
+	}
+	if strings.Contains(tee.String(), "a signal reached") {
+		t.Errorf("the ready child was signalled:\n%s", tee.String())
+	}
+}
+
+// TestStopWhileRouterChildLoads: a router's child reads its input only
+// once loaded, so one stopped while it loads is signalled, and ends long
+// before its load would have.
+func TestStopWhileRouterChildLoads(t *testing.T) {
+	t.Parallel()
+	s := startFake(t, Options{OnProgress: func(LoadProgress) {}}, "good", "FAKE_LLAMA_LOAD_MS=20000")
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > DefaultGrace/2 {
+		t.Errorf("stopping a loading child took %s; its load takes 20 s and the grace period is %s", took, DefaultGrace)
 	}
 }

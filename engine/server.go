@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,7 +21,8 @@ import (
 // otherwise: loopback, so a model is not served to the network by accident.
 const DefaultHost = "127.0.0.1"
 
-// DefaultGrace is how long Stop waits after SIGTERM before SIGKILL.
+// DefaultGrace is how long Stop waits after SIGTERM (or a router's word to
+// a ready router's child) before SIGKILL.
 // llama-server finishes its in-flight requests on SIGTERM; ten seconds is
 // plenty for that and short enough for a person waiting on Ctrl-C.
 const DefaultGrace = 10 * time.Second
@@ -44,7 +46,8 @@ type Options struct {
 	// Env holds variables added to this process's environment for the
 	// child (a later entry overrides an earlier one of the same name).
 	Env []string
-	// Grace is how long Stop waits after SIGTERM; DefaultGrace when zero.
+	// Grace is how long Stop waits after asking the child to stop;
+	// DefaultGrace when zero.
 	Grace time.Duration
 	// OnState, when set, is called on every change of state, one call at a
 	// time and in order. It may call the Server's getters but must not
@@ -91,6 +94,9 @@ type Server struct {
 	// stdin is the write end of the child's standard input where
 	// OnProgress made it a router's child; closed when it exits.
 	stdin *os.File
+	// listening is set once a router's child has said it is ready: from
+	// then on a thread of its reads the router's word on stdin.
+	listening atomic.Bool
 }
 
 // Start starts llama-server with -m Model --host Host --port Port and then
@@ -262,6 +268,9 @@ func (s *Server) readLog(r io.ReadCloser) {
 	tee := s.opts.Log
 	readLines(r, func(line string) {
 		if p, ok := routerLine(line); ok {
+			if p != nil && p.Stage == StageLoaded {
+				s.listening.Store(true)
+			}
 			if p != nil && s.opts.OnProgress != nil {
 				s.opts.OnProgress(*p)
 			}
@@ -363,8 +372,9 @@ func (s *Server) stopRequested() bool {
 	return s.stopping
 }
 
-// Stop ends the server: SIGTERM to its process group, then SIGKILL if it
-// has not exited after Options.Grace. It returns once the child is reaped,
+// Stop ends the server: SIGTERM to its process group (a ready router's
+// child is told on its input instead, as llama-server's router tells it),
+// then SIGKILL if it has not exited after Options.Grace. It returns once the child is reaped,
 // or with ctx's error if ctx ends first. Calling it again, or after the
 // child exited, is harmless.
 func (s *Server) Stop(ctx context.Context) error {
@@ -396,15 +406,26 @@ func (s *Server) stop() {
 	default:
 	}
 	var err error
+	signalled := true
 	if s.stdin != nil {
-		// A router's child, stopping after SIGTERM, waits for the
-		// router's word on its input (server.cpp joins the thread that
-		// reads it): without it the stop takes the whole grace period
-		// and ends in SIGKILL. A child gone already fails the write.
-		io.WriteString(s.stdin, routerExit+"\n")
-	}
-	if e := terminate(s.cmd.Process); e != nil {
-		err = e
+		// A router's child reads the router's word on its input once it
+		// is ready, and stops on it; while it loads, only a signal stops
+		// it (its handler is not yet installed, so SIGTERM ends it at
+		// once). A child gone already fails the write.
+		_, werr := io.WriteString(s.stdin, routerExit+"\n")
+		if werr != nil || !s.listening.Load() {
+			err = terminate(s.cmd.Process)
+		} else {
+			signalled = false
+		}
+		// A ready one gets no signal, as llama-server's own router sends
+		// none (server-models.cpp): its handler runs the shutdown inside
+		// whichever thread the signal lands on, taking the task queue's
+		// mutex, and that thread may hold it already; a stop then hangs
+		// until the SIGKILL. Told on its input alone, it ends its answers
+		// in flight and exits (measured: 0.11-0.22 s with a stream open).
+	} else {
+		err = terminate(s.cmd.Process)
 	}
 	t := time.NewTimer(s.opts.Grace)
 	defer t.Stop()
@@ -415,6 +436,10 @@ func (s *Server) stop() {
 			err = e
 		}
 		<-s.exited
+	}
+	if !signalled {
+		// Anything it spawned goes with it (a group outlives its leader).
+		kill(s.cmd.Process)
 	}
 	// The reader ends when the last holder of the pipe is gone; the group
 	// was signalled, so that is soon, but a stuck grandchild must not hang

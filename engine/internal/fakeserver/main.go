@@ -145,9 +145,11 @@ func (f *fake) run() {
 		f.die(2, "fakeserver: unknown FAKE_LLAMA_MODE %q", f.mode)
 	}
 	stop := make(chan os.Signal, 1)
-	if f.mode == "slow-exit" {
+	child := os.Getenv("LLAMA_SERVER_ROUTER_PORT") != ""
+	switch {
+	case f.mode == "slow-exit":
 		signal.Ignore(syscall.SIGTERM)
-	} else {
+	case !child:
 		signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
 	}
 
@@ -168,7 +170,6 @@ func (f *fake) run() {
 		load = time.Duration(ms) * time.Millisecond
 	}
 	f.printLoad()
-	child := os.Getenv("LLAMA_SERVER_ROUTER_PORT") != ""
 	if child {
 		// As llama-server tells its router how far the load has come.
 		for _, v := range []string{"0.0", "0.5", "1.0"} {
@@ -188,15 +189,21 @@ func (f *fake) run() {
 		f.logf('I', "main: model loaded")
 		f.logf('I', "main: server is listening on http://%s - starting the main loop", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 		if child {
+			// llama-server installs its handler once loaded: a signal
+			// before that ends it at once.
+			if f.mode != "slow-exit" {
+				signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
+			}
 			fmt.Fprintln(os.Stdout, `cmd_child_to_router:state:{"state":"ready","payload":{"id":"model"}}`)
 		}
 		f.ready.Store(true)
 	}
-	told := make(chan struct{})
 	if child && f.ready.Load() {
-		// A router's child exits when its input closes, and on its way
-		// out after a signal waits for the router's word on its input
-		// (server.cpp joins the thread that reads it).
+		// A ready router's child stops on the router's word on its input
+		// and exits when the input closes. A signal is noted: llama-server
+		// runs its shutdown in the signal's handler, where it can hang
+		// (engine.Server.stop), so a ready child must not get one.
+		told := make(chan struct{})
 		go func() {
 			sc := bufio.NewScanner(os.Stdin)
 			for sc.Scan() {
@@ -208,12 +215,16 @@ func (f *fake) run() {
 			f.logf('I', "srv    operator(): EOF on stdin detected, forcing shutdown...")
 			os.Exit(1)
 		}()
+		select {
+		case <-told:
+		case <-stop:
+			f.logf('W', "fakeserver: a signal reached a ready router's child")
+			<-told
+		}
 	} else {
-		close(told)
+		<-stop
 	}
-	<-stop
 	f.logf('I', "srv    operator(): operator(): cleaning up before exit...")
-	<-told
 	os.Exit(0)
 }
 
