@@ -31,6 +31,10 @@ type VisionEncoder struct {
 	// patch squares some projectors pool or shuffle into one token; 0
 	// where the file leaves it to the projector type's default.
 	Merge int
+	// SpatialMerge is clip.vision.spatial_merge_size, the side of the
+	// patch squares Pixtral's (Mistral 3's) and Qwen's mergers fold into
+	// one token; 0 where the file does not say.
+	SpatialMerge int
 }
 
 // Patches is the number of patches of the warm-up image.
@@ -78,6 +82,9 @@ func ProjectorFromGGUF(m *gguf.Model) (*Projector, error) {
 			return nil, err
 		}
 		v.Merge = merge
+		if v.SpatialMerge, err = h.opt("spatial_merge_size", 0); err != nil {
+			return nil, err
+		}
 		if v.PatchSize <= 0 || v.ImageSize < v.PatchSize || v.ImageSize > 1<<16 {
 			return nil, &Incompatible{Reason: fmt.Sprintf("clip.vision.image_size %d and patch_size %d do not make patches", v.ImageSize, v.PatchSize)}
 		}

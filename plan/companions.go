@@ -89,8 +89,8 @@ const projectorNote = "rough estimate of the encoder's compute buffer at its war
 
 // projectorReplayNote marks a projector compute buffer from the replay of
 // clip's encoder graph (plan/graph.ProjectorGraph): measured exact on the
-// CPU for Gemma 3's (plan/testdata/projector.json).
-const projectorReplayNote = "replay of ggml's allocator on clip's encoder graph at its warm-up image (clip.vision.image_size), as libmtmd reserves it on the CPU"
+// CPU for Gemma 3's and Pixtral's (plan/testdata/projector.json).
+const projectorReplayNote = "replay of ggml's allocator on clip's encoder graph at its warm-up image, as libmtmd reserves it on the CPU"
 
 // projectorBuffers is what libmtmd allocates for the projector: every
 // weight in the buffer of the first GPU (or the CPU with

@@ -14,6 +14,13 @@ type Vision struct {
 	ImageSize, PatchSize, Embd, FF, Heads, Blocks int
 	// TextEmbd is the width of the language model the projector feeds.
 	TextEmbd int
+	// Type is clip.projector_type: "gemma3" (the default) or "pixtral"
+	// (Pixtral and Mistral 3's encoder).
+	Type string `json:",omitempty"`
+	// Merge is clip.vision.spatial_merge_size for "pixtral": 0 or 1 for
+	// Pixtral 12B's encoder, which merges nothing, 2 for Mistral 3's
+	// patch merger.
+	Merge int `json:",omitempty"`
 }
 
 // SigLIP896 is Gemma 3's vision tower: SigLIP-So400m at 896 pixels in
@@ -27,17 +34,27 @@ func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 	if v.PatchSize <= 0 || v.ImageSize < v.PatchSize || v.Embd <= 0 || v.FF <= 0 || v.Heads <= 0 || v.Blocks <= 0 || v.TextEmbd <= 0 {
 		return nil, fmt.Errorf("synth: vision shape %+v has a zero dimension", v)
 	}
+	switch v.Type {
+	case "", "gemma3":
+		return gemma3Projector(v, typ)
+	case "pixtral":
+		return pixtralProjector(v, typ)
+	}
+	return nil, fmt.Errorf("synth: no writer for projector type %q (gemma3, pixtral)", v.Type)
+}
+
+// visionHeader starts an mmproj header: clip's keys for an image
+// encoder of shape v, of projector type ptype. clip's loader refuses
+// a vision encoder without the norm's epsilon, the mean and the spread.
+func visionHeader(v Vision, ptype string, eps float32, mean, std []float32) *gguf.Builder {
 	b := gguf.NewBuilder()
 	b.Set("general.architecture", gguf.StringValue("clip"))
 	b.Set("general.type", gguf.StringValue("mmproj"))
 	b.Set("clip.has_vision_encoder", gguf.BoolValue(true))
-	b.Set("clip.projector_type", gguf.StringValue("gemma3"))
-	// clip's loader refuses a vision encoder without these; SigLIP's
-	// values, as Gemma 3's converted mmproj files carry them.
-	b.Set("clip.use_gelu", gguf.BoolValue(true))
-	b.Set("clip.vision.attention.layer_norm_epsilon", gguf.Float32Value(1e-6))
-	b.Set("clip.vision.image_mean", gguf.Float32sValue([]float32{0.5, 0.5, 0.5}))
-	b.Set("clip.vision.image_std", gguf.Float32sValue([]float32{0.5, 0.5, 0.5}))
+	b.Set("clip.projector_type", gguf.StringValue(ptype))
+	b.Set("clip.vision.attention.layer_norm_epsilon", gguf.Float32Value(eps))
+	b.Set("clip.vision.image_mean", gguf.Float32sValue(mean))
+	b.Set("clip.vision.image_std", gguf.Float32sValue(std))
 	for key, n := range map[string]int{
 		"image_size": v.ImageSize, "patch_size": v.PatchSize, "embedding_length": v.Embd,
 		"feed_forward_length": v.FF, "attention.head_count": v.Heads, "block_count": v.Blocks,
@@ -45,17 +62,33 @@ func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 	} {
 		b.Set("clip.vision."+key, gguf.Uint32Value(uint32(n)))
 	}
-	var err error
-	add := func(name string, t gguf.GGMLType, dims ...int) {
-		if err != nil {
-			return
-		}
-		shape := make([]uint64, len(dims))
-		for i, d := range dims {
-			shape[i] = uint64(d)
-		}
-		err = b.AddTensor(name, t, shape, nil)
+	return b
+}
+
+// tensorAdder adds hole tensors to b, keeping the first error.
+type tensorAdder struct {
+	b   *gguf.Builder
+	err error
+}
+
+func (a *tensorAdder) add(name string, t gguf.GGMLType, dims ...int) {
+	if a.err != nil {
+		return
 	}
+	shape := make([]uint64, len(dims))
+	for i, d := range dims {
+		shape[i] = uint64(d)
+	}
+	a.err = a.b.AddTensor(name, t, shape, nil)
+}
+
+// gemma3Projector is Gemma 3's SigLIP encoder with its pooled projection.
+func gemma3Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
+	// SigLIP's values, as Gemma 3's converted mmproj files carry them.
+	b := visionHeader(v, "gemma3", 1e-6, []float32{0.5, 0.5, 0.5}, []float32{0.5, 0.5, 0.5})
+	b.Set("clip.use_gelu", gguf.BoolValue(true))
+	ta := &tensorAdder{b: b}
+	add := ta.add
 	side := v.ImageSize / v.PatchSize
 	add("v.patch_embd.weight", typ, v.PatchSize, v.PatchSize, 3, v.Embd)
 	add("v.patch_embd.bias", gguf.TypeF32, v.Embd)
@@ -82,7 +115,7 @@ func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 	// it before the product.
 	add("mm.input_projection.weight", typ, v.TextEmbd, v.Embd)
 	add("mm.soft_emb_norm.weight", gguf.TypeF32, v.Embd)
-	return b, err
+	return b, ta.err
 }
 
 // ProjectorModel reads the header Projector writes, as the accountant

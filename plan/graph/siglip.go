@@ -20,21 +20,27 @@ const gemma3Merge = 4
 
 // ProjectorGraph records the encoder graph clip reserves for projector p
 // at its warm-up image, with flash attention or without, on the CPU.
-// ok is false for a projector type it does not replay (only "gemma3",
-// clip_graph_siglip's Gemma 3 branch, so far), or for a header whose
-// tensors do not make that graph.
+// ok is false for a projector type it does not replay ("gemma3",
+// clip_graph_siglip's Gemma 3 branch, and "pixtral", Pixtral's and
+// Mistral 3's, so far), or for a header whose tensors do not make that
+// graph.
 func ProjectorGraph(p *arch.Projector, flash bool) (g *ggml.Graph, ok bool) {
-	if p == nil || p.Vision == nil || p.Type != "gemma3" {
+	if p == nil || p.Vision == nil {
 		return nil, false
 	}
 	b := &clipGB{tensors: make(map[string]gguf.Tensor, len(p.Tensors))}
 	for _, t := range p.Tensors {
 		b.tensors[t.Name] = t
 	}
-	if !b.gemma3Ready(*p.Vision) {
+	v := *p.Vision
+	switch {
+	case p.Type == "gemma3" && b.gemma3Ready(v):
+		b.Expand(b.gemma3(v, flash))
+	case p.Type == "pixtral" && b.pixtralReady(v):
+		b.Expand(b.pixtral(v, flash))
+	default:
 		return nil, false
 	}
-	b.Expand(b.gemma3(*p.Vision, flash))
 	return &b.G, true
 }
 
@@ -138,7 +144,7 @@ func (b *clipGB) gemma3Ready(v arch.VisionEncoder) bool {
 func (b *clipGB) gemma3(v arch.VisionEncoder, flash bool) *tensor {
 	side := int64(v.ImageSize / v.PatchSize)
 	n, embd := side*side, int64(v.Embd)
-	x := b.patchEmbed(v)
+	x := b.patchEmbed(v, int64(v.ImageSize))
 	x = b.add(x, "v.position_embd.weight")
 	x = b.Reshape(x, embd, n)
 	if b.weight("v.pre_ln.weight") != nil {
@@ -168,11 +174,11 @@ func (b *clipGB) gemma3(v arch.VisionEncoder, flash bool) *tensor {
 	return b.MulMat(proj, x)
 }
 
-// patchEmbed is build_inp: ggml_conv_2d of the image by the patch
-// kernel (im2col in F16, F32 for a BF16 kernel, then a product), laid
-// out one row per patch, plus the patch bias.
-func (b *clipGB) patchEmbed(v arch.VisionEncoder) *tensor {
-	size, patch := int64(v.ImageSize), int64(v.PatchSize)
+// patchEmbed is build_inp: ggml_conv_2d of a size x size image by the
+// patch kernel (im2col in F16, F32 for a BF16 kernel, then a product),
+// laid out one row per patch, plus the patch bias.
+func (b *clipGB) patchEmbed(v arch.VisionEncoder, size int64) *tensor {
+	patch := int64(v.PatchSize)
 	raw := b.Input("inp_raw", gguf.TypeF32, size, size, 3, 1)
 	kernel := b.weight("v.patch_embd.weight")
 	colType := gguf.TypeF16
@@ -184,7 +190,7 @@ func (b *clipGB) patchEmbed(v arch.VisionEncoder) *tensor {
 	x := b.MulMat(b.Reshape(col, c[0], c[3]*c[2]*c[1]), b.Reshape(kernel, k[0]*k[1]*k[2], k[3]))
 	x = b.Reshape(x, c[1], c[2], c[3], k[3])
 	x = b.Cont(b.Permute(x, 0, 1, 3, 2))
-	side := int64(v.ImageSize / v.PatchSize)
+	side := size / patch
 	x = b.Reshape(x, side*side, int64(v.Embd), 1)
 	x = b.Cont(b.Transpose(x))
 	return b.add(x, "v.patch_embd.bias")

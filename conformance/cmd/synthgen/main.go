@@ -85,6 +85,9 @@ var projectors = map[string]struct {
 	"mmproj-siglip896": {synth.SigLIP896, "synth.SigLIP896, Gemma 3's vision tower"},
 	"mmproj-test448": {synth.Vision{ImageSize: 448, PatchSize: 14, Embd: 768, FF: 3072, Heads: 12, Blocks: 4, TextEmbd: 1152},
 		"a small SigLIP-shaped test encoder for gemma-3-1b, no published model"},
+	"mmproj-mistral3": {synth.MistralVision, "synth.MistralVision, Ministral 3 3B's Pixtral encoder with its 2x2 patch merger"},
+	"mmproj-pixtral-test": {synth.Vision{Type: "pixtral", ImageSize: 512, PatchSize: 16, Embd: 512, FF: 1536, Heads: 8, Blocks: 3, TextEmbd: 3072},
+		"a small Pixtral-shaped test encoder without a patch merger (as Pixtral 12B's) for ministral-3-3b, no published model"},
 }
 
 func write(dir, name, quant string) (entry, error) {
