@@ -14,6 +14,14 @@ type Vision struct {
 	ImageSize, PatchSize, Embd, FF, Heads, Blocks int
 	// TextEmbd is the width of the language model the projector feeds.
 	TextEmbd int
+	// Type is clip.projector_type: "" or "gemma3" for Gemma 3's layout,
+	// "qwen2.5vl_merger" or "qwen2vl_merger" for Qwen's
+	// (projector_qwen.go).
+	Type string `json:",omitempty"`
+	// WindowPattern is clip.vision.n_wa_pattern for Qwen2.5-VL: every
+	// WindowPattern-th layer attends to the whole image, the others
+	// within windows; 0 for none.
+	WindowPattern int `json:",omitempty"`
 }
 
 // SigLIP896 is Gemma 3's vision tower: SigLIP-So400m at 896 pixels in
@@ -22,8 +30,15 @@ var SigLIP896 = Vision{ImageSize: 896, PatchSize: 14, Embd: 1152, FF: 4304, Head
 
 // Projector assembles the header of an mmproj file with vision encoder v,
 // its matrices in typ (mmproj files are mostly F16 or BF16) and the rest
-// in F32, every tensor a hole.
+// in F32, every tensor a hole, in the layout of v.Type.
 func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
+	switch v.Type {
+	case "", "gemma3":
+	case qwen25VL, qwen2VL:
+		return qwenProjector(v, typ)
+	default:
+		return nil, fmt.Errorf("synth: no mmproj layout for projector type %q", v.Type)
+	}
 	if v.PatchSize <= 0 || v.ImageSize < v.PatchSize || v.Embd <= 0 || v.FF <= 0 || v.Heads <= 0 || v.Blocks <= 0 || v.TextEmbd <= 0 {
 		return nil, fmt.Errorf("synth: vision shape %+v has a zero dimension", v)
 	}
