@@ -31,6 +31,9 @@ func FuzzFromGGUF(f *testing.F) {
 	small := synth.SigLIP896
 	small.Blocks = 2
 	addHeader(f)(synth.Projector(small, gguf.TypeF16))
+	qwen := synth.Qwen25VL7B
+	qwen.Blocks = 2
+	addHeader(f)(synth.Projector(qwen, gguf.TypeF16))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The header, then a hole as large as any tensor data, as the
 		// headers read over the network are seen.

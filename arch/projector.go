@@ -32,15 +32,59 @@ type VisionEncoder struct {
 	// where the file leaves it to the projector type's default.
 	Merge int
 	// SpatialMerge is clip.vision.spatial_merge_size, the side of the
-	// patch squares Pixtral's (Mistral 3's) and Qwen's mergers fold into
-	// one token; 0 where the file does not say.
+	// patch squares Qwen's and Pixtral's (Mistral 3's) mergers fold into
+	// one token; 0 where the file leaves it to the type's default (Qwen
+	// 2, Pixtral 1).
 	SpatialMerge int
+	// WindowPattern is clip.vision.n_wa_pattern (Qwen2.5-VL): every
+	// WindowPattern-th layer attends to the whole image, the others
+	// within windows; 0 for full attention throughout.
+	WindowPattern int
+	// WarmupSize is the side of the square image clip reserves the
+	// encoder's compute buffer with: ImageSize for most types, a fixed
+	// number of tokens for those with dynamic resolution (Qwen's); 0
+	// where unset, read as ImageSize.
+	WarmupSize int
+}
+
+// Warmup is the side in pixels of clip's warm-up image.
+func (v VisionEncoder) Warmup() int {
+	if v.WarmupSize > 0 {
+		return v.WarmupSize
+	}
+	return v.ImageSize
 }
 
 // Patches is the number of patches of the warm-up image.
 func (v VisionEncoder) Patches() int {
-	side := v.ImageSize / v.PatchSize
+	side := v.Warmup() / v.PatchSize
 	return side * side
+}
+
+// qwenWarmupTokens is the side of the square of merged tokens clip warms
+// Qwen2-VL and Qwen2.5-VL up with (set_warmup_n_tokens(46*46), "avoid
+// OOM on warmup"): --image-min-tokens and --image-max-tokens bound the
+// images it encodes later but not this one, in the pinned build.
+const qwenWarmupTokens = 46
+
+// pixtralWarmupTokens is the same for Pixtral and Mistral 3
+// (set_warmup_n_tokens(256)), whose merge is 1 unless the file says.
+const pixtralWarmupTokens = 16
+
+// warmupSize is the warm-up image side clip_model_loader picks for a
+// vision encoder of projector type typ.
+func warmupSize(typ string, v *VisionEncoder) int {
+	merge := max(v.SpatialMerge, 1)
+	switch typ {
+	case "qwen2vl_merger", "qwen2.5vl_merger":
+		if v.SpatialMerge == 0 {
+			merge = 2
+		}
+		return qwenWarmupTokens * v.PatchSize * merge
+	case "pixtral":
+		return pixtralWarmupTokens * v.PatchSize * merge
+	}
+	return v.ImageSize
 }
 
 // ProjectorFromGGUF reads a projector's encoders and tensors from its header.
@@ -82,12 +126,21 @@ func ProjectorFromGGUF(m *gguf.Model) (*Projector, error) {
 			return nil, err
 		}
 		v.Merge = merge
-		if v.SpatialMerge, err = h.opt("spatial_merge_size", 0); err != nil {
-			return nil, err
-		}
 		if v.PatchSize <= 0 || v.ImageSize < v.PatchSize || v.ImageSize > 1<<16 {
 			return nil, &Incompatible{Reason: fmt.Sprintf("clip.vision.image_size %d and patch_size %d do not make patches", v.ImageSize, v.PatchSize)}
 		}
+		if v.SpatialMerge, err = h.opt("spatial_merge_size", 0); err != nil {
+			return nil, err
+		}
+		if v.WindowPattern, err = h.opt("n_wa_pattern", 0); err != nil {
+			return nil, err
+		}
+		// clip refuses a merge of 65536 or more; a smaller bound keeps
+		// the warm-up side far from overflowing.
+		if v.SpatialMerge < 0 || v.SpatialMerge > 64 {
+			return nil, &Incompatible{Reason: fmt.Sprintf("clip.vision.spatial_merge_size %d is out of range", v.SpatialMerge)}
+		}
+		v.WarmupSize = warmupSize(p.Type, v)
 		p.Vision = v
 	}
 	if p.Vision == nil && !p.Audio {

@@ -89,3 +89,31 @@ func TestProjectorFromGGUF(t *testing.T) {
 		})
 	}
 }
+
+// TestProjectorQwenWarmup checks that a Qwen projector is warmed up at
+// clip's fixed 46×46 merged tokens, not at clip.vision.image_size, and
+// that its merge and window pattern are read.
+func TestProjectorQwenWarmup(t *testing.T) {
+	u := func(n uint32) gguf.Value { return gguf.Uint32Value(n) }
+	kv := map[string]gguf.Value{
+		"clip.has_vision_encoder": gguf.BoolValue(true), "clip.vision.image_size": u(560), "clip.vision.patch_size": u(14),
+		"clip.vision.embedding_length": u(1280), "clip.vision.feed_forward_length": u(3420),
+		"clip.vision.attention.head_count": u(16), "clip.vision.block_count": u(32),
+		"clip.projector_type": gguf.StringValue("qwen2.5vl_merger"), "clip.vision.n_wa_pattern": u(8),
+	}
+	p, err := projector(t, "clip", kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := p.Vision; v.Warmup() != 1288 || v.Patches() != 92*92 || v.WindowPattern != 8 || v.SpatialMerge != 0 {
+		t.Errorf("vision %+v: want a 1288-pixel warm-up (8464 patches), window pattern 8, default merge", v)
+	}
+	kv["clip.vision.spatial_merge_size"] = u(1)
+	if p, err = projector(t, "clip", kv); err != nil || p.Vision.Warmup() != 46*14 {
+		t.Errorf("merge 1: %v, %+v, want a 644-pixel warm-up", err, p.Vision)
+	}
+	kv["clip.vision.spatial_merge_size"] = u(1 << 20)
+	if _, err := projector(t, "clip", kv); err == nil || !IsIncompatible(err) {
+		t.Errorf("an absurd merge: %v, want an incompatible error", err)
+	}
+}

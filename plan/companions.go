@@ -85,11 +85,12 @@ func (c *Companions) buffers(ctx graph.Context, p Profile, cpu Device, gpus []De
 
 // projectorNote says how far the projector's compute figures go where
 // they are not replayed.
-const projectorNote = "rough estimate of the encoder's compute buffer at its warm-up image (clip.vision.image_size): the feed-forward activations, the residual stream with Q, K and V, and without flash attention the attention scores; not a graph replay"
+const projectorNote = "rough estimate of the encoder's compute buffer at its warm-up image (clip.vision.image_size, or the fixed token count of dynamic-resolution types): the feed-forward activations, the residual stream with Q, K and V, and without flash attention the attention scores; not a graph replay"
 
 // projectorReplayNote marks a projector compute buffer from the replay of
 // clip's encoder graph (plan/graph.ProjectorGraph): measured exact on the
-// CPU for Gemma 3's and Pixtral's (plan/testdata/projector.json).
+// CPU for Gemma 3's, Pixtral's, Qwen2-VL's and Qwen2.5-VL's
+// (plan/testdata/projector.json).
 const projectorReplayNote = "replay of ggml's allocator on clip's encoder graph at its warm-up image, as libmtmd reserves it on the CPU"
 
 // projectorBuffers is what libmtmd allocates for the projector: every
@@ -97,7 +98,7 @@ const projectorReplayNote = "replay of ggml's allocator on clip's encoder graph 
 // --no-mmproj-offload), the encoder's compute buffer there, and a host
 // compute buffer holding the graph's inputs, of which the image's
 // pixels in f32 are nearly all. On the CPU the encoder's graph is
-// replayed where headroom has it (Gemma 3's); elsewhere, and on a GPU,
+// replayed where headroom has it (Gemma 3's, Qwen2-VL's, Qwen2.5-VL's); elsewhere, and on a GPU,
 // its compute buffer is estimated.
 func (c *Companions) projectorBuffers(ctx graph.Context, fa FlashAttn, cpu Device, gpus []Device) []Buffer {
 	dev := cpu
@@ -146,7 +147,7 @@ func projectorEstimate(v arch.VisionEncoder, flash bool, dev, cpu Device) []Buff
 	}
 	out := []Buffer{{Device: dev.Name, BufferType: dev.bufferType(), Kind: KindCompute, Model: ModelProjector, Bytes: compute, Note: projectorNote}}
 	if dev.Name != cpu.Name {
-		pixels := int64(v.ImageSize) * int64(v.ImageSize) * 3 * 4
+		pixels := int64(v.Warmup()) * int64(v.Warmup()) * 3 * 4
 		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Model: ModelProjector, Bytes: pixels, Note: projectorNote})
 	}
 	return out

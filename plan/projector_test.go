@@ -34,9 +34,10 @@ type projectorGolden struct {
 func loggedMiB(n int64) string { return fmt.Sprintf("%.2f", float64(n)/1024/1024) }
 
 // TestProjectorReplayGolden holds the replay of clip's encoder graph to
-// the compute buffers llama-server logged for Gemma 3's projector (and a
-// smaller one of the same type) on the CPU: the buffer to the 0.01 MiB
-// the log prints, and the graph to its node count.
+// the compute buffers llama-server logged for Gemma 3's and Qwen2.5-VL's
+// projectors (and smaller ones of their types, and Qwen2-VL's) on the
+// CPU: the buffer to the 0.01 MiB the log prints, and the graph to its
+// node count.
 func TestProjectorReplayGolden(t *testing.T) {
 	raw, err := os.ReadFile("testdata/projector.json")
 	if err != nil {
@@ -71,7 +72,7 @@ func TestProjectorReplayGolden(t *testing.T) {
 			flash := l.Logged.Flash == "enabled"
 			g, ok := graph.ProjectorGraph(proj, flash)
 			if !ok {
-				t.Fatal("no replay for a gemma3 projector")
+				t.Fatalf("no replay for a %s projector", proj.Type)
 			}
 			if n := len(g.Nodes()); n != l.Logged.Nodes {
 				t.Errorf("%d nodes, llama-server logged %d", n, l.Logged.Nodes)
@@ -110,7 +111,13 @@ func TestProjectorOtherTypesEstimated(t *testing.T) {
 	other.Type = "mlp"
 	broken := *proj
 	broken.Tensors = nil // a gemma3 header without its tensors
-	for _, p := range []*arch.Projector{&other, &broken} {
+	qwen, err := synth.ProjectorModel(synth.Qwen25VL7B, gguf.TypeF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qwenBroken := *qwen
+	qwenBroken.Tensors = qwen.Tensors[:len(qwen.Tensors)/2]
+	for _, p := range []*arch.Projector{&other, &broken, &qwenBroken} {
 		comp := &Companions{Projector: p, ProjectorName: "mmproj.gguf"}
 		bufs := comp.projectorBuffers(graph.Context{Flash: true}, FlashAuto, Device{Name: "CPU", Backend: "CPU"}, nil)
 		if len(bufs) != 2 || bufs[1].Kind != KindCompute || bufs[1].Note != projectorNote {

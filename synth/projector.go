@@ -14,13 +14,19 @@ type Vision struct {
 	ImageSize, PatchSize, Embd, FF, Heads, Blocks int
 	// TextEmbd is the width of the language model the projector feeds.
 	TextEmbd int
-	// Type is clip.projector_type: "gemma3" (the default) or "pixtral"
-	// (Pixtral and Mistral 3's encoder).
+	// Type is clip.projector_type: "" or "gemma3" for Gemma 3's layout,
+	// "pixtral" for Pixtral's and Mistral 3's (projector_pixtral.go),
+	// "qwen2.5vl_merger" or "qwen2vl_merger" for Qwen's
+	// (projector_qwen.go).
 	Type string `json:",omitempty"`
 	// Merge is clip.vision.spatial_merge_size for "pixtral": 0 or 1 for
 	// Pixtral 12B's encoder, which merges nothing, 2 for Mistral 3's
 	// patch merger.
 	Merge int `json:",omitempty"`
+	// WindowPattern is clip.vision.n_wa_pattern for Qwen2.5-VL: every
+	// WindowPattern-th layer attends to the whole image, the others
+	// within windows; 0 for none.
+	WindowPattern int `json:",omitempty"`
 }
 
 // SigLIP896 is Gemma 3's vision tower: SigLIP-So400m at 896 pixels in
@@ -29,7 +35,7 @@ var SigLIP896 = Vision{ImageSize: 896, PatchSize: 14, Embd: 1152, FF: 4304, Head
 
 // Projector assembles the header of an mmproj file with vision encoder v,
 // its matrices in typ (mmproj files are mostly F16 or BF16) and the rest
-// in F32, every tensor a hole.
+// in F32, every tensor a hole, in the layout of v.Type.
 func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 	if v.PatchSize <= 0 || v.ImageSize < v.PatchSize || v.Embd <= 0 || v.FF <= 0 || v.Heads <= 0 || v.Blocks <= 0 || v.TextEmbd <= 0 {
 		return nil, fmt.Errorf("synth: vision shape %+v has a zero dimension", v)
@@ -39,8 +45,10 @@ func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 		return gemma3Projector(v, typ)
 	case "pixtral":
 		return pixtralProjector(v, typ)
+	case qwen25VL, qwen2VL:
+		return qwenProjector(v, typ)
 	}
-	return nil, fmt.Errorf("synth: no writer for projector type %q (gemma3, pixtral)", v.Type)
+	return nil, fmt.Errorf("synth: no mmproj layout for projector type %q (gemma3, pixtral, %s, %s)", v.Type, qwen25VL, qwen2VL)
 }
 
 // visionHeader starts an mmproj header: clip's keys for an image

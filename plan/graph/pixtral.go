@@ -8,12 +8,6 @@ import (
 	"github.com/headroom-llm/headroom/plan/ggml"
 )
 
-// pixtralWarmupTokens is the token count clip warms Pixtral's encoder up
-// with whatever the file or --image-max-tokens say (clip.cpp:
-// set_warmup_n_tokens(256), "avoid OOM on warmup"): a square of 16
-// tokens a side, each merge x merge patches.
-const pixtralWarmupTokens = 16
-
 // pixtralMerge is the merge side clip uses for "pixtral": the file's
 // clip.vision.spatial_merge_size, else 1 (Pixtral 12B merges nothing).
 func pixtralMerge(v arch.VisionEncoder) int64 {
@@ -27,6 +21,9 @@ func pixtralMerge(v arch.VisionEncoder) int64 {
 // unexpected header falls back to the estimate.
 func (b *clipGB) pixtralReady(v arch.VisionEncoder) bool {
 	merge := pixtralMerge(v)
+	if side := int64(v.Warmup() / v.PatchSize); side <= 0 || side%merge != 0 {
+		return false
+	}
 	if v.Heads <= 0 || v.Embd%v.Heads != 0 || (v.Embd/v.Heads)%4 != 0 || v.Blocks <= 0 || v.Blocks > 1<<10 || merge > 8 {
 		return false
 	}
@@ -61,8 +58,10 @@ func (b *clipGB) pixtralReady(v arch.VisionEncoder) bool {
 // the merge x merge squares unfolded by im2col, a product), the
 // two-layer GELU projection and an [IMG_BREAK] token after each row.
 func (b *clipGB) pixtral(v arch.VisionEncoder, flash bool) *tensor {
+	// clip warms Pixtral up at 16x16 tokens whatever the file or
+	// --image-max-tokens say (arch.VisionEncoder.Warmup).
 	merge := pixtralMerge(v)
-	side := pixtralWarmupTokens * merge
+	side := int64(v.Warmup() / v.PatchSize)
 	n, embd := side*side, int64(v.Embd)
 	posH := b.Input("pos_h", gguf.TypeI32, n)
 	posW := b.Input("pos_w", gguf.TypeI32, n)

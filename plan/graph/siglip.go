@@ -20,9 +20,10 @@ const gemma3Merge = 4
 
 // ProjectorGraph records the encoder graph clip reserves for projector p
 // at its warm-up image, with flash attention or without, on the CPU.
-// ok is false for a projector type it does not replay ("gemma3",
-// clip_graph_siglip's Gemma 3 branch, and "pixtral", Pixtral's and
-// Mistral 3's, so far), or for a header whose tensors do not make that
+// ok is false for a projector type it does not replay (so far "gemma3",
+// clip_graph_siglip's Gemma 3 branch, "pixtral", Pixtral's and Mistral
+// 3's, and Qwen's "qwen2vl_merger" and "qwen2.5vl_merger",
+// clip_graph_qwen2vl), or for a header whose tensors do not make that
 // graph.
 func ProjectorGraph(p *arch.Projector, flash bool) (g *ggml.Graph, ok bool) {
 	if p == nil || p.Vision == nil {
@@ -38,6 +39,8 @@ func ProjectorGraph(p *arch.Projector, flash bool) (g *ggml.Graph, ok bool) {
 		b.Expand(b.gemma3(v, flash))
 	case p.Type == "pixtral" && b.pixtralReady(v):
 		b.Expand(b.pixtral(v, flash))
+	case (p.Type == qwen2VL || p.Type == qwen25VL) && b.qwenReady(v, p.Type == qwen25VL):
+		b.Expand(b.qwenVL(v, p.Type == qwen25VL, flash))
 	default:
 		return nil, false
 	}
@@ -218,28 +221,7 @@ func (b *clipGB) vitLayer(inpL *tensor, v arch.VisionEncoder, il int, flash bool
 	return b.Add(inpL, cur)
 }
 
-// attn is clip's build_attn without a mask. clip records Q, K and V
-// first, in that order (ggml_build_forward_order), so that the product
-// of K and Q does not record K's branch before Q's. With flash
-// attention K and V are cast to F16 copies; without, V is transposed
-// into a copy and the scores of every head are materialized, n×n each.
+// attn is clip's build_attn without a mask (attnMask).
 func (b *clipGB) attn(q, k, v *tensor, flash bool) *tensor {
-	b.Expand(q)
-	b.Expand(k)
-	b.Expand(v)
-	qp := b.Permute(q, 0, 2, 1, 3)
-	kp := b.Permute(k, 0, 2, 1, 3)
-	if flash {
-		vp := b.Permute(v, 0, 2, 1, 3)
-		kp = b.Cast(kp, gguf.TypeF16)
-		vp = b.Cast(vp, gguf.TypeF16)
-		out := b.FlashAttnExt(qp, kp, vp, nil, nil)
-		ne := out.Ne()
-		return b.Reshape(out, ne[0]*ne[1], ne[2]*ne[3])
-	}
-	vt := b.Cont(b.Permute(v, 1, 2, 0, 3))
-	kq := b.SoftMax(b.MulMat(kp, qp), nil, nil)
-	kqv := b.Permute(b.MulMat(vt, kq), 0, 2, 1, 3)
-	ne := kqv.Ne()
-	return b.Cont(kqv, ne[0]*ne[1], ne[2]*ne[3])
+	return b.attnMask(q, k, v, nil, flash)
 }

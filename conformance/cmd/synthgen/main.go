@@ -77,7 +77,9 @@ func run(dir string, specs []string, w io.Writer) error {
 // projectors are the vision encoders synthgen writes as mmproj files:
 // Gemma 3's, and a small one of other sizes throughout (448-pixel
 // images, 4 layers, a 1152-wide text model as gemma-3-1b's) that checks
-// the replay of clip's graph does not hold for one shape only.
+// the replay of clip's graph does not hold for one shape only; and
+// likewise Qwen2.5-VL-7B's (for qwen2.5-7b's 3584-wide text model),
+// small Qwen2.5-VL and Qwen2-VL ones for qwen2.5-0.5b.
 var projectors = map[string]struct {
 	v      synth.Vision
 	source string
@@ -88,6 +90,11 @@ var projectors = map[string]struct {
 	"mmproj-mistral3": {synth.MistralVision, "synth.MistralVision, Ministral 3 3B's Pixtral encoder with its 2x2 patch merger"},
 	"mmproj-pixtral-test": {synth.Vision{Type: "pixtral", ImageSize: 512, PatchSize: 16, Embd: 512, FF: 1536, Heads: 8, Blocks: 3, TextEmbd: 3072},
 		"a small Pixtral-shaped test encoder without a patch merger (as Pixtral 12B's) for ministral-3-3b, no published model"},
+	"mmproj-qwen25vl-7b": {synth.Qwen25VL7B, "synth.Qwen25VL7B, Qwen2.5-VL-7B-Instruct's vision tower"},
+	"mmproj-qwen25vl-test": {synth.Vision{ImageSize: 560, PatchSize: 14, Embd: 512, FF: 1024, Heads: 8, Blocks: 4, TextEmbd: 896,
+		Type: "qwen2.5vl_merger", WindowPattern: 2}, "a small Qwen2.5-VL-shaped test encoder for qwen2.5-0.5b, no published model"},
+	"mmproj-qwen2vl-test": {synth.Vision{ImageSize: 560, PatchSize: 14, Embd: 512, FF: 2048, Heads: 8, Blocks: 4, TextEmbd: 896,
+		Type: "qwen2vl_merger"}, "a small Qwen2-VL-shaped test encoder for qwen2.5-0.5b, no published model"},
 }
 
 func write(dir, name, quant string) (entry, error) {

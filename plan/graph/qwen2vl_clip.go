@@ -1,0 +1,235 @@
+package graph
+
+import (
+	"strconv"
+
+	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/gguf"
+	"github.com/headroom-llm/headroom/plan/ggml"
+)
+
+// This file replays clip_graph_qwen2vl (tools/mtmd/models/qwen2vl.cpp),
+// the encoder of Qwen2-VL's and Qwen2.5-VL's projectors, for a still
+// image at clip's warm-up size (arch.VisionEncoder.Warmup).
+
+// Projector types of the Qwen graph (clip.projector_type).
+const (
+	qwen2VL  = "qwen2vl_merger"
+	qwen25VL = "qwen2.5vl_merger"
+)
+
+// qwenMerge is the side of the patch squares the graph concatenates into
+// one token: clip's graph is written for 2×2 (it reshapes by n_embd*4
+// and n_patches/4 whatever spatial_merge_size says), so another merge
+// is not replayed.
+const qwenMerge = 2
+
+// qwenLayer is what one layer of the Qwen graph needs besides its input.
+type qwenLayer struct {
+	v     arch.VisionEncoder
+	rms   bool    // RMS norms (Qwen2.5-VL), layer norms otherwise
+	pos   *tensor // the M-RoPE positions, four per patch
+	mask  *tensor // the window mask, nil in a layer of full attention
+	flash bool
+}
+
+// qwenReady checks that the header makes the graph: shapes ggml would
+// accept in every product, so that an unexpected header falls back to
+// the estimate instead of a wrong replay.
+func (b *clipGB) qwenReady(v arch.VisionEncoder, qwen25 bool) bool {
+	merge := v.SpatialMerge
+	if merge == 0 {
+		merge = qwenMerge
+	}
+	if merge != qwenMerge || v.Heads <= 0 || v.Embd%v.Heads != 0 ||
+		v.Blocks <= 0 || v.Blocks > 1<<10 || v.WindowPattern < 0 || (qwen25 && v.WindowPattern == 0) {
+		return false
+	}
+	embd := uint64(v.Embd)
+	shaped := func(name string, ne ...uint64) bool {
+		t, ok := b.tensors[name]
+		if !ok || len(t.Shape) != len(ne) {
+			return false
+		}
+		for i, d := range ne {
+			if d != 0 && t.Shape[i] != d {
+				return false
+			}
+		}
+		return true
+	}
+	p := uint64(v.PatchSize)
+	if !shaped("v.patch_embd.weight", p, p, 3, embd) || !shaped("v.patch_embd.weight.1", p, p, 3, embd) {
+		return false
+	}
+	for il := range v.Blocks {
+		pre := "v.blk." + strconv.Itoa(il) + "."
+		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_out"} {
+			if !shaped(pre+n+".weight", embd, embd) {
+				return false
+			}
+		}
+		up, ok := b.tensors[pre+"ffn_up.weight"]
+		if !ok || len(up.Shape) != 2 || up.Shape[0] != embd || !shaped(pre+"ffn_down.weight", up.Shape[1], embd) {
+			return false
+		}
+		if _, gated := b.tensors[pre+"ffn_gate.weight"]; gated && !shaped(pre+"ffn_gate.weight", embd, up.Shape[1]) {
+			return false
+		}
+	}
+	mm0, ok := b.tensors["mm.0.weight"]
+	return ok && shaped("mm.0.weight", 4*embd, 0) && shaped("mm.2.weight", mm0.Shape[1], 0)
+}
+
+// qwenVL is clip_graph_qwen2vl::build for a still image: both frames'
+// patch kernels over the one image, the patches reordered so that each
+// 2×2 square is contiguous, the ViT with 2D M-RoPE (in window order,
+// with the window mask in the layers that are not full attention, where
+// the file has a window pattern), then the merger's MLP over the
+// squares, put back in raster order.
+func (b *clipGB) qwenVL(v arch.VisionEncoder, qwen25, flash bool) *tensor {
+	embd, n := int64(v.Embd), int64(v.Patches())
+	x := b.qwenPatches(v)
+	// M-RoPE takes four positions per patch (clip fills two).
+	pos := b.Input("positions", gguf.TypeI32, 4*n)
+	if b.weight("v.pre_ln.weight") != nil {
+		x = b.norm(x, "v.pre_ln", qwen25)
+	}
+	var mask *tensor
+	if v.WindowPattern > 0 {
+		inv := b.Input("inv_window_idx", gguf.TypeI32, n/4)
+		mask = b.Input("window_mask", gguf.TypeF32, n, n)
+		if flash {
+			// cast once here, and again (F16 to F16) by build_attn in
+			// every windowed layer.
+			mask = b.Cast(mask, gguf.TypeF16)
+		}
+		x = b.Reshape(x, 4*embd, n/4)
+		x = b.GetRows(x, inv)
+		x = b.Reshape(x, embd, n, 1)
+	}
+	for il := range v.Blocks {
+		l := qwenLayer{v: v, rms: qwen25, pos: pos, flash: flash}
+		if v.WindowPattern > 0 && (il+1)%v.WindowPattern != 0 {
+			l.mask = mask
+		}
+		x = b.qwenBlock(x, l, il)
+	}
+	if b.weight("v.post_ln.weight") != nil {
+		x = b.norm(x, "v.post_ln", qwen25)
+	}
+	x = b.Reshape(x, 4*embd, n/4, 1)
+	x = b.linear(x, "mm.0")
+	x = b.UnaryOf(ggml.UnaryGELU, x)
+	x = b.linear(x, "mm.2")
+	if v.WindowPattern > 0 {
+		out := x.Ne()[0]
+		idx := b.Input("window_idx", gguf.TypeI32, n/4)
+		x = b.Reshape(x, out, n/4)
+		x = b.GetRows(x, idx)
+		x = b.Reshape(x, out, n/4, 1)
+	}
+	return x
+}
+
+// qwenPatches is build_inp_with_temporal_merge for one image (the sum of
+// the two kernels' convolutions) and the reorder that follows it: rows
+// of patches, each 2×2 square's four patches one after another.
+func (b *clipGB) qwenPatches(v arch.VisionEncoder) *tensor {
+	size, patch, embd := int64(v.Warmup()), int64(v.PatchSize), int64(v.Embd)
+	side := size / patch
+	raw := b.Input("inp_raw", gguf.TypeF32, size, size, 3, 1)
+	x := b.Add(b.conv2d(b.weight("v.patch_embd.weight"), raw, patch),
+		b.conv2d(b.weight("v.patch_embd.weight.1"), raw, patch))
+	x = b.Permute(x, 1, 2, 0, 3)
+	x = b.Cont(x, 2*embd, side/2, side, 1)
+	x = b.Reshape(x, 2*embd, side/2, 2, side/2)
+	x = b.Permute(x, 0, 2, 1, 3)
+	return b.Cont(x, embd, side*side, 1)
+}
+
+// conv2d is ggml_conv_2d(kernel, img, s, s, 0, 0, 1, 1): im2col (F16, or
+// F32 for a BF16 kernel), the product with the flattened kernel, and a
+// contiguous copy in {OW, OH, OC, N}.
+func (b *clipGB) conv2d(kernel, img *tensor, s int64) *tensor {
+	colType := gguf.TypeF16
+	if kernel.Type() == gguf.TypeBF16 {
+		colType = gguf.TypeF32
+	}
+	col := b.Im2Col(kernel, img, s, s, colType)
+	c, k := col.Ne(), kernel.Ne()
+	x := b.MulMat(b.Reshape(col, c[0], c[3]*c[2]*c[1]), b.Reshape(kernel, k[0]*k[1]*k[2], k[3]))
+	x = b.Reshape(x, c[1], c[2], c[3], k[3])
+	return b.Cont(b.Permute(x, 0, 1, 3, 2))
+}
+
+// norm is build_norm: an RMS norm or a layer norm, then the weight and
+// the bias where the file has them.
+func (b *clipGB) norm(x *tensor, prefix string, rms bool) *tensor {
+	if rms {
+		return b.add(b.mul(b.RMSNorm(x), prefix+".weight"), prefix+".bias")
+	}
+	return b.layerNorm(x, prefix)
+}
+
+// qwenBlock is one layer of the Qwen graph: norm, Q, K and V with their
+// biases, M-RoPE on Q and K, attention (windowed where l.mask is set),
+// the residual, norm, and the feed-forward: gated (SiLU) where the file
+// has a gate, Qwen2-VL's plain one with quick GELU otherwise.
+func (b *clipGB) qwenBlock(inpL *tensor, l qwenLayer, il int) *tensor {
+	p := "v.blk." + strconv.Itoa(il) + "."
+	n := inpL.Ne()[1]
+	heads := int64(l.v.Heads)
+	head := int64(l.v.Embd) / heads
+	cur := b.norm(inpL, p+"ln1", l.rms)
+	q := b.Reshape(b.linear(cur, p+"attn_q"), head, heads, n)
+	k := b.Reshape(b.linear(cur, p+"attn_k"), head, heads, n)
+	vv := b.Reshape(b.linear(cur, p+"attn_v"), head, heads, n)
+	q = b.Rope(q, l.pos, nil)
+	k = b.Rope(k, l.pos, nil)
+	cur = b.attnMask(q, k, vv, l.mask, l.flash)
+	cur = b.linear(cur, p+"attn_out")
+	cur = b.Add(cur, inpL)
+	inpL = cur
+	cur = b.norm(cur, p+"ln2", l.rms)
+	up := b.linear(cur, p+"ffn_up")
+	if b.weight(p+"ffn_gate.weight") != nil {
+		cur = b.GLU(b.linear(cur, p+"ffn_gate"), up)
+	} else {
+		// FFN_GELU_QUICK, clip's default: a unary op like any other
+		// on the CPU.
+		cur = b.UnaryOf(ggml.UnaryOther, up)
+	}
+	cur = b.linear(cur, p+"ffn_down")
+	return b.Add(inpL, cur)
+}
+
+// attnMask is clip's build_attn with an optional mask. clip records Q,
+// K and V first, in that order (ggml_build_forward_order), so that the
+// product of K and Q does not record K's branch before Q's. With flash
+// attention K, V and the mask are cast to F16 copies; without, V is
+// transposed into a copy and the scores of every head are materialized,
+// n×n each, the mask added by the softmax.
+func (b *clipGB) attnMask(q, k, v, mask *tensor, flash bool) *tensor {
+	b.Expand(q)
+	b.Expand(k)
+	b.Expand(v)
+	qp := b.Permute(q, 0, 2, 1, 3)
+	kp := b.Permute(k, 0, 2, 1, 3)
+	if flash {
+		vp := b.Permute(v, 0, 2, 1, 3)
+		kp = b.Cast(kp, gguf.TypeF16)
+		vp = b.Cast(vp, gguf.TypeF16)
+		if mask != nil {
+			mask = b.Cast(mask, gguf.TypeF16)
+		}
+		out := b.FlashAttnExt(qp, kp, vp, mask, nil)
+		ne := out.Ne()
+		return b.Reshape(out, ne[0]*ne[1], ne[2]*ne[3])
+	}
+	vt := b.Cont(b.Permute(v, 1, 2, 0, 3))
+	kq := b.SoftMax(b.MulMat(kp, qp), mask, nil)
+	kqv := b.Permute(b.MulMat(vt, kq), 0, 2, 1, 3)
+	ne := kqv.Ne()
+	return b.Cont(kqv, ne[0]*ne[1], ne[2]*ne[3])
+}
