@@ -98,8 +98,9 @@ const projectorReplayNote = "replay of ggml's allocator on clip's encoder graph 
 // --no-mmproj-offload), the encoder's compute buffer there, and a host
 // compute buffer holding the graph's inputs, of which the image's
 // pixels in f32 are nearly all. On the CPU the encoder's graph is
-// replayed where headroom has it (Gemma 3's, Qwen2-VL's, Qwen2.5-VL's); elsewhere, and on a GPU,
-// its compute buffer is estimated.
+// replayed where headroom has it (Gemma 3's, Pixtral's, Qwen2-VL's and
+// Qwen2.5-VL's); elsewhere, and on a GPU, its compute buffer is
+// estimated.
 func (c *Companions) projectorBuffers(ctx graph.Context, fa FlashAttn, cpu Device, gpus []Device) []Buffer {
 	dev := cpu
 	if !c.ProjectorOnCPU {

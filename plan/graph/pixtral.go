@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"strconv"
-
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/ggml"
@@ -27,11 +25,6 @@ func (b *clipGB) pixtralReady(v arch.VisionEncoder) bool {
 	if v.Heads <= 0 || v.Embd%v.Heads != 0 || (v.Embd/v.Heads)%4 != 0 || v.Blocks <= 0 || v.Blocks > 1<<10 || merge > 8 {
 		return false
 	}
-	kernel, ok := b.tensors["v.patch_embd.weight"]
-	if !ok || len(kernel.Shape) != 4 || kernel.Shape[0] != uint64(v.PatchSize) || kernel.Shape[1] != uint64(v.PatchSize) ||
-		kernel.Shape[3] != uint64(v.Embd) {
-		return false
-	}
 	need := []string{"mm.1.weight", "mm.2.weight"}
 	if merge > 1 {
 		if w, ok := b.tensors["mm.patch_merger.weight"]; !ok || len(w.Shape) != 2 || w.Shape[0] != uint64(int64(v.Embd)*merge*merge) {
@@ -39,18 +32,7 @@ func (b *clipGB) pixtralReady(v arch.VisionEncoder) bool {
 		}
 		need = append(need, "mm.patch_merger.weight")
 	}
-	for il := range v.Blocks {
-		p := "v.blk." + strconv.Itoa(il) + "."
-		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_out", "ffn_up", "ffn_down"} {
-			need = append(need, p+n+".weight")
-		}
-	}
-	for _, n := range need {
-		if t, ok := b.tensors[n]; !ok || len(t.Shape) != 2 {
-			return false
-		}
-	}
-	return true
+	return b.vitTensorsReady(v, need...)
 }
 
 // pixtral is clip_graph_pixtral: the patch embedding, a ViT with RMS
@@ -66,14 +48,16 @@ func (b *clipGB) pixtral(v arch.VisionEncoder, flash bool) *tensor {
 	posH := b.Input("pos_h", gguf.TypeI32, n)
 	posW := b.Input("pos_w", gguf.TypeI32, n)
 	x := b.Reshape(b.patchEmbed(v, side*int64(v.PatchSize)), embd, n)
-	x = b.rmsNorm(x, "v.pre_ln.weight")
+	x = b.norm(x, "v.pre_ln", true)
+	// build_rope_2d: the first half of each head rotated by the row,
+	// the second by the column, as two RoPE ops.
 	rope := func(t *tensor) *tensor { return b.Rope(b.Rope(t, posH, nil), posW, nil) }
 	for il := range v.Blocks {
-		x = b.pixtralLayer(x, v, il, flash, rope)
+		x = b.vitBlock(x, v, il, vitOpts{rms: true, rope: rope, flash: flash, act: ggml.UnarySiLU})
 	}
 	x = b.Reshape(x, embd, n, 1)
 	if merge > 1 {
-		x = b.rmsNorm(x, "mm.input_norm.weight")
+		x = b.norm(x, "mm.input_norm", true)
 		x = b.Cont(b.Permute(b.Reshape(x, embd, side, side), 2, 0, 1, 3))
 		kernel := b.View(x, merge, merge, embd)
 		x = b.Im2Col(kernel, x, merge, merge, gguf.TypeF32)
@@ -91,38 +75,4 @@ func (b *clipGB) pixtral(v arch.VisionEncoder, flash bool) *tensor {
 	grid := b.Reshape(x, text, rows, rows)
 	tok := b.Add(b.Scale(b.Input("img_break_rows", gguf.TypeF32, text, 1, rows)), b.weight("v.token_embd.img_break"))
 	return b.View(b.Concat(grid, tok, 1), text, rows*rows+rows-1)
-}
-
-// rmsNorm is clip's build_norm with NORM_TYPE_RMS: ggml_rms_norm, then
-// the weight where the file has it.
-func (b *clipGB) rmsNorm(x *tensor, weight string) *tensor {
-	return b.mul(b.RMSNorm(x), weight)
-}
-
-// pixtralLayer is one layer of build_vit for Pixtral: RMS norms, Q, K
-// and V without biases, 2D RoPE on Q and K, and a gated SiLU
-// feed-forward (build_ffn with a gate: the up and gate products, then
-// swiglu of the gate by the up).
-func (b *clipGB) pixtralLayer(inpL *tensor, v arch.VisionEncoder, il int, flash bool, rope func(*tensor) *tensor) *tensor {
-	p := "v.blk." + strconv.Itoa(il) + "."
-	n := inpL.Ne()[1]
-	heads := int64(v.Heads)
-	head := int64(v.Embd) / heads
-	cur := b.rmsNorm(inpL, p+"ln1.weight")
-	q := b.Reshape(b.linear(cur, p+"attn_q"), head, heads, n, 1)
-	k := b.Reshape(b.linear(cur, p+"attn_k"), head, heads, n, 1)
-	vv := b.Reshape(b.linear(cur, p+"attn_v"), head, heads, n, 1)
-	cur = b.attn(rope(q), rope(k), vv, flash)
-	cur = b.linear(cur, p+"attn_out")
-	cur = b.Add(cur, inpL)
-	inpL = cur
-	cur = b.rmsNorm(cur, p+"ln2.weight")
-	up := b.linear(cur, p+"ffn_up")
-	if b.weight(p+"ffn_gate.weight") != nil {
-		cur = b.GLU(b.linear(cur, p+"ffn_gate"), up)
-	} else {
-		cur = b.UnaryOf(ggml.UnarySiLU, up)
-	}
-	cur = b.linear(cur, p+"ffn_down")
-	return b.Add(inpL, cur)
 }

@@ -24,15 +24,6 @@ const (
 // is not replayed.
 const qwenMerge = 2
 
-// qwenLayer is what one layer of the Qwen graph needs besides its input.
-type qwenLayer struct {
-	v     arch.VisionEncoder
-	rms   bool    // RMS norms (Qwen2.5-VL), layer norms otherwise
-	pos   *tensor // the M-RoPE positions, four per patch
-	mask  *tensor // the window mask, nil in a layer of full attention
-	flash bool
-}
-
 // qwenReady checks that the header makes the graph: shapes ggml would
 // accept in every product, so that an unexpected header falls back to
 // the estimate instead of a wrong replay.
@@ -108,12 +99,15 @@ func (b *clipGB) qwenVL(v arch.VisionEncoder, qwen25, flash bool) *tensor {
 		x = b.GetRows(x, inv)
 		x = b.Reshape(x, embd, n, 1)
 	}
+	// Qwen2-VL's plain feed-forward has quick GELU (clip's default): a
+	// unary op like any other on the CPU.
+	o := vitOpts{rms: qwen25, rope: func(t *tensor) *tensor { return b.Rope(t, pos, nil) }, flash: flash, act: ggml.UnaryOther}
 	for il := range v.Blocks {
-		l := qwenLayer{v: v, rms: qwen25, pos: pos, flash: flash}
+		o.mask = nil
 		if v.WindowPattern > 0 && (il+1)%v.WindowPattern != 0 {
-			l.mask = mask
+			o.mask = mask // a windowed layer; the others attend to the whole image
 		}
-		x = b.qwenBlock(x, l, il)
+		x = b.vitBlock(x, v, il, o)
 	}
 	if b.weight("v.post_ln.weight") != nil {
 		x = b.norm(x, "v.post_ln", qwen25)
@@ -170,38 +164,6 @@ func (b *clipGB) norm(x *tensor, prefix string, rms bool) *tensor {
 		return b.add(b.mul(b.RMSNorm(x), prefix+".weight"), prefix+".bias")
 	}
 	return b.layerNorm(x, prefix)
-}
-
-// qwenBlock is one layer of the Qwen graph: norm, Q, K and V with their
-// biases, M-RoPE on Q and K, attention (windowed where l.mask is set),
-// the residual, norm, and the feed-forward: gated (SiLU) where the file
-// has a gate, Qwen2-VL's plain one with quick GELU otherwise.
-func (b *clipGB) qwenBlock(inpL *tensor, l qwenLayer, il int) *tensor {
-	p := "v.blk." + strconv.Itoa(il) + "."
-	n := inpL.Ne()[1]
-	heads := int64(l.v.Heads)
-	head := int64(l.v.Embd) / heads
-	cur := b.norm(inpL, p+"ln1", l.rms)
-	q := b.Reshape(b.linear(cur, p+"attn_q"), head, heads, n)
-	k := b.Reshape(b.linear(cur, p+"attn_k"), head, heads, n)
-	vv := b.Reshape(b.linear(cur, p+"attn_v"), head, heads, n)
-	q = b.Rope(q, l.pos, nil)
-	k = b.Rope(k, l.pos, nil)
-	cur = b.attnMask(q, k, vv, l.mask, l.flash)
-	cur = b.linear(cur, p+"attn_out")
-	cur = b.Add(cur, inpL)
-	inpL = cur
-	cur = b.norm(cur, p+"ln2", l.rms)
-	up := b.linear(cur, p+"ffn_up")
-	if b.weight(p+"ffn_gate.weight") != nil {
-		cur = b.GLU(b.linear(cur, p+"ffn_gate"), up)
-	} else {
-		// FFN_GELU_QUICK, clip's default: a unary op like any other
-		// on the CPU.
-		cur = b.UnaryOf(ggml.UnaryOther, up)
-	}
-	cur = b.linear(cur, p+"ffn_down")
-	return b.Add(inpL, cur)
 }
 
 // attnMask is clip's build_attn with an optional mask. clip records Q,

@@ -26,10 +26,17 @@ const gemma3Merge = 4
 // clip_graph_qwen2vl), or for a header whose tensors do not make that
 // graph.
 func ProjectorGraph(p *arch.Projector, flash bool) (g *ggml.Graph, ok bool) {
+	return ProjectorGraphOn(p, flash, "CPU")
+}
+
+// ProjectorGraphOn is ProjectorGraph with the projector's weights on
+// device home, for a scheduler to split between it and the CPU, which
+// holds the graph's inputs.
+func ProjectorGraphOn(p *arch.Projector, flash bool, home string) (g *ggml.Graph, ok bool) {
 	if p == nil || p.Vision == nil {
 		return nil, false
 	}
-	b := &clipGB{tensors: make(map[string]gguf.Tensor, len(p.Tensors))}
+	b := &clipGB{tensors: make(map[string]gguf.Tensor, len(p.Tensors)), home: home}
 	for _, t := range p.Tensors {
 		b.tensors[t.Name] = t
 	}
@@ -52,6 +59,8 @@ type clipGB struct {
 	ggml.Ctx
 	tensors map[string]gguf.Tensor
 	weights map[string]*tensor
+	// home is the device the projector's weights are on.
+	home string
 }
 
 // weight is the projector's tensor of that name in its own type and
@@ -73,7 +82,7 @@ func (b *clipGB) weight(name string) *tensor {
 	if b.weights == nil {
 		b.weights = map[string]*tensor{}
 	}
-	w := b.External(name, t.Type, "CPU", ne...).SetWeight(int64(t.Size))
+	w := b.External(name, t.Type, b.home, ne...).SetWeight(int64(t.Size))
 	b.weights[name] = w
 	return w
 }
@@ -117,15 +126,22 @@ func (b *clipGB) gemma3Ready(v arch.VisionEncoder) bool {
 	if v.Heads <= 0 || v.Embd%v.Heads != 0 || side%merge != 0 || v.Blocks <= 0 || v.Blocks > 1<<10 {
 		return false
 	}
+	if _, ok := b.tensors["mm.soft_emb_norm.weight"]; !ok {
+		return false
+	}
+	return b.vitTensorsReady(v, "mm.input_projection.weight")
+}
+
+// vitTensorsReady checks the patch kernel (a square of the patch size
+// into Embd channels) and, as matrices, every block's Q, K, V, output
+// and feed-forward weights and the extra tensors named.
+func (b *clipGB) vitTensorsReady(v arch.VisionEncoder, extra ...string) bool {
 	kernel, ok := b.tensors["v.patch_embd.weight"]
 	if !ok || len(kernel.Shape) != 4 || kernel.Shape[0] != uint64(v.PatchSize) || kernel.Shape[1] != uint64(v.PatchSize) ||
 		kernel.Shape[3] != uint64(v.Embd) {
 		return false
 	}
-	if _, ok := b.tensors["mm.soft_emb_norm.weight"]; !ok {
-		return false
-	}
-	need := []string{"mm.input_projection.weight"}
+	need := extra
 	for il := range v.Blocks {
 		p := "v.blk." + strconv.Itoa(il) + "."
 		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_out", "ffn_up", "ffn_down"} {
@@ -154,7 +170,7 @@ func (b *clipGB) gemma3(v arch.VisionEncoder, flash bool) *tensor {
 		x = b.layerNorm(x, "v.pre_ln")
 	}
 	for il := range v.Blocks {
-		x = b.vitLayer(x, v, il, flash)
+		x = b.vitBlock(x, v, il, vitOpts{flash: flash, act: ggml.UnaryGELU})
 	}
 	if b.weight("v.post_ln.weight") != nil {
 		x = b.layerNorm(x, "v.post_ln")
@@ -183,45 +199,51 @@ func (b *clipGB) gemma3(v arch.VisionEncoder, flash bool) *tensor {
 func (b *clipGB) patchEmbed(v arch.VisionEncoder, size int64) *tensor {
 	patch := int64(v.PatchSize)
 	raw := b.Input("inp_raw", gguf.TypeF32, size, size, 3, 1)
-	kernel := b.weight("v.patch_embd.weight")
-	colType := gguf.TypeF16
-	if kernel.Type() == gguf.TypeBF16 {
-		colType = gguf.TypeF32
-	}
-	col := b.Im2Col(kernel, raw, patch, patch, colType)
-	c, k := col.Ne(), kernel.Ne()
-	x := b.MulMat(b.Reshape(col, c[0], c[3]*c[2]*c[1]), b.Reshape(kernel, k[0]*k[1]*k[2], k[3]))
-	x = b.Reshape(x, c[1], c[2], c[3], k[3])
-	x = b.Cont(b.Permute(x, 0, 1, 3, 2))
+	x := b.conv2d(b.weight("v.patch_embd.weight"), raw, patch)
 	side := size / patch
 	x = b.Reshape(x, side*side, int64(v.Embd), 1)
 	x = b.Cont(b.Transpose(x))
 	return b.add(x, "v.patch_embd.bias")
 }
 
-// vitLayer is one layer of build_vit for an encoder with separate Q, K
-// and V, layer norms and a plain GELU feed-forward (SigLIP).
-func (b *clipGB) vitLayer(inpL *tensor, v arch.VisionEncoder, il int, flash bool) *tensor {
+// vitOpts is how one encoder's layers differ within build_vit.
+type vitOpts struct {
+	rms   bool                  // RMS norms, layer norms otherwise
+	rope  func(*tensor) *tensor // applied to Q and K; nil for none
+	mask  *tensor               // the attention mask, nil for none
+	flash bool
+	// act is the activation of a feed-forward without a gate; one with
+	// a gate is gated by it (GLU of the gate by the up).
+	act ggml.UnaryFunc
+}
+
+// vitBlock is one layer of build_vit for an encoder with separate Q, K
+// and V: norm, the attention (with RoPE and a mask where o has them),
+// the residual, norm, the feed-forward and the residual.
+func (b *clipGB) vitBlock(inpL *tensor, v arch.VisionEncoder, il int, o vitOpts) *tensor {
 	p := "v.blk." + strconv.Itoa(il) + "."
 	n := inpL.Ne()[1]
 	heads := int64(v.Heads)
 	head := int64(v.Embd) / heads
-	cur := b.layerNorm(inpL, p+"ln1")
+	cur := b.norm(inpL, p+"ln1", o.rms)
 	q := b.Reshape(b.linear(cur, p+"attn_q"), head, heads, n, 1)
 	k := b.Reshape(b.linear(cur, p+"attn_k"), head, heads, n, 1)
 	vv := b.Reshape(b.linear(cur, p+"attn_v"), head, heads, n, 1)
-	cur = b.attn(q, k, vv, flash)
+	if o.rope != nil {
+		q, k = o.rope(q), o.rope(k)
+	}
+	cur = b.attnMask(q, k, vv, o.mask, o.flash)
 	cur = b.linear(cur, p+"attn_out")
 	cur = b.Add(cur, inpL)
 	inpL = cur
-	cur = b.layerNorm(cur, p+"ln2")
-	cur = b.linear(cur, p+"ffn_up")
-	cur = b.UnaryOf(ggml.UnaryGELU, cur)
+	cur = b.norm(cur, p+"ln2", o.rms)
+	up := b.linear(cur, p+"ffn_up")
+	if b.weight(p+"ffn_gate.weight") != nil {
+		cur = b.GLU(b.linear(cur, p+"ffn_gate"), up)
+	} else {
+		cur = b.UnaryOf(o.act, up)
+	}
 	cur = b.linear(cur, p+"ffn_down")
 	return b.Add(inpL, cur)
 }
 
-// attn is clip's build_attn without a mask (attnMask).
-func (b *clipGB) attn(q, k, v *tensor, flash bool) *tensor {
-	return b.attnMask(q, k, v, nil, flash)
-}
