@@ -246,4 +246,3 @@ func (b *clipGB) vitBlock(inpL *tensor, v arch.VisionEncoder, il int, o vitOpts)
 	cur = b.linear(cur, p+"ffn_down")
 	return b.Add(inpL, cur)
 }
-
