@@ -63,6 +63,11 @@ type Layer struct {
 	RDim, SDim int
 	// FF is the feed-forward width of this layer (0 for none).
 	FF int
+	// IndexKDim is the width of the lightning indexer's key row that a
+	// DeepSeek Sparse Attention layer caches beside its MLA latent (one
+	// key head: indexer.key_length), in a second cache of its own; 0 for
+	// none.
+	IndexKDim int
 }
 
 // Model is what the accountant needs to know about an architecture.
@@ -78,6 +83,9 @@ type Model struct {
 	Window int
 	// MLA is DeepSeek-style multi-head latent attention.
 	MLA bool
+	// Indexer is DeepSeek Sparse Attention's lightning indexer (deepseek32);
+	// nil without one.
+	Indexer *Indexer
 	// Experts: total, used per token, and each expert's FF width.
 	NExpert, NExpertUsed, NFFExpert int
 	// ExpertGroups and ExpertGroupsUsed are expert_group_count and

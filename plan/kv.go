@@ -13,6 +13,9 @@ import (
 func kvBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Device, layerDev []string) []Buffer {
 	full := map[string]int64{}
 	swa := map[string]int64{}
+	// DeepSeek Sparse Attention's indexer keys: a second cache, allocated
+	// after the MLA one (llama_kv_cache_dsa), K only in the K type.
+	index := map[string]int64{}
 	// largest is each device's largest K or V tensor (one per layer, all
 	// streams): llama.cpp aborts the load when a device cannot run an op
 	// on one (Vulkan's maxStorageBufferRange), which the tally checks.
@@ -62,9 +65,13 @@ func kvBuffers(m *arch.Model, c graph.Context, p Profile, cpu Device, gpus []Dev
 			bytes += vBytes
 		}
 		target[dev] += bytes
+		if l.IndexKDim > 0 {
+			ik, _ := c.TypeK.RowSize(uint64(l.IndexKDim))
+			index[dev] += int64(ik) * cells * int64(c.NStream)
+		}
 	}
 	var out []Buffer
-	for _, caches := range []map[string]int64{full, swa} {
+	for _, caches := range []map[string]int64{full, index, swa} {
 		for _, dev := range order {
 			if n, ok := caches[dev]; ok {
 				out = append(out, Buffer{Device: dev, BufferType: bufferTypeOn(dev, gpus), Kind: KindKV, Bytes: n, Largest: largest[dev]})

@@ -16,6 +16,7 @@ var archBlocks = map[string]func(*tensors, Shape){
 	"lfm2":          lfm2Blocks,
 	"mamba2":        mamba2Blocks,
 	"deepseek2":     deepseek2Blocks,
+	"deepseek32":    deepseek32Blocks,
 	"gemma2":        gemma3Blocks,
 	"olmo2":         olmo2Blocks,
 	"cohere2":       cohere2Blocks,

@@ -75,6 +75,10 @@ func (s Shape) validate() error {
 		s.MoE.NextN >= s.Layers || s.MoE.LeadingDense > s.Layers) {
 		return fmt.Errorf("synth: shape %q has an invalid expert layout", s.Name)
 	}
+	if s.DSA != nil && (s.MLA == nil || s.MLA.QLoraRank <= 0 || s.DSA.Heads <= 0 || s.DSA.HeadDim <= 0 || s.DSA.TopK <= 0) {
+		// The indexer's queries come from the q LoRA.
+		return fmt.Errorf("synth: shape %q has an indexer without MLA's q LoRA", s.Name)
+	}
 	if s.Conv != nil && slices.ContainsFunc(s.Conv.AttnLayers, func(il int) bool { return il < 0 || il >= s.Layers }) {
 		return fmt.Errorf("synth: shape %q names an attention layer beyond its %d layers", s.Name, s.Layers)
 	}
@@ -258,7 +262,7 @@ func headDimMetadata(k keys, s Shape) {
 	}
 	// The granite converter is llama's, keys and all.
 	switch s.Arch {
-	case "llama", "mistral3", "deepseek2", "granite", "smollm3":
+	case "llama", "mistral3", "deepseek2", "deepseek32", "granite", "smollm3":
 		k.u32("vocab_size", s.Vocab)
 	}
 	switch s.Arch {
@@ -330,6 +334,11 @@ func mixerMetadata(k keys, s Shape) {
 		k.u32("attention.key_length_mla", m.NopeDim+m.RopeDim)
 		k.u32("attention.value_length_mla", m.VDim)
 		k.u32("rope.dimension_count", m.RopeDim)
+	}
+	if d := s.DSA; d != nil {
+		k.u32("attention.indexer.head_count", d.Heads)
+		k.u32("attention.indexer.key_length", d.HeadDim)
+		k.u32("attention.indexer.top_k", d.TopK)
 	}
 	if c := s.Conv; c != nil {
 		k.u32("shortconv.l_cache", c.LCache)

@@ -274,6 +274,19 @@ var shapes = map[string]Shape{
 		MLA:    &MLA{QLoraRank: 1536, KVLoraRank: 512, RopeDim: 64, NopeDim: 128, VDim: 128},
 		Rope:   &Rope{Type: "yarn", Factor: 40, OrigCtx: 4096, YarnLogMul: 0.1},
 		Source: "DeepSeek-V3-family config.json, not read here from deepseek-ai/DeepSeek-V3.1 itself: values as in several published copies of the V3/R1 config, which V3.1 shares (61 layers, hidden_size 7168, 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128, intermediate_size 18432, 256 routed experts (8 per token) of 2048, 1 shared, first_k_dense_replace 3, sigmoid scoring in n_group 8 of which topk_group 4 are kept, norm_topk_prob, routed_scaling_factor 2.5, vocab_size 129280, max_position_embeddings 163840, yarn factor 40 over 4096 with mscale_all_dim 1, rope_theta 1e4, untied)"},
+	// DeepSeek V3.2 (and V3.2-Exp): V3.1's layers with DeepSeek Sparse
+	// Attention's lightning indexer in each (64 query heads of 128 from the
+	// q LoRA, one key head of 128, the best 2048 tokens kept). The MTP
+	// block (num_nextn_predict_layers 1) is left out, as converters before
+	// llama.cpp's MTP export and with --no-mtp write it: 61 blocks.
+	"deepseek-v3.2": {Name: "DeepSeek-V3.2", Arch: "deepseek32", Layers: 61, Embd: 7168, Heads: 128, HeadsKV: 128, FF: 18432,
+		Vocab: 129280, CtxTrain: 163840, RopeTheta: 10000, NormEps: 1e-6, Tokenizer: "gpt2", TokenizerPre: "deepseek-v3",
+		MoE: &MoE{Experts: 256, Used: 8, FF: 2048, Shared: 1, LeadingDense: 3, GatingFunc: 2, WeightsScale: 2.5,
+			WeightsNorm: true, Groups: 8, GroupsUsed: 4},
+		MLA:    &MLA{QLoraRank: 1536, KVLoraRank: 512, RopeDim: 64, NopeDim: 128, VDim: 128},
+		DSA:    &DSA{Heads: 64, HeadDim: 128, TopK: 2048},
+		Rope:   &Rope{Type: "yarn", Factor: 40, OrigCtx: 4096, YarnLogMul: 0.1},
+		Source: "deepseek-ai/DeepSeek-V3.2-Exp config.json (DeepseekV32ForCausalLM), not read here: V3.1's values (see deepseek-v3.1) with index_n_heads 64, index_head_dim 128 and index_topk 2048, the keys llama.cpp's DeepseekV32Model converter writes as attention.indexer.*"},
 	// Kimi K2: DeepSeek V3's layout with 384 experts, 64 heads and one
 	// leading dense layer.
 	"kimi-k2": {Name: "Kimi-K2-Instruct", Arch: "deepseek2", Layers: 61, Embd: 7168, Heads: 64, HeadsKV: 64, FF: 18432,

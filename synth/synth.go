@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -47,9 +48,11 @@ type Shape struct {
 	Specials map[int]string
 	Source   string // where the hyperparameters come from
 
-	MoE  *MoE       // mixture of experts
-	SWA  *SWA       // sliding-window attention on some layers
-	MLA  *MLA       // multi-head latent attention (deepseek2)
+	MoE *MoE // mixture of experts
+	SWA *SWA // sliding-window attention on some layers
+	MLA *MLA // multi-head latent attention (deepseek2)
+	// DSA is DeepSeek Sparse Attention's lightning indexer (deepseek32).
+	DSA  *DSA
 	Conv *ShortConv // gated short convolutions instead of attention on some layers (lfm2)
 	SSM  *SSM       // Mamba-2 state-space layers
 	Rope *Rope      // rope scaling as written in the GGUF
@@ -184,6 +187,15 @@ type MLA struct {
 	VDim       int // v_head_dim
 }
 
+// DSA describes DeepSeek Sparse Attention's lightning indexer: its own
+// query heads (from the q LoRA) over one key head per token, which it keeps
+// in a cache of its own, and the number of tokens it lets MLA attend to.
+type DSA struct {
+	Heads   int // index_n_heads
+	HeadDim int // index_head_dim
+	TopK    int // index_topk
+}
+
 // ShortConv describes LFM2's layers: AttnLayers use attention, the others a
 // gated short convolution whose state cache holds LCache-1 columns.
 type ShortConv struct {
@@ -249,8 +261,33 @@ func Lookup(name string) (Shape, bool) {
 		s.Source += "; with the one MTP block (mtp_num_hidden_layers 1) current conversions append"
 		return s, true
 	}
-	s, ok := shapes[name]
-	return s, ok
+	if s, ok := shapes[name]; ok {
+		return s, true
+	}
+	return firstLayers(name)
+}
+
+// firstLayers is a shape's name with "-<N>l" after it: the shape cut to
+// its first N layers, a file llama-server loads in a few GiB where the
+// whole model would not fit, for goldens of the largest models. Only
+// shapes whose layers are all described by per-layer rules that survive
+// the cut (no layer pattern strings, NextN blocks or shared KV) take it.
+func firstLayers(name string) (Shape, bool) {
+	cut := strings.LastIndex(name, "-")
+	count, isLayers := strings.CutSuffix(name[cut+1:], "l")
+	n, err := strconv.Atoi(count)
+	if cut < 0 || !isLayers || err != nil {
+		return Shape{}, false
+	}
+	s, found := shapes[name[:cut]]
+	if !found || n <= 0 || n >= s.Layers || s.SSM != nil || s.Conv != nil || s.AltUp != nil ||
+		s.PLE != nil || s.Global != nil || (s.MoE != nil && (s.MoE.NextN > 0 || n <= s.MoE.LeadingDense)) {
+		return Shape{}, false
+	}
+	s.Name = fmt.Sprintf("%s (first %d of %d layers)", s.Name, n, s.Layers)
+	s.Source += fmt.Sprintf("; cut to its first %d layers", n)
+	s.Layers = n
+	return s, true
 }
 
 // mtpSuffix names a Qwen3.5 shape with its MTP block (Lookup).

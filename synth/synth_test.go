@@ -98,6 +98,10 @@ func TestShapesMatchPublishedParameterCounts(t *testing.T) {
 		// 671B, 685B with it).
 		{"deepseek-v3.1", 671026419200},
 		// Published: 1T total.
+		// V3.1's count plus the lightning indexer's 13,959,424 a layer
+		// (q_b 1536x8192, k 7168x128, its norm, proj 7168x64), without
+		// the MTP block.
+		{"deepseek-v3.2", 671877944064},
 		{"kimi-k2", 1026408232448},
 		// Untied embedding and output (published: 8.89B).
 		{"nemotron-nano-9b-v2", 8888227328},

@@ -300,6 +300,18 @@ export const cases = [
         {contextSize: 4096, sequences: 2, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
     ]),
 
+    // DeepSeek V3.2: V3's MLA and 256 experts with DeepSeek Sparse
+    // Attention's lightning indexer, whose keys have a cache of their own
+    // (128 a token and layer, in the cache's type). Its first 5 of 61
+    // layers (3 dense, 2 of experts, the last with the output rows only):
+    // a 17.7 GiB sparse Q5_K_M file, where the whole model's 460 GiB would
+    // page far more than the warm-up's experts in.
+    ...sweep("deepseek-v3.2-5l", "Q5_K_M", [
+        {contextSize: 4096},
+        {contextSize: 8192, flashAttention: true},
+        {contextSize: 4096, sequences: 2, flashAttention: true, cacheK: "q8_0", cacheV: "q8_0"}
+    ]),
+
     // Qwen3.5 / 3.6 dense: Qwen3-Next's gated DeltaNet / gated attention
     // layers with a dense FFN and four position rows a token (multi-section
     // RoPE). The 0.8B has as many key heads as value heads; the 27B (a

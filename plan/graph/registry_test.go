@@ -28,7 +28,9 @@ func TestRegistriesAgree(t *testing.T) {
 	}
 	// Shapes written as an architecture arch does not model, on purpose
 	// (what synth's --as does to any shape when it writes the file).
-	otherArch := map[string]string{}
+	otherArch := map[string]string{
+		"deepseek-v3.2": "deepseek32: arch reads its indexer and caches (arch/dsa.go), but the lightning indexer's graph is not replayed yet, and a rough compute figure came 26-37% under llama-server's, so the architecture stays with llama.cpp's projection",
+	}
 
 	graphs := graph.Architectures()
 	modeled := arch.Known()
