@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"strconv"
 	"sync"
 
@@ -35,6 +36,9 @@ type Companions struct {
 	// projCPU is the replayed CPU compute buffer of the projector, by
 	// whether clip runs it with flash attention (-1: not replayed).
 	projCPU map[bool]int64
+	// projGPU is the replayed compute buffers of the projector on a GPU
+	// and the host: nil where it is not replayed.
+	projGPU map[projKey][]Buffer
 }
 
 // Companion names in Buffer.Model.
@@ -71,7 +75,7 @@ func (c *Companions) buffers(ctx graph.Context, p Profile, cpu Device, gpus []De
 	}
 	var out []Buffer
 	if c.Projector != nil {
-		out = append(out, c.projectorBuffers(ctx, p.FlashAttn, cpu, gpus)...)
+		out = append(out, c.projectorBuffers(ctx, p.FlashAttn, p.rules(), cpu, gpus)...)
 	}
 	if c.Draft != nil {
 		d, err := c.draftBuffers(ctx, p, cpu, gpus)
@@ -101,7 +105,7 @@ const projectorReplayNote = "replay of ggml's allocator on clip's encoder graph 
 // replayed where headroom has it (Gemma 3's, Pixtral's, Qwen2-VL's and
 // Qwen2.5-VL's); elsewhere, and on a GPU, its compute buffer is
 // estimated.
-func (c *Companions) projectorBuffers(ctx graph.Context, fa FlashAttn, cpu Device, gpus []Device) []Buffer {
+func (c *Companions) projectorBuffers(ctx graph.Context, fa FlashAttn, rules builds.Rules, cpu Device, gpus []Device) []Buffer {
 	dev := cpu
 	if !c.ProjectorOnCPU {
 		if g := offloadGPU(gpus); g != nil {
@@ -119,10 +123,16 @@ func (c *Companions) projectorBuffers(ctx graph.Context, fa FlashAttn, cpu Devic
 		// on wherever the backend runs the encoder's attention, which
 		// the CPU always does (clip_model_loader::warmup).
 		replayed := false
-		if dev.Name == cpu.Name {
+		switch {
+		case dev.Name == cpu.Name:
 			var n int64
 			if n, replayed = c.projectorCPUCompute(fa != FlashOff); replayed {
 				out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: KindCompute, Model: ModelProjector, Bytes: n, Note: projectorReplayNote})
+			}
+		case dev.Backend == "Vulkan" && c.Projector.Type != "" && vulkanProjectorReplay[c.Projector.Type]:
+			var bufs []Buffer
+			if bufs, replayed = c.projectorGPUCompute(fa != FlashOff, rules, cpu, dev); replayed {
+				out = append(out, bufs...)
 			}
 		}
 		if !replayed {
@@ -150,6 +160,73 @@ func projectorEstimate(v arch.VisionEncoder, flash bool, dev, cpu Device) []Buff
 	if dev.Name != cpu.Name {
 		pixels := int64(v.Warmup()) * int64(v.Warmup()) * 3 * 4
 		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Model: ModelProjector, Bytes: pixels, Note: projectorNote})
+	}
+	return out
+}
+
+// vulkanProjectorReplay are the projector types whose encoder graph is
+// replayed on Vulkan as clip's scheduler splits it: measured on llvmpipe
+// (plan/testdata/projector.json). Pixtral's is not: the backend's
+// reorder lowers its peak with flash attention where the model of it
+// does not (vulkan_not_replayed there). Nor is Qwen's: llvmpipe refuses
+// its masked flash attention and binds none of its largest tensors, and
+// the scheduler model does not know which ops Vulkan takes.
+var vulkanProjectorReplay = map[string]bool{"gemma3": true}
+
+// projectorVulkanNote marks the projector's compute buffers from the
+// replay of clip's scheduler on a Vulkan device and the host.
+const projectorVulkanNote = "replay of ggml's scheduler and allocator on clip's encoder graph at its warm-up image, its weights on the GPU and its inputs on the host, as libmtmd reserves it (measured on Vulkan over Mesa llvmpipe)"
+
+// projectorGPUCompute is the compute buffers clip's scheduler reserves
+// for the encoder with its weights on dev: dev's and the host's (the
+// graph's inputs, in the CPU backend's own buffer type), and whether
+// headroom replays this projector there.
+func (c *Companions) projectorGPUCompute(flash bool, rules builds.Rules, cpu, dev Device) ([]Buffer, bool) {
+	key := projKey{flash, cpu.Name, dev.Name}
+	c.mu.Lock()
+	cached, ok := c.projGPU[key]
+	c.mu.Unlock()
+	if ok {
+		return cached, cached != nil
+	}
+	out := c.projectorSched(flash, rules, cpu, dev)
+	c.mu.Lock()
+	if c.projGPU == nil {
+		c.projGPU = map[projKey][]Buffer{}
+	}
+	c.projGPU[key] = out
+	c.mu.Unlock()
+	return out, out != nil
+}
+
+// projKey is what a GPU replay of the projector depends on besides the
+// projector.
+type projKey struct {
+	flash    bool
+	cpu, gpu string
+}
+
+// projectorSched replays clip's scheduler for projectorGPUCompute; nil
+// where the graph is not replayed.
+func (c *Companions) projectorSched(flash bool, rules builds.Rules, cpu, dev Device) []Buffer {
+	g, ok := graph.ProjectorGraphOn(c.Projector, flash, dev.Name)
+	if !ok {
+		return nil
+	}
+	// clip's scheduler: the GPU then the CPU, each with its default
+	// buffer type, op offload on, no pipeline copies.
+	o := ggml.Sched{CPU: cpu.Name, Mem: &ggml.Arena{}, Offload: true, OffloadTo: dev.Name, Copies: 1,
+		MaxAlloc:     map[string]int64{dev.Name: dev.MaxAlloc},
+		Optimize:     map[string]ggml.Optimizer{dev.Name: ggml.OptVulkan},
+		NoBroadcast3: map[string]bool{dev.Name: true},
+		Buffers: map[string]ggml.BufferType{cpu.Name: {Align: cpuAlign},
+			dev.Name: {Align: dev.alignment(), MaxSize: dev.computeChunk()}},
+		Rules: rules,
+	}
+	sizes := o.Measure(g)
+	out := []Buffer{{Device: dev.Name, BufferType: dev.bufferType(), Kind: KindCompute, Model: ModelProjector, Bytes: sizes[dev.Name], Note: projectorVulkanNote}}
+	if n := sizes[cpu.Name]; n > 0 {
+		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Model: ModelProjector, Bytes: n, Note: projectorVulkanNote})
 	}
 	return out
 }

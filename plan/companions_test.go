@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/headroom-llm/headroom/builds"
 	"slices"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestProjectorBuffers(t *testing.T) {
 			if !c.flash {
 				fa = FlashOff
 			}
-			got := comp.projectorBuffers(graph.Context{Flash: c.flash}, fa, cpu, c.gpus)
+			got := comp.projectorBuffers(graph.Context{Flash: c.flash}, fa, builds.Default(), cpu, c.gpus)
 			if len(got) != len(c.want) {
 				t.Fatalf("%d buffers, want %d: %+v", len(got), len(c.want), got)
 			}

@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/headroom-llm/headroom/builds"
 	"os"
 	"strings"
 	"testing"
@@ -21,11 +22,16 @@ type projectorGolden struct {
 		Vision        synth.Vision
 		Type          string
 		FlashAttn     FlashAttn `json:"flash_attn"`
-		Logged        struct {
+		// Backend is "Vulkan" for a load on llvmpipe (the machine of
+		// conformance/testdata/llvmpipe-machine.json), "" for the CPU.
+		Backend string
+		Logged  struct {
 			Flash      string
 			ComputeMiB string `json:"compute_mib"`
-			Nodes      int
-			ModelMiB   string `json:"model_mib"`
+			// HostMiB is the CPU compute buffer beside a GPU's.
+			HostMiB  string `json:"host_mib"`
+			Nodes    int
+			ModelMiB string `json:"model_mib"`
 		}
 	}
 }
@@ -78,27 +84,42 @@ func TestProjectorReplayGolden(t *testing.T) {
 				t.Errorf("%d nodes, llama-server logged %d", n, l.Logged.Nodes)
 			}
 			comp := &Companions{Projector: proj, ProjectorName: "mmproj.gguf"}
+			var gpus []Device
+			if l.Backend == "Vulkan" {
+				gpus = []Device{llvmpipe}
+			}
 			// The text context's own flash setting must not matter: clip
 			// resolves -fa by itself.
-			bufs := comp.projectorBuffers(graph.Context{Flash: !flash}, l.FlashAttn, cpu, nil)
-			var compute []Buffer
+			bufs := comp.projectorBuffers(graph.Context{Flash: !flash}, l.FlashAttn, builds.Default(), cpu, gpus)
+			compute := map[string]Buffer{}
 			for _, b := range bufs {
 				if b.Kind == KindCompute {
-					compute = append(compute, b)
+					compute[b.Device] = b
 				}
 			}
-			if len(compute) != 1 {
-				t.Fatalf("compute buffers %+v, want one on the CPU", compute)
+			want := map[string]string{"CPU": l.Logged.ComputeMiB}
+			if l.Backend == "Vulkan" {
+				want = map[string]string{"Vulkan0": l.Logged.ComputeMiB, "CPU": l.Logged.HostMiB}
 			}
-			if got := loggedMiB(compute[0].Bytes); got != l.Logged.ComputeMiB {
-				t.Errorf("compute %s MiB (%d bytes), llama-server logged %s (%s)", got, compute[0].Bytes, l.Logged.ComputeMiB, l.Command)
+			if len(compute) != len(want) {
+				t.Fatalf("compute buffers %+v, want %v", compute, want)
 			}
-			if !strings.HasPrefix(compute[0].Note, "replay") {
-				t.Errorf("note %q does not say it is a replay", compute[0].Note)
+			for dev, mib := range want {
+				b := compute[dev]
+				if got := loggedMiB(b.Bytes); got != mib {
+					t.Errorf("%s compute %s MiB (%d bytes), llama-server logged %s (%s)", dev, got, b.Bytes, mib, l.Command)
+				}
+				if !strings.HasPrefix(b.Note, "replay") {
+					t.Errorf("note %q does not say it is a replay", b.Note)
+				}
 			}
 		})
 	}
 }
+
+// llvmpipe is the Vulkan device of the projector's Vulkan goldens, as
+// conformance/testdata/llvmpipe-machine.json describes it.
+var llvmpipe = Device{Name: "Vulkan0", Backend: "Vulkan", Free: 2 << 30, MaxAlloc: 128 << 20, Align: 16, HostAlign: 64}
 
 // TestProjectorOtherTypesEstimated checks that a projector type headroom
 // does not replay keeps the estimate and says so, on the CPU as well.
@@ -119,9 +140,47 @@ func TestProjectorOtherTypesEstimated(t *testing.T) {
 	qwenBroken.Tensors = qwen.Tensors[:len(qwen.Tensors)/2]
 	for _, p := range []*arch.Projector{&other, &broken, &qwenBroken} {
 		comp := &Companions{Projector: p, ProjectorName: "mmproj.gguf"}
-		bufs := comp.projectorBuffers(graph.Context{Flash: true}, FlashAuto, Device{Name: "CPU", Backend: "CPU"}, nil)
+		bufs := comp.projectorBuffers(graph.Context{Flash: true}, FlashAuto, builds.Default(), Device{Name: "CPU", Backend: "CPU"}, nil)
 		if len(bufs) != 2 || bufs[1].Kind != KindCompute || bufs[1].Note != projectorNote {
 			t.Errorf("%s projector: %+v, want the estimate with its note", p.Type, bufs)
+		}
+	}
+}
+
+// TestProjectorGPUEstimated: on a GPU only Gemma 3's encoder on Vulkan is
+// replayed; Pixtral's and Qwen's on Vulkan, and every type on CUDA, keep
+// the estimate (its compute buffer on the GPU, the pixels on the host).
+func TestProjectorGPUEstimated(t *testing.T) {
+	cuda := Device{Name: "CUDA0", Backend: "CUDA", Free: 24 << 30}
+	cases := []struct {
+		v      synth.Vision
+		gpu    Device
+		replay bool
+	}{
+		{synth.Vision{ImageSize: 448, PatchSize: 14, Embd: 768, FF: 3072, Heads: 12, Blocks: 4, TextEmbd: 1152}, llvmpipe, true},
+		{synth.SigLIP896, cuda, false},
+		{synth.MistralVision, llvmpipe, false},
+		{synth.Qwen25VL7B, llvmpipe, false},
+	}
+	for _, c := range cases {
+		proj, err := synth.ProjectorModel(c.v, gguf.TypeF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comp := &Companions{Projector: proj, ProjectorName: "mmproj.gguf"}
+		bufs := comp.projectorBuffers(graph.Context{Flash: true}, FlashAuto, builds.Default(), Device{Name: "CPU", Backend: "CPU"}, []Device{c.gpu})
+		var notes []string
+		for _, b := range bufs {
+			if b.Kind == KindCompute {
+				notes = append(notes, b.Device+": "+b.Note)
+			}
+		}
+		want := projectorNote
+		if c.replay {
+			want = projectorVulkanNote
+		}
+		if len(notes) != 2 || !strings.HasSuffix(notes[0], want) || !strings.HasSuffix(notes[1], want) || !strings.HasPrefix(notes[0], c.gpu.Name) {
+			t.Errorf("%s on %s: compute %q, want the GPU's and the host's with %q", proj.Type, c.gpu.Name, notes, want)
 		}
 	}
 }
