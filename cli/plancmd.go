@@ -44,8 +44,8 @@ the GPUs, the routed experts of the fewest leading layers in system memory
 memory) falls short, layers are filled back to front and pinned with -ts.
 A projector (--mmproj) and a draft model (-md) are counted in every
 candidate (the projector's compute buffer is a rough estimate, but for
-Gemma 3's encoder on the CPU, which is replayed) and their flags are part
-of the plan's.
+Gemma 3's, Pixtral's and Qwen2/2.5-VL's encoders on the CPU and Gemma 3's
+on Vulkan, which are replayed) and their flags are part of the plan's.
 Tensor overrides (-ot) are kept as given in every candidate and only
 checked, as llama.cpp's fit keeps them.
 An architecture headroom does not model (docs/coverage.md) is planned on
