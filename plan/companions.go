@@ -1,10 +1,10 @@
 package plan
 
 import (
-	"github.com/headroom-llm/headroom/builds"
 	"strconv"
 	"sync"
 
+	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/plan/ggml"
 	"github.com/headroom-llm/headroom/plan/graph"
@@ -101,9 +101,9 @@ const projectorReplayNote = "replay of ggml's allocator on clip's encoder graph 
 // weight in the buffer of the first GPU (or the CPU with
 // --no-mmproj-offload), the encoder's compute buffer there, and a host
 // compute buffer holding the graph's inputs, of which the image's
-// pixels in f32 are nearly all. On the CPU the encoder's graph is
-// replayed where headroom has it (Gemma 3's, Pixtral's, Qwen2-VL's and
-// Qwen2.5-VL's); elsewhere, and on a GPU, its compute buffer is
+// pixels in f32 are nearly all. The encoder's graph is replayed where
+// headroom has it (on the CPU Gemma 3's, Pixtral's, Qwen2-VL's and
+// Qwen2.5-VL's; on Vulkan Gemma 3's); elsewhere its compute buffer is
 // estimated.
 func (c *Companions) projectorBuffers(ctx graph.Context, fa FlashAttn, rules builds.Rules, cpu Device, gpus []Device) []Buffer {
 	dev := cpu
