@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/plan/ggml"
 	"github.com/headroom-llm/headroom/plan/graph"
 )
