@@ -1,10 +1,10 @@
 package plan
 
 import (
-	"github.com/headroom-llm/headroom/builds"
 	"slices"
 	"testing"
 
+	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/plan/graph"

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
-
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/synth"
 )

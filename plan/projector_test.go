@@ -3,12 +3,12 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/headroom-llm/headroom/builds"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/headroom-llm/headroom/arch"
+	"github.com/headroom-llm/headroom/builds"
 	"github.com/headroom-llm/headroom/gguf"
 	"github.com/headroom-llm/headroom/plan/graph"
 	"github.com/headroom-llm/headroom/synth"
