@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/headroom-llm/headroom/report"
 	"io"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/headroom-llm/headroom/hw"
 	"github.com/headroom-llm/headroom/internal/term"
 	"github.com/headroom-llm/headroom/plan"
+	"github.com/headroom-llm/headroom/report"
 	"github.com/headroom-llm/headroom/speed"
 )
 
