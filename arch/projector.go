@@ -71,6 +71,20 @@ const qwenWarmupTokens = 46
 // (set_warmup_n_tokens(256)), whose merge is 1 unless the file says.
 const pixtralWarmupTokens = 16
 
+// ImageTokensKeepWarmup reports whether clip warms a projector of type
+// typ up at the same image whatever --image-min-tokens and
+// --image-max-tokens say: measured with the pinned build for Gemma 3's
+// (a fixed image), Pixtral's and Qwen's (a fixed token count; the bounds
+// apply to the images encoded later). Other types set their warm-up from
+// the bounds, or were not measured.
+func ImageTokensKeepWarmup(typ string) bool {
+	switch typ {
+	case "gemma3", "pixtral", "qwen2vl_merger", "qwen2.5vl_merger":
+		return true
+	}
+	return false
+}
+
 // warmupSize is the warm-up image side clip_model_loader picks for a
 // vision encoder of projector type typ.
 func warmupSize(typ string, v *VisionEncoder) int {

@@ -18,11 +18,14 @@ import (
 func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, target *gguf.Model) (*plan.Companions, error) {
 	var mmproj, draft string
 	var noOffload bool
+	var imageMin, imageMax int
 	ngld := &request.GPULayers{N: plan.GPULayersAuto}
 	fs.StringVar(&mmproj, "mm", "", "a multimodal projector (mmproj GGUF: a path, URL or hf: reference) loaded beside the model; its memory is counted, and the plan's flags pass it on as given (llama-server needs a local file)")
 	fs.alias("mm", "mmproj")
 	fs.BoolVar(&noOffload, "no-mmproj-offload", false, "keep the projector in system memory")
 	fs.Bool("mmproj-offload", true, "offload the projector with the model (the default)")
+	fs.IntVar(&imageMin, "image-min-tokens", 0, "the fewest tokens the projector encodes an image to (passed on; gemma3, pixtral and Qwen2/2.5-VL projectors, whose buffers at load it leaves as they are)")
+	fs.IntVar(&imageMax, "image-max-tokens", 0, "the most tokens the projector encodes an image to (as --image-min-tokens)")
 	fs.StringVar(&draft, "md", "", "a speculative-decoding draft model (a path, URL or hf: reference); its weights and one context per slot are counted, and the plan's flags pass it on as given (llama-server needs a local file)")
 	fs.alias("md", "model-draft", "spec-draft-model")
 	fs.Var(ngld, "ngld", "the draft's layers on the GPU: a number, auto or all")
@@ -31,13 +34,19 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, ta
 	refuseHere(fs, "fit and plan read a machine joined over RPC from a file: headroom hw --rpc HOST:PORT --json > m.json, then --machine m.json; headroom serve --rpc joins the rpc-servers itself", "rpc")
 	fs.alias("ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
 	return func(ctx context.Context, env Env, quiet bool, target *gguf.Model) (*plan.Companions, error) {
+		if imageMin < 0 || imageMax < 0 || (imageMax > 0 && imageMin > imageMax) {
+			return nil, usagef("--image-min-tokens %d and --image-max-tokens %d: want counts of at least 1, the least no more than the most", imageMin, imageMax)
+		}
+		if mmproj == "" && (noOffload || imageMin > 0 || imageMax > 0) {
+			return nil, usagef("--no-mmproj-offload and --image-min/max-tokens need --mmproj")
+		}
 		if mmproj == "" && draft == "" {
-			if noOffload || ngld.N != plan.GPULayersAuto {
-				return nil, usagef("--no-mmproj-offload needs --mmproj, and -ngld needs -md")
+			if ngld.N != plan.GPULayersAuto {
+				return nil, usagef("-ngld needs -md")
 			}
 			return nil, nil
 		}
-		c := &plan.Companions{ProjectorOnCPU: noOffload, DraftGPULayers: ngld.N}
+		c := &plan.Companions{ProjectorOnCPU: noOffload, DraftGPULayers: ngld.N, ImageMinTokens: imageMin, ImageMaxTokens: imageMax}
 		if c.DraftGPULayers == request.GPULayersAll {
 			c.DraftGPULayers = plan.GPULayersAuto
 		}
@@ -50,8 +59,9 @@ func companionFlags(fs *flags) func(ctx context.Context, env Env, quiet bool, ta
 				return nil, fmt.Errorf("--mmproj %s: %w", mmproj, err)
 			}
 			c.ProjectorName = mmproj
-		} else if noOffload {
-			return nil, usagef("--no-mmproj-offload needs --mmproj")
+			if (imageMin > 0 || imageMax > 0) && !arch.ImageTokensKeepWarmup(c.Projector.Type) {
+				return nil, usagef("--image-min/max-tokens with a %q projector: clip may warm it up at the bounds, which headroom has not measured for this type; it counts them for gemma3, pixtral, qwen2vl_merger and qwen2.5vl_merger projectors (leave them out to plan this one)", c.Projector.Type)
+			}
 		}
 		if draft != "" {
 			h, err := openModel(ctx, env, draft, quiet)

@@ -24,6 +24,22 @@ func projectorFile(t *testing.T) string {
 	return path
 }
 
+// projectorOfType is Gemma 3's projector file with another
+// clip.projector_type, for the flags that depend on the type.
+func projectorOfType(t *testing.T, typ string) string {
+	t.Helper()
+	b, err := synth.Projector(synth.SigLIP896, gguf.TypeF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Set("clip.projector_type", gguf.StringValue(typ))
+	path := filepath.Join(t.TempDir(), "mmproj-"+typ+".gguf")
+	if err := b.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestFitCountsCompanions(t *testing.T) {
 	model := synthFile(t, "llama-3.1-8b")
 	draft := synthFile(t, "llama-3.2-1b")
@@ -74,7 +90,10 @@ func TestFitCountsCompanions(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--no-mmproj-offload"}, "needs --mmproj"},
+		{[]string{"--no-mmproj-offload"}, "need --mmproj"},
+		{[]string{"--image-max-tokens", "256"}, "need --mmproj"},
+		{[]string{"--mmproj", proj, "--image-min-tokens", "512", "--image-max-tokens", "256"}, "the least no more than the most"},
+		{[]string{"--mmproj", projectorOfType(t, "lfm2"), "--image-max-tokens", "256"}, `"lfm2" projector`},
 		{[]string{"-ngld", "4"}, "needs -md"},
 		{[]string{"--mmproj", draft}, `expected "clip"`},
 		{[]string{"-md", proj}, "not one headroom models"},
@@ -96,12 +115,13 @@ func TestPlanWithCompanions(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	bare := strings.Fields(out)
-	code, out, errs = run(t, "plan", "--quiet", "--machine", "rtx-5070", "--print-args", "--mmproj", proj, "-md", draft, "-ngld", "all", model)
+	code, out, errs = run(t, "plan", "--quiet", "--machine", "rtx-5070", "--print-args", "--mmproj", proj, "-md", draft, "-ngld", "all",
+		"--image-min-tokens", "64", "--image-max-tokens", "256", model)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	flags := strings.Fields(out)
-	for _, f := range [][]string{{"--mmproj", proj}, {"-md", draft}} {
+	for _, f := range [][]string{{"--mmproj", proj}, {"-md", draft}, {"--image-min-tokens", "64"}, {"--image-max-tokens", "256"}} {
 		i := slices.Index(flags, f[0])
 		if i < 0 || i+1 >= len(flags) || flags[i+1] != f[1] {
 			t.Errorf("flags %v lack %v", flags, f)

@@ -48,7 +48,7 @@ func runPull(ctx context.Context, env Env, args []string) error {
 	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of this machine")
 	llama := llamaServerFlag(fs)
 	search := searchFlags(fs)
-	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "md", "model-draft", "spec-draft-model",
+	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "image-min-tokens", "image-max-tokens", "md", "model-draft", "spec-draft-model",
 		"ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
 	force := fs.Bool("force", false, "download even if the model does not fit this machine (says what it overrides)")
 	storeDir := fs.String("store", "", "the store directory (default: see above)")

@@ -25,6 +25,7 @@ import (
 // file: companions of one model, and what reports on one plan.
 var routerPresetRefuses = map[string]bool{
 	"mm": true, "mmproj": true, "no-mmproj-offload": true, "md": true, "model-draft": true,
+	"image-min-tokens": true, "image-max-tokens": true,
 	"ngld": true, "gpu-layers-draft": true, "n-gpu-layers-draft": true,
 	"print-args": true, "json": true, "verify": true, "bench": true,
 }

@@ -66,7 +66,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "serve", "[flags] MODEL", serveHelp)
 	machine := fs.String("machine", "", "assess against a preset or a file from headroom hw --json instead of probing this machine (for tests and dry runs)")
 	search := searchFlags(fs)
-	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "md", "model-draft", "spec-draft-model",
+	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "image-min-tokens", "image-max-tokens", "md", "model-draft", "spec-draft-model",
 		"ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
 	bin := fs.String("llama-server", "", "path to llama-server (default: found on PATH)")
 	eng := fs.String("engine", "", "the llama.cpp `build` the plan is for: serve plans for the llama-server it starts, and refuses an --engine (a commit, bNNNN or a llama-server program) that names another")

@@ -139,7 +139,7 @@ func newServeAPIFlags(env Env) *serveAPIFlags {
 	f.hideRemote = fs.Bool("hide-remote", false, "leave the catalog's variants that are not in the store out of /v1/models (they are still served when named)")
 	f.queue = fs.Int("queue", server.DefaultQueue, "requests that may wait for one model to load; past it they are answered 503 with Retry-After")
 	f.search = searchFlags(fs)
-	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "md", "model-draft", "spec-draft-model",
+	refuseHere(fs, whyServeCompanions, "mm", "mmproj", "mmproj-offload", "no-mmproj-offload", "image-min-tokens", "image-max-tokens", "md", "model-draft", "spec-draft-model",
 		"ngld", "gpu-layers-draft", "n-gpu-layers-draft", "spec-draft-ngl")
 	return f
 }

@@ -85,7 +85,9 @@ func classes() map[string]Class {
 	set(Class{Use: Refused, Why: whyAdapter}, "--lora", "--lora-scaled", "--control-vector", "--control-vector-scaled", "--control-vector-layer-range", "--lora-init-without-apply")
 	set(Class{Use: Refused, Why: whyDraft}, "--spec-draft-override-tensor", "--spec-draft-cpu-moe",
 		"--spec-draft-n-cpu-moe", "--spec-draft-device", "--mmproj-device")
-	set(Class{Use: Refused, Why: whyImages}, "--image-min-tokens", "--image-max-tokens", "--mtmd-batch-max-tokens")
+	set(Class{Use: Modeled, Why: "the projector's image token bounds: clip warms the replayed encoders (gemma3, pixtral, qwen2vl_merger, qwen2.5vl_merger) up at the same image with or without them (measured), so what loads is counted; for other projector types they are refused"},
+		"--image-min-tokens", "--image-max-tokens")
+	set(Class{Use: Refused, Why: whyImages}, "--mtmd-batch-max-tokens")
 	set(Class{Use: Refused, Why: whyRouter}, "--models-dir", "--models-preset", "--models-max", "--models-autoload")
 	set(Class{Use: Refused, Why: whyExits}, "--help", "--version", "--cache-list", "--completion-bash", "--list-devices")
 	set(Class{Use: Refused, Why: whyPreset}, "--embd-gemma-default", "--fim-qwen-1.5b-default", "--fim-qwen-3b-default", "--fim-qwen-7b-default",

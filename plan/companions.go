@@ -22,6 +22,12 @@ type Companions struct {
 	// ProjectorOnCPU is --no-mmproj-offload: the projector stays in
 	// system memory and runs on the CPU.
 	ProjectorOnCPU bool `json:"projector_on_cpu,omitempty"`
+	// ImageMinTokens and ImageMaxTokens are --image-min-tokens and
+	// --image-max-tokens (0: not given), passed on to llama-server; taken
+	// only for projectors whose warm-up they leave as it is
+	// (arch.ImageTokensKeepWarmup).
+	ImageMinTokens int `json:"image_min_tokens,omitempty"`
+	ImageMaxTokens int `json:"image_max_tokens,omitempty"`
 	// Draft is the -md model, DraftName the file as given.
 	Draft     *arch.Model `json:"-"`
 	DraftName string      `json:"draft,omitempty"`
@@ -57,6 +63,12 @@ func (c *Companions) Flags() []string {
 		out = append(out, "--mmproj", c.ProjectorName)
 		if c.ProjectorOnCPU {
 			out = append(out, "--no-mmproj-offload")
+		}
+		if c.ImageMinTokens > 0 {
+			out = append(out, "--image-min-tokens", strconv.Itoa(c.ImageMinTokens))
+		}
+		if c.ImageMaxTokens > 0 {
+			out = append(out, "--image-max-tokens", strconv.Itoa(c.ImageMaxTokens))
 		}
 	}
 	if c.Draft != nil {
