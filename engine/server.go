@@ -374,9 +374,9 @@ func (s *Server) stopRequested() bool {
 
 // Stop ends the server: SIGTERM to its process group (a ready router's
 // child is told on its input instead, as llama-server's router tells it),
-// then SIGKILL if it has not exited after Options.Grace. It returns once the child is reaped,
-// or with ctx's error if ctx ends first. Calling it again, or after the
-// child exited, is harmless.
+// then SIGKILL if it has not exited after Options.Grace. It returns once
+// the child is reaped, or with ctx's error if ctx ends first. Calling it
+// again, or after the child exited, is harmless.
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopMu.Lock()
 	first := !s.stopping
@@ -406,24 +406,23 @@ func (s *Server) stop() {
 	default:
 	}
 	var err error
-	signalled := true
 	if s.stdin != nil {
 		// A router's child reads the router's word on its input once it
 		// is ready, and stops on it; while it loads, only a signal stops
 		// it (its handler is not yet installed, so SIGTERM ends it at
 		// once). A child gone already fails the write.
 		_, werr := io.WriteString(s.stdin, routerExit+"\n")
-		if werr != nil || !s.listening.Load() {
-			err = terminate(s.cmd.Process)
-		} else {
-			signalled = false
-		}
 		// A ready one gets no signal, as llama-server's own router sends
 		// none (server-models.cpp): its handler runs the shutdown inside
 		// whichever thread the signal lands on, taking the task queue's
 		// mutex, and that thread may hold it already; a stop then hangs
 		// until the SIGKILL. Told on its input alone, it ends its answers
 		// in flight and exits (measured: 0.11-0.17 s with a stream open).
+		// Nothing is signalled once it has exited: its group id may name
+		// another process by then.
+		if werr != nil || !s.listening.Load() {
+			err = terminate(s.cmd.Process)
+		}
 	} else {
 		err = terminate(s.cmd.Process)
 	}
@@ -437,13 +436,9 @@ func (s *Server) stop() {
 		}
 		<-s.exited
 	}
-	if !signalled {
-		// Anything it spawned goes with it (a group outlives its leader).
-		kill(s.cmd.Process)
-	}
-	// The reader ends when the last holder of the pipe is gone; the group
-	// was signalled, so that is soon, but a stuck grandchild must not hang
-	// Stop.
+	// The reader ends when the last holder of the pipe is gone: soon,
+	// the child having exited and its group been signalled (if it was),
+	// but a stuck grandchild must not hang Stop.
 	select {
 	case <-s.logDone:
 	case <-time.After(2 * time.Second):
