@@ -196,6 +196,11 @@ func fromGGUF(m *gguf.Model, tensors bool) (*Model, error) {
 	if !ok {
 		return nil, &Incompatible{Unmodeled: true, Reason: fmt.Sprintf("architecture %q is not one headroom models yet (known: %s)", name, strings.Join(Known(), ", "))}
 	}
+	return readModel(m, name, fam, tensors)
+}
+
+// readModel reads a header of architecture name by its family's rules.
+func readModel(m *gguf.Model, name string, fam family, tensors bool) (*Model, error) {
 	h := hparams{m: m, prefix: name + "."}
 	a := &Model{Arch: name}
 	var err error

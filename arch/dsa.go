@@ -2,6 +2,13 @@ package arch
 
 import "fmt"
 
+// pending are the architectures whose weights, caches and output arch
+// reads, held to llama-server's goldens by tests, but whose compute graph
+// is not replayed: FromGGUF refuses them as unmodeled (the accountant's
+// rough compute came 26-37% under llama-server's for deepseek32) until
+// they move to families.
+var pending = map[string]family{"deepseek32": {adjust: deepseek32}}
+
 // Indexer is DeepSeek Sparse Attention's lightning indexer: Heads query
 // heads of HeadDim against one cached key head of HeadDim a token, of which
 // it keeps the TopK best-scoring tokens for MLA to attend to.
