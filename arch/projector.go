@@ -6,6 +6,16 @@ import (
 	"github.com/headroom-llm/headroom/gguf"
 )
 
+// Projector types (clip.projector_type) headroom replays or sizes by
+// their own rules.
+const (
+	ProjectorGemma3  = "gemma3"
+	ProjectorPixtral = "pixtral" // Pixtral's and Mistral 3's
+	ProjectorQwen2VL = "qwen2vl_merger"
+	// ProjectorQwen25VL is Qwen2.5-VL's.
+	ProjectorQwen25VL = "qwen2.5vl_merger"
+)
+
 // Projector is a multimodal projector (an mmproj file, general.architecture
 // "clip") as llama-server's --mmproj loads it through libmtmd: every tensor
 // in one backend buffer, and an encoder graph reserved at a warm-up input.
@@ -79,7 +89,7 @@ const pixtralWarmupTokens = 16
 // the bounds, or were not measured.
 func ImageTokensKeepWarmup(typ string) bool {
 	switch typ {
-	case "gemma3", "pixtral", "qwen2vl_merger", "qwen2.5vl_merger":
+	case ProjectorGemma3, ProjectorPixtral, ProjectorQwen2VL, ProjectorQwen25VL:
 		return true
 	}
 	return false
@@ -90,12 +100,12 @@ func ImageTokensKeepWarmup(typ string) bool {
 func warmupSize(typ string, v *VisionEncoder) int {
 	merge := max(v.SpatialMerge, 1)
 	switch typ {
-	case "qwen2vl_merger", "qwen2.5vl_merger":
+	case ProjectorQwen2VL, ProjectorQwen25VL:
 		if v.SpatialMerge == 0 {
 			merge = 2
 		}
 		return qwenWarmupTokens * v.PatchSize * merge
-	case "pixtral":
+	case ProjectorPixtral:
 		return pixtralWarmupTokens * v.PatchSize * merge
 	}
 	return v.ImageSize

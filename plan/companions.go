@@ -183,7 +183,7 @@ func projectorEstimate(v arch.VisionEncoder, flash bool, dev, cpu Device) []Buff
 // does not (vulkan_not_replayed there). Nor is Qwen's: llvmpipe refuses
 // its masked flash attention and binds none of its largest tensors, and
 // the scheduler model does not know which ops Vulkan takes.
-var vulkanProjectorReplay = map[string]bool{"gemma3": true}
+var vulkanProjectorReplay = map[string]bool{arch.ProjectorGemma3: true}
 
 // projectorVulkanNote marks the projector's compute buffers from the
 // replay of clip's scheduler on a Vulkan device and the host.

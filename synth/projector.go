@@ -41,14 +41,15 @@ func Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 		return nil, fmt.Errorf("synth: vision shape %+v has a zero dimension", v)
 	}
 	switch v.Type {
-	case "", "gemma3":
+	case "", arch.ProjectorGemma3:
 		return gemma3Projector(v, typ)
-	case "pixtral":
+	case arch.ProjectorPixtral:
 		return pixtralProjector(v, typ)
-	case qwen25VL, qwen2VL:
+	case arch.ProjectorQwen25VL, arch.ProjectorQwen2VL:
 		return qwenProjector(v, typ)
 	}
-	return nil, fmt.Errorf("synth: no mmproj layout for projector type %q (gemma3, pixtral, %s, %s)", v.Type, qwen25VL, qwen2VL)
+	return nil, fmt.Errorf("synth: no mmproj layout for projector type %q (%s, %s, %s, %s)", v.Type,
+		arch.ProjectorGemma3, arch.ProjectorPixtral, arch.ProjectorQwen25VL, arch.ProjectorQwen2VL)
 }
 
 // visionHeader starts an mmproj header: clip's keys for an image
@@ -93,7 +94,7 @@ func (a *tensorAdder) add(name string, t gguf.GGMLType, dims ...int) {
 // gemma3Projector is Gemma 3's SigLIP encoder with its pooled projection.
 func gemma3Projector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 	// SigLIP's values, as Gemma 3's converted mmproj files carry them.
-	b := visionHeader(v, "gemma3", 1e-6, []float32{0.5, 0.5, 0.5}, []float32{0.5, 0.5, 0.5})
+	b := visionHeader(v, arch.ProjectorGemma3, 1e-6, []float32{0.5, 0.5, 0.5}, []float32{0.5, 0.5, 0.5})
 	b.Set("clip.use_gelu", gguf.BoolValue(true))
 	ta := &tensorAdder{b: b}
 	add := ta.add

@@ -3,6 +3,7 @@ package synth
 import (
 	"fmt"
 
+	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
 )
 
@@ -13,7 +14,7 @@ import (
 // Instruct-2512 and Mistral-Small-3.1-24B vision_config as published:
 // hidden_size 1024, intermediate_size 4096, 24 layers, 16 heads,
 // patch_size 14, image_size 1540, spatial_merge_size 2; not read here).
-var MistralVision = Vision{Type: "pixtral", ImageSize: 1540, PatchSize: 14, Embd: 1024, FF: 4096, Heads: 16, Blocks: 24, TextEmbd: 3072, Merge: 2}
+var MistralVision = Vision{Type: arch.ProjectorPixtral, ImageSize: 1540, PatchSize: 14, Embd: 1024, FF: 4096, Heads: 16, Blocks: 24, TextEmbd: 3072, Merge: 2}
 
 // pixtralProjector is clip's PROJECTOR_TYPE_PIXTRAL layout as llama.cpp's
 // converter writes it for Pixtral and Mistral 3: RMS norms without
@@ -25,7 +26,7 @@ func pixtralProjector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
 		return nil, fmt.Errorf("synth: a %d-patch side does not merge by %d", v.ImageSize/v.PatchSize, v.Merge)
 	}
 	// Pixtral's processor normalizes with CLIP's mean and spread.
-	b := visionHeader(v, "pixtral", 1e-5, []float32{0.48145466, 0.4578275, 0.40821073}, []float32{0.26862954, 0.26130258, 0.27577711})
+	b := visionHeader(v, arch.ProjectorPixtral, 1e-5, []float32{0.48145466, 0.4578275, 0.40821073}, []float32{0.26862954, 0.26130258, 0.27577711})
 	b.Set("clip.use_silu", gguf.BoolValue(true))
 	if v.Merge > 1 {
 		b.Set("clip.vision.spatial_merge_size", gguf.Uint32Value(uint32(v.Merge)))

@@ -3,13 +3,8 @@ package synth
 import (
 	"fmt"
 
+	"github.com/headroom-llm/headroom/arch"
 	"github.com/headroom-llm/headroom/gguf"
-)
-
-// The Qwen projector types clip reads (clip.projector_type).
-const (
-	qwen25VL = "qwen2.5vl_merger"
-	qwen2VL  = "qwen2vl_merger"
 )
 
 // Qwen25VL7B is Qwen2.5-VL-7B-Instruct's vision tower (its public
@@ -20,7 +15,7 @@ const (
 // image_size is the converter's default (560): clip does not warm the
 // encoder up at it.
 var Qwen25VL7B = Vision{ImageSize: 560, PatchSize: 14, Embd: 1280, FF: 3420, Heads: 16, Blocks: 32, TextEmbd: 3584,
-	Type: qwen25VL, WindowPattern: 8}
+	Type: arch.ProjectorQwen25VL, WindowPattern: 8}
 
 // qwenProjector is the mmproj layout convert_hf_to_gguf.py writes for
 // Qwen2-VL and Qwen2.5-VL (Qwen2VLVisionModel): the 3D patch convolution
@@ -30,7 +25,7 @@ var Qwen25VL7B = Vision{ImageSize: 560, PatchSize: 14, Embd: 1280, FF: 3420, Hea
 // feed-forward and window attention; Qwen2-VL layer norms and a plain
 // feed-forward with quick GELU (no activation key: clip's default).
 func qwenProjector(v Vision, typ gguf.GGMLType) (*gguf.Builder, error) {
-	qwen25 := v.Type == qwen25VL
+	qwen25 := v.Type == arch.ProjectorQwen25VL
 	if qwen25 && v.WindowPattern <= 0 {
 		// clip's loader requires the key for Qwen2.5-VL.
 		return nil, fmt.Errorf("synth: a %s projector needs a window pattern", v.Type)

@@ -12,12 +12,6 @@ import (
 // the encoder of Qwen2-VL's and Qwen2.5-VL's projectors, for a still
 // image at clip's warm-up size (arch.VisionEncoder.Warmup).
 
-// Projector types of the Qwen graph (clip.projector_type).
-const (
-	qwen2VL  = "qwen2vl_merger"
-	qwen25VL = "qwen2.5vl_merger"
-)
-
 // qwenMerge is the side of the patch squares the graph concatenates into
 // one token: clip's graph is written for 2×2 (it reshapes by n_embd*4
 // and n_patches/4 whatever spatial_merge_size says), so another merge

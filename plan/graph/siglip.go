@@ -42,12 +42,12 @@ func ProjectorGraphOn(p *arch.Projector, flash bool, home string) (g *ggml.Graph
 	}
 	v := *p.Vision
 	switch {
-	case p.Type == "gemma3" && b.gemma3Ready(v):
+	case p.Type == arch.ProjectorGemma3 && b.gemma3Ready(v):
 		b.Expand(b.gemma3(v, flash))
-	case p.Type == "pixtral" && b.pixtralReady(v):
+	case p.Type == arch.ProjectorPixtral && b.pixtralReady(v):
 		b.Expand(b.pixtral(v, flash))
-	case (p.Type == qwen2VL || p.Type == qwen25VL) && b.qwenReady(v, p.Type == qwen25VL):
-		b.Expand(b.qwenVL(v, p.Type == qwen25VL, flash))
+	case (p.Type == arch.ProjectorQwen2VL || p.Type == arch.ProjectorQwen25VL) && b.qwenReady(v, p.Type == arch.ProjectorQwen25VL):
+		b.Expand(b.qwenVL(v, p.Type == arch.ProjectorQwen25VL, flash))
 	default:
 		return nil, false
 	}
