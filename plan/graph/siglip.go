@@ -103,12 +103,6 @@ func (b *clipGB) mul(x *tensor, name string) *tensor {
 	return x
 }
 
-// layerNorm is clip's build_norm with NORM_TYPE_NORMAL: ggml_norm, then
-// the weight and the bias where the file has them.
-func (b *clipGB) layerNorm(x *tensor, prefix string) *tensor {
-	return b.add(b.mul(b.Norm(x), prefix+".weight"), prefix+".bias")
-}
-
 // linear is build_mm with the layer's weight, and its bias if any.
 func (b *clipGB) linear(x *tensor, prefix string) *tensor {
 	return b.add(b.MulMat(b.weight(prefix+".weight"), x), prefix+".bias")
@@ -167,13 +161,13 @@ func (b *clipGB) gemma3(v arch.VisionEncoder, flash bool) *tensor {
 	x = b.add(x, "v.position_embd.weight")
 	x = b.Reshape(x, embd, n)
 	if b.weight("v.pre_ln.weight") != nil {
-		x = b.layerNorm(x, "v.pre_ln")
+		x = b.norm(x, "v.pre_ln", false)
 	}
 	for il := range v.Blocks {
 		x = b.vitBlock(x, v, il, vitOpts{flash: flash, act: ggml.UnaryGELU})
 	}
 	if b.weight("v.post_ln.weight") != nil {
-		x = b.layerNorm(x, "v.post_ln")
+		x = b.norm(x, "v.post_ln", false)
 	}
 	x = b.Reshape(x, embd, n, 1)
 
@@ -232,7 +226,7 @@ func (b *clipGB) vitBlock(inpL *tensor, v arch.VisionEncoder, il int, o vitOpts)
 	if o.rope != nil {
 		q, k = o.rope(q), o.rope(k)
 	}
-	cur = b.attnMask(q, k, vv, o.mask, o.flash)
+	cur = b.attn(q, k, vv, o.mask, o.flash)
 	cur = b.linear(cur, p+"attn_out")
 	cur = b.Add(cur, inpL)
 	inpL = cur
@@ -245,4 +239,59 @@ func (b *clipGB) vitBlock(inpL *tensor, v arch.VisionEncoder, il int, o vitOpts)
 	}
 	cur = b.linear(cur, p+"ffn_down")
 	return b.Add(inpL, cur)
+}
+
+// conv2d is ggml_conv_2d(kernel, img, s, s, 0, 0, 1, 1): im2col (F16, or
+// F32 for a BF16 kernel), the product with the flattened kernel, and a
+// contiguous copy in {OW, OH, OC, N}.
+func (b *clipGB) conv2d(kernel, img *tensor, s int64) *tensor {
+	colType := gguf.TypeF16
+	if kernel.Type() == gguf.TypeBF16 {
+		colType = gguf.TypeF32
+	}
+	col := b.Im2Col(kernel, img, s, s, colType)
+	c, k := col.Ne(), kernel.Ne()
+	x := b.MulMat(b.Reshape(col, c[0], c[3]*c[2]*c[1]), b.Reshape(kernel, k[0]*k[1]*k[2], k[3]))
+	x = b.Reshape(x, c[1], c[2], c[3], k[3])
+	return b.Cont(b.Permute(x, 0, 1, 3, 2))
+}
+
+// norm is build_norm: an RMS norm (NORM_TYPE_RMS) or a layer norm
+// (NORM_TYPE_NORMAL), then the weight and the bias where the file has
+// them.
+func (b *clipGB) norm(x *tensor, prefix string, rms bool) *tensor {
+	if rms {
+		return b.add(b.mul(b.RMSNorm(x), prefix+".weight"), prefix+".bias")
+	}
+	return b.add(b.mul(b.Norm(x), prefix+".weight"), prefix+".bias")
+}
+
+// attn is clip's build_attn with an optional mask. clip records Q,
+// K and V first, in that order (ggml_build_forward_order), so that the
+// product of K and Q does not record K's branch before Q's. With flash
+// attention K, V and the mask are cast to F16 copies; without, V is
+// transposed into a copy and the scores of every head are materialized,
+// n×n each, the mask added by the softmax.
+func (b *clipGB) attn(q, k, v, mask *tensor, flash bool) *tensor {
+	b.Expand(q)
+	b.Expand(k)
+	b.Expand(v)
+	qp := b.Permute(q, 0, 2, 1, 3)
+	kp := b.Permute(k, 0, 2, 1, 3)
+	if flash {
+		vp := b.Permute(v, 0, 2, 1, 3)
+		kp = b.Cast(kp, gguf.TypeF16)
+		vp = b.Cast(vp, gguf.TypeF16)
+		if mask != nil {
+			mask = b.Cast(mask, gguf.TypeF16)
+		}
+		out := b.FlashAttnExt(qp, kp, vp, mask, nil)
+		ne := out.Ne()
+		return b.Reshape(out, ne[0]*ne[1], ne[2]*ne[3])
+	}
+	vt := b.Cont(b.Permute(v, 1, 2, 0, 3))
+	kq := b.SoftMax(b.MulMat(kp, qp), mask, nil)
+	kqv := b.Permute(b.MulMat(vt, kq), 0, 2, 1, 3)
+	ne := kqv.Ne()
+	return b.Cont(kqv, ne[0]*ne[1], ne[2]*ne[3])
 }
