@@ -39,12 +39,9 @@ type Companions struct {
 	// only; a search asks about the same ones many times.
 	mu    sync.Mutex
 	draft map[draftKey][]Buffer
-	// projCPU is the replayed CPU compute buffer of the projector, by
-	// whether clip runs it with flash attention (-1: not replayed).
-	projCPU map[bool]int64
-	// projGPU is the replayed compute buffers of the projector on a GPU
-	// and the host: nil where it is not replayed.
-	projGPU map[projKey][]Buffer
+	// proj is the projector's replayed compute buffers: nil where it is
+	// not replayed.
+	proj map[projKey][]Buffer
 }
 
 // Companion names in Buffer.Model.
@@ -134,19 +131,8 @@ func (c *Companions) projectorBuffers(ctx graph.Context, fa FlashAttn, rules bui
 		// clip takes -fa from llama-server but resolves auto on its own:
 		// on wherever the backend runs the encoder's attention, which
 		// the CPU always does (clip_model_loader::warmup).
-		replayed := false
-		switch {
-		case dev.Name == cpu.Name:
-			var n int64
-			if n, replayed = c.projectorCPUCompute(fa != FlashOff); replayed {
-				out = append(out, Buffer{Device: dev.Name, BufferType: buft, Kind: KindCompute, Model: ModelProjector, Bytes: n, Note: projectorReplayNote})
-			}
-		case dev.Backend == "Vulkan" && c.Projector.Type != "" && vulkanProjectorReplay[c.Projector.Type]:
-			var bufs []Buffer
-			if bufs, replayed = c.projectorGPUCompute(fa != FlashOff, rules, cpu, dev); replayed {
-				out = append(out, bufs...)
-			}
-		}
+		bufs, replayed := c.projectorCompute(fa != FlashOff, rules, cpu, dev)
+		out = append(out, bufs...)
 		if !replayed {
 			out = append(out, projectorEstimate(*v, ctx.Flash, dev, cpu)...)
 		}
@@ -189,37 +175,48 @@ var vulkanProjectorReplay = map[string]bool{arch.ProjectorGemma3: true}
 // replay of clip's scheduler on a Vulkan device and the host.
 const projectorVulkanNote = "replay of ggml's scheduler and allocator on clip's encoder graph at its warm-up image, its weights on the GPU and its inputs on the host, as libmtmd reserves it (measured on Vulkan over Mesa llvmpipe)"
 
-// projectorGPUCompute is the compute buffers clip's scheduler reserves
-// for the encoder with its weights on dev: dev's and the host's (the
-// graph's inputs, in the CPU backend's own buffer type), and whether
-// headroom replays this projector there.
-func (c *Companions) projectorGPUCompute(flash bool, rules builds.Rules, cpu, dev Device) ([]Buffer, bool) {
+// projectorCompute is the compute buffers clip reserves for the
+// encoder with its weights on dev, from a replay of its graph, and
+// whether headroom replays this projector there. A search asks for them
+// with every candidate, so each replay is kept.
+func (c *Companions) projectorCompute(flash bool, rules builds.Rules, cpu, dev Device) ([]Buffer, bool) {
 	key := projKey{flash, cpu.Name, dev.Name}
 	c.mu.Lock()
-	cached, ok := c.projGPU[key]
+	cached, ok := c.proj[key]
 	c.mu.Unlock()
 	if ok {
 		return cached, cached != nil
 	}
-	out := c.projectorSched(flash, rules, cpu, dev)
-	c.mu.Lock()
-	if c.projGPU == nil {
-		c.projGPU = map[projKey][]Buffer{}
+	var out []Buffer
+	switch {
+	case dev.Name == cpu.Name:
+		if g, ok := graph.ProjectorGraph(c.Projector, flash); ok {
+			out = []Buffer{{Device: cpu.Name, BufferType: cpu.bufferType(), Kind: KindCompute, Model: ModelProjector,
+				Bytes: ggml.Reserve(g, cpuAlign), Note: projectorReplayNote}}
+		}
+	case dev.Backend == "Vulkan" && vulkanProjectorReplay[c.Projector.Type]:
+		out = c.projectorSched(flash, rules, cpu, dev)
 	}
-	c.projGPU[key] = out
+	c.mu.Lock()
+	if c.proj == nil {
+		c.proj = map[projKey][]Buffer{}
+	}
+	c.proj[key] = out
 	c.mu.Unlock()
 	return out, out != nil
 }
 
-// projKey is what a GPU replay of the projector depends on besides the
-// projector.
+// projKey is what a replay of the projector depends on besides the
+// projector: flash attention and the devices.
 type projKey struct {
 	flash    bool
-	cpu, gpu string
+	cpu, dev string
 }
 
-// projectorSched replays clip's scheduler for projectorGPUCompute; nil
-// where the graph is not replayed.
+// projectorSched replays clip's scheduler on a Vulkan device dev and the
+// host for projectorCompute: dev's compute buffer and the host's (the
+// graph's inputs, in the CPU backend's own buffer type); nil where the
+// graph is not replayed.
 func (c *Companions) projectorSched(flash bool, rules builds.Rules, cpu, dev Device) []Buffer {
 	g, ok := graph.ProjectorGraphOn(c.Projector, flash, dev.Name)
 	if !ok {
@@ -241,27 +238,6 @@ func (c *Companions) projectorSched(flash bool, rules builds.Rules, cpu, dev Dev
 		out = append(out, Buffer{Device: cpu.Name, BufferType: cpu.Name, Kind: KindCompute, Model: ModelProjector, Bytes: n, Note: projectorVulkanNote})
 	}
 	return out
-}
-
-// projectorCPUCompute is the CPU compute buffer clip reserves for the
-// projector's encoder, from a replay of its graph, and whether headroom
-// replays this projector. A search asks for it with every candidate,
-// so each replay is kept.
-func (c *Companions) projectorCPUCompute(flash bool) (int64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n, ok := c.projCPU[flash]; ok {
-		return n, n >= 0
-	}
-	n := int64(-1)
-	if g, ok := graph.ProjectorGraph(c.Projector, flash); ok {
-		n = ggml.Reserve(g, cpuAlign)
-	}
-	if c.projCPU == nil {
-		c.projCPU = map[bool]int64{}
-	}
-	c.projCPU[flash] = n
-	return n, n >= 0
 }
 
 // draftKey is what the draft's buffers depend on in the main profile.
