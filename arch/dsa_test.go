@@ -20,15 +20,7 @@ func TestDeepSeek32Pending(t *testing.T) {
 	}
 	read := func(b *gguf.Builder) *gguf.Model {
 		t.Helper()
-		r, size, err := b.ReaderAt()
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := gguf.Read(r, size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := gguf.NewModel(f)
+		m, err := b.Model()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -335,6 +335,20 @@ func (b *Builder) ReaderAt() (io.ReaderAt, int64, error) {
 	return zeroTail(hdr.Bytes()), f.Size, nil
 }
 
+// Model reads back the header b writes, as Read and NewModel read a file
+// (its tensor data all zeros).
+func (b *Builder) Model() (*Model, error) {
+	r, size, err := b.ReaderAt()
+	if err != nil {
+		return nil, err
+	}
+	f, err := Read(r, size)
+	if err != nil {
+		return nil, err
+	}
+	return NewModel(f)
+}
+
 // zeroTail is header bytes followed by zeros without end.
 type zeroTail []byte
 

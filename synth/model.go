@@ -19,22 +19,9 @@ func Model(s Shape, q Quant) (*arch.Model, error) {
 // ModelOf reads a built header back as llama.cpp's loader would see it
 // and models it, as Model does for a shape.
 func ModelOf(b *gguf.Builder) (*arch.Model, error) {
-	m, err := readBack(b)
+	m, err := b.Model()
 	if err != nil {
 		return nil, err
 	}
 	return arch.FromGGUF(m)
-}
-
-// readBack reads a built header as a file of its full size would be read.
-func readBack(b *gguf.Builder) (*gguf.Model, error) {
-	r, size, err := b.ReaderAt()
-	if err != nil {
-		return nil, err
-	}
-	f, err := gguf.Read(r, size)
-	if err != nil {
-		return nil, err
-	}
-	return gguf.NewModel(f)
 }

@@ -134,7 +134,7 @@ func ProjectorModel(v Vision, typ gguf.GGMLType) (*arch.Projector, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := readBack(b)
+	m, err := b.Model()
 	if err != nil {
 		return nil, err
 	}
